@@ -1,0 +1,145 @@
+// Module init: the JS-facing functions of the native core. Each binding validates its arguments
+// and throws a TypeError on bad input; system errors come back as -errno numbers where callers
+// expect them as a normal outcome (a side channel nobody listens on), and as thrown errors with
+// `code` and `syscall` otherwise.
+#include <napi.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "limits.h"
+#include "sidechannel.h"
+#include "source_hash.h"
+
+namespace fastsock {
+namespace {
+
+Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall) {
+  Napi::Error e = Napi::Error::New(env, std::string(syscall) + " failed: " + strerror(err));
+  e.Set("errno", Napi::Number::New(env, -err));
+  e.Set("syscall", Napi::String::New(env, syscall));
+  return e;
+}
+
+int FdArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " must be an fd");
+  int fd = info[i].As<Napi::Number>().Int32Value();
+  if (fd < 0) throw Napi::TypeError::New(info.Env(), "fd must be >= 0");
+  return fd;
+}
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsString())
+    throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " must be a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+// listenAbstract(name: string, backlog: number): number (fd). Throws with errno/syscall.
+Napi::Value ListenAbstractJs(const Napi::CallbackInfo& info) {
+  std::string name = StringArg(info, 0);
+  int backlog = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : 511;
+  int r = ListenAbstract(name, backlog);
+  if (r < 0) throw ErrnoError(info.Env(), -r, "listen");
+  return Napi::Number::New(info.Env(), r);
+}
+
+// connectAbstract(name: string): number. The connected fd (>= 0), or -errno.
+Napi::Value ConnectAbstractJs(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), ConnectAbstract(StringArg(info, 0)));
+}
+
+// peerCred(fd): { pid, uid, gid }. Throws with errno/syscall.
+Napi::Value PeerCredJs(const Napi::CallbackInfo& info) {
+  PeerCred c;
+  int r = GetPeerCred(FdArg(info, 0), &c);
+  if (r < 0) throw ErrnoError(info.Env(), -r, "getsockopt");
+  if (c.pidfd >= 0) close(c.pidfd);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("pid", static_cast<double>(c.pid));
+  o.Set("uid", static_cast<double>(c.uid));
+  o.Set("gid", static_cast<double>(c.gid));
+  return o;
+}
+
+// verifyListener(fd, family: 4|6, addr: Uint8Array(4|16), port, uid):
+//   { ok: boolean, reason: string, pid, uid, pidfdFromSocket: boolean }
+Napi::Value VerifyListenerJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd = FdArg(info, 0);
+  if (info.Length() < 5 || !info[1].IsNumber() || !info[2].IsTypedArray() || !info[3].IsNumber() ||
+      !info[4].IsNumber())
+    throw Napi::TypeError::New(env, "verifyListener(fd, family, addr, port, uid)");
+  int family = info[1].As<Napi::Number>().Int32Value();
+  Napi::Uint8Array a = info[2].As<Napi::Uint8Array>();
+  if ((family != 4 && family != 6) || a.ByteLength() != (family == 4 ? 4u : 16u))
+    throw Napi::TypeError::New(env, "addr must be 4 bytes for family 4, 16 bytes for family 6");
+  unsigned char addr[16] = {0};
+  memcpy(addr, a.Data(), a.ByteLength());
+  int port = info[3].As<Napi::Number>().Int32Value();
+  uid_t uid = static_cast<uid_t>(info[4].As<Napi::Number>().Uint32Value());
+  PeerCred c;
+  std::string reason = VerifyListenerOwner(fd, family, addr, port, uid, &c);
+  if (c.pidfd >= 0) close(c.pidfd);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("ok", reason.empty());
+  o.Set("reason", reason);
+  o.Set("pid", static_cast<double>(c.pid));
+  o.Set("uid", static_cast<double>(c.uid));
+  o.Set("pidfdFromSocket", c.pidfdFromSocket);
+  return o;
+}
+
+// closeFd(fd): void. For fds the addon handed out that never reached a Node handle.
+Napi::Value CloseFdJs(const Napi::CallbackInfo& info) {
+  close(FdArg(info, 0));
+  return info.Env().Undefined();
+}
+
+// probeSocketFamily(family: number): 0 when socket(family, SOCK_STREAM, 0) works, else -errno.
+Napi::Value ProbeSocketFamilyJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "family must be a number");
+  int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Napi::Number::New(info.Env(), -errno);
+  close(fd);
+  return Napi::Number::New(info.Env(), 0);
+}
+
+// memcpyTimeNs(bytes, iterations): number, elapsed ns for `iterations` copies of `bytes`.
+Napi::Value MemcpyTimeNsJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "memcpyTimeNs(bytes, iterations)");
+  double bytes = info[0].As<Napi::Number>().DoubleValue();
+  if (bytes < 0 || bytes > (1ull << 32)) throw Napi::RangeError::New(info.Env(), "bytes out of range");
+  return Napi::Number::New(info.Env(), static_cast<double>(MemcpyTimeNs(static_cast<size_t>(bytes),
+                                                                        info[1].As<Napi::Number>().Uint32Value())));
+}
+
+// spinPingPongNs(iterations): number, elapsed ns for `iterations` busy-polled round trips.
+Napi::Value SpinPingPongNsJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "iterations must be a number");
+  return Napi::Number::New(info.Env(), static_cast<double>(SpinPingPongNs(info[0].As<Napi::Number>().Uint32Value())));
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("listenAbstract", Napi::Function::New(env, ListenAbstractJs, "listenAbstract"));
+  exports.Set("connectAbstract", Napi::Function::New(env, ConnectAbstractJs, "connectAbstract"));
+  exports.Set("peerCred", Napi::Function::New(env, PeerCredJs, "peerCred"));
+  exports.Set("verifyListener", Napi::Function::New(env, VerifyListenerJs, "verifyListener"));
+  exports.Set("closeFd", Napi::Function::New(env, CloseFdJs, "closeFd"));
+  exports.Set("probeSocketFamily", Napi::Function::New(env, ProbeSocketFamilyJs, "probeSocketFamily"));
+  exports.Set("memcpyTimeNs", Napi::Function::New(env, MemcpyTimeNsJs, "memcpyTimeNs"));
+  exports.Set("spinPingPongNs", Napi::Function::New(env, SpinPingPongNsJs, "spinPingPongNs"));
+  exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
+  exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  return exports;
+}
+
+}  // namespace
+}  // namespace fastsock
+
+static Napi::Object InitAll(Napi::Env env, Napi::Object exports) { return fastsock::Init(env, exports); }
+
+NODE_API_MODULE(fastsock, InitAll)

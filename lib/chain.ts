@@ -1,0 +1,193 @@
+/**
+ * The failover chain (JFS 3.1.4), modelled on Node's internalConnectMultiple: walk the rungs in
+ * order, bound each attempt by a timeout, emit an event per attempt and per failure, and end on
+ * the first rung that connects. TCP, when in the chain, is the last attempt and is Node's own
+ * connect, errors included. Without TCP, exhausting the chain destroys the socket with an
+ * AggregateError (code ERR_FASTSOCK_ALL_TRANSPORTS_FAILED) of every attempt's error.
+ *
+ * Negative results are cached per rung and destination: a destination without a side channel for
+ * NOT_OFFERED_TTL_MS, a failed attempt (timeout, unverified peer, bad handshake) for
+ * FAILURE_TTL_MS, so a missing or broken rung costs its timeout once, not on every connect.
+ */
+import * as net from 'net'
+import * as dns from 'dns'
+import type { Socket } from './socket'
+import { TransportName } from './transports/names'
+import { availability } from './transports/availability'
+import { connectUnix, NotOffered } from './transports/unix'
+import { isLocalAddress } from './address'
+import { debug, debugEnabled } from './debug'
+import { FastsockError } from './errors'
+import { RejectReason } from './wire'
+
+export const NOT_OFFERED_TTL_MS = 1000
+export const FAILURE_TTL_MS = 30000
+
+const negativeCache = new Map<string, { until: number, reason: string }>()
+
+/** Forgets every cached negative result (tests; or after changing the local servers). */
+export function clearNegativeCache (): void { negativeCache.clear() }
+
+function cached (key: string): string | null {
+  const e = negativeCache.get(key)
+  if (!e) return null
+  if (e.until <= Date.now()) {
+    negativeCache.delete(key)
+    return null
+  }
+  return e.reason
+}
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
+
+interface ConnectOptions {
+  port?: number | string
+  host?: string
+  path?: string
+  localAddress?: string
+  localPort?: number
+  family?: number
+  hints?: number
+  lookup?: AnyFn
+  fd?: number
+}
+
+/**
+ * Why no fast rung may serve these options (the side channel cannot honour them), or null.
+ * A caller asking for a local address or port, or an fd, gets TCP as it asked.
+ */
+function declineReason (o: ConnectOptions): string | null {
+  if (o.localAddress !== undefined) return 'localAddress requested'
+  if (o.localPort !== undefined) return 'localPort requested'
+  if (o.fd !== undefined) return 'fd given'
+  return null
+}
+
+/** True when the port is one Node's connect accepts (so Node's synchronous errors stay Node's). */
+function validPort (port: unknown): boolean {
+  if (typeof port === 'number') return Number.isInteger(port) && port >= 0 && port <= 0xffff
+  if (typeof port === 'string') return port.trim() !== '' && /^\d+$/.test(port.trim()) && Number(port) <= 0xffff
+  return false
+}
+
+/** Implements Socket#connect: see its docstring. */
+export function connectThroughChain (socket: Socket, args: unknown[]): Socket {
+  // connect(normalizedArgs) as net.connect() calls it: an array Node has already normalized.
+  const pre = args[0]
+  const normalized = Array.isArray(pre) && Object.getOwnPropertySymbols(pre).length > 0 ? pre : normalizeArgs(args)
+  const options = normalized[0] as ConnectOptions
+  const cb = normalized[1] as AnyFn | null
+  if (options.path != null) {
+    const s = socket._fsNodeConnect(normalized)
+    s.transport = 'unix'
+    return s
+  }
+  const hostOk = options.host === undefined || options.host === null || typeof options.host === 'string'
+  if (!validPort(options.port) || !hostOk || socket.destroyed || (socket as unknown as { _parent: Socket | null })._parent) {
+    // Node's own connect throws or handles these exactly as net does.
+    return socket._fsNodeConnect(normalized)
+  }
+  const decline = declineReason(options)
+  if (decline) debug('chain', 'fast rungs declined: %s', decline)
+  const rungs = socket._fsTransports.filter(t => {
+    if (t === 'tcp') return true
+    if (decline) return false
+    const a = availability(t)
+    if (!a.available) debug('chain', 'skip %s: %s', t, a.reason)
+    return a.available
+  })
+  if (rungs.length === 1 && rungs[0] === 'tcp') {
+    socket.emit('transportAttempt', { transport: 'tcp' })
+    return socket._fsNodeConnect(normalized)
+  }
+  if (cb !== null) socket.once('connect', cb)
+  socket._fsWriteImpl = null
+  ;(socket as unknown as { connecting: boolean }).connecting = true
+  socket._fsUnrefTimer()
+  runChain(socket, options, rungs).catch(err => {
+    if (!socket.destroyed) socket.destroy(err)
+  })
+  return socket
+}
+
+function lookupAll (options: ConnectOptions): Promise<string[]> {
+  const host = options.host || 'localhost'
+  if (net.isIP(host)) return Promise.resolve([host])
+  const lookup = options.lookup ?? dns.lookup
+  return new Promise((resolve, reject) => {
+    lookup(host, { all: true, family: options.family, hints: options.hints },
+      (err: Error | null, addrs: string | Array<{ address: string }>) => {
+        if (err) return reject(err)
+        resolve(typeof addrs === 'string' ? [addrs] : addrs.map(a => a.address))
+      })
+  })
+}
+
+async function runChain (socket: Socket, options: ConnectOptions, rungs: TransportName[]): Promise<void> {
+  const port = Number(options.port)
+  const host = options.host || 'localhost'
+  const errors: Error[] = []
+  let addresses: string[] | null = null
+  for (const rung of rungs) {
+    if (socket.destroyed) return
+    if (rung === 'tcp') {
+      debug('chain', '%s:%d -> tcp', host, port)
+      socket.emit('transportAttempt', { transport: 'tcp' })
+      socket._fsNodeConnect(normalizeArgs([options]))
+      return
+    }
+    if (rung !== 'unix') continue // other fast rungs are not in this build (availability says so)
+    if (addresses === null) {
+      try {
+        addresses = await lookupAll(options)
+      } catch (err) {
+        debug('chain', 'lookup of %s failed (%s): fast rungs skipped', host, (err as Error).message)
+        addresses = []
+      }
+      if (socket.destroyed) return
+    }
+    const local = addresses.filter(isLocalAddress)
+    if (local.length === 0) {
+      debug('chain', 'skip %s: %s is not on this host', rung, host)
+      continue
+    }
+    const key = `${rung}|${local.join(',')}|${port}`
+    const hit = cached(key)
+    if (hit !== null) {
+      debug('chain', 'skip %s for %s:%d: cached (%s)', rung, host, port, hit)
+      continue
+    }
+    socket.emit('transportAttempt', { transport: rung })
+    try {
+      const est = await connectUnix({ addresses: local, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed })
+      if (socket.destroyed) {
+        est.probe.destroy()
+        return
+      }
+      debug('chain', '%s:%d -> %s (%s)', host, port, rung, est.view.remote.address)
+      const lookup: [string, number, string] | null = net.isIP(host) ? null : [est.view.remote.address, net.isIP(est.view.remote.address), host]
+      socket._fsAdopt(est, lookup)
+      return
+    } catch (err) {
+      if (err instanceof NotOffered) {
+        debug('chain', 'skip %s for %s:%d: %s', rung, host, port, err.message)
+        negativeCache.set(key, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
+        continue
+      }
+      const e = err as Error & { reason?: number }
+      debug('chain', '%s failed for %s:%d: %s', rung, host, port, e.message)
+      errors.push(e)
+      if (e.reason !== RejectReason.Busy) negativeCache.set(key, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
+      socket.emit('transportAttemptFailed', { transport: rung, error: e })
+    }
+  }
+  if (socket.destroyed) return
+  const tried = rungs.join(', ')
+  const agg = new AggregateError(errors, `fastsock: no transport connected to ${host}:${port} (chain: ${tried})`) as AggregateError & { code: string }
+  agg.code = 'ERR_FASTSOCK_ALL_TRANSPORTS_FAILED'
+  if (debugEnabled) debug('chain', agg.message)
+  socket.destroy(agg)
+}
+
+export { FastsockError }

@@ -1,0 +1,12 @@
+/**
+ * FASTSOCK_DEBUG=1 prints each decision of the chain and the side channel, with its reason, to
+ * stderr, one line each: `fastsock <pid> <scope>: <message>`.
+ */
+import { format } from 'util'
+
+export const debugEnabled = /^(1|true|yes|on)$/i.test(process.env.FASTSOCK_DEBUG ?? '')
+
+export function debug (scope: string, fmt: string, ...args: unknown[]): void {
+  if (!debugEnabled) return
+  process.stderr.write(`fastsock ${process.pid} ${scope}: ${format(fmt, ...args)}\n`)
+}

@@ -1,0 +1,45 @@
+/**
+ * fastsock: `require('fastsock')` in place of `require('net')`.
+ *
+ * Every export of `net` is here; `Socket`, `Stream`, `Server`, `connect`, `createConnection` and
+ * `createServer` are fastsock's: same API and events, plus the failover chain (`transports`
+ * option, `socket.transport`) and typed arrays (`write(view)`, `readInto(view)`).
+ */
+import * as net from 'net'
+import { Socket, SocketOptions } from './socket'
+import { Server, ServerOptions } from './server'
+
+export * from 'net'
+export { Socket, Socket as Stream, Server }
+export type { SocketOptions, ServerOptions }
+export { transports, TransportAvailability } from './transports/availability'
+export { TRANSPORT_NAMES, TransportName } from './transports/names'
+export { FastsockError } from './errors'
+export { clearNegativeCache } from './chain'
+
+type ConnectListener = () => void
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
+
+/**
+ * Creates a fastsock Socket and connects it: `connect(port[, host][, listener])`,
+ * `connect(options[, listener])` or `connect(path[, listener])`, as net.connect.
+ */
+export function connect (options: SocketOptions & net.NetConnectOpts, connectionListener?: ConnectListener): Socket
+export function connect (port: number, host?: string, connectionListener?: ConnectListener): Socket
+export function connect (path: string, connectionListener?: ConnectListener): Socket
+export function connect (...args: unknown[]): Socket {
+  const normalized = normalizeArgs(args)
+  const options = normalized[0] as SocketOptions & { timeout?: number }
+  const socket = new Socket(options)
+  if (options.timeout) socket.setTimeout(options.timeout)
+  return (socket.connect as AnyFn)(normalized)
+}
+export const createConnection = connect
+
+/** Creates a fastsock Server, as net.createServer. */
+export function createServer (connectionListener?: (socket: Socket) => void): Server
+export function createServer (options?: ServerOptions, connectionListener?: (socket: Socket) => void): Server
+export function createServer (options?: ServerOptions | ((socket: Socket) => void), connectionListener?: (socket: Socket) => void): Server {
+  return new Server(options as ServerOptions, connectionListener)
+}

@@ -1,0 +1,339 @@
+/**
+ * fastsock's Socket: a `net.Socket` that connects through the failover chain (lib/chain.ts).
+ *
+ * On the kernel rungs (`unix`, `tcp`) the socket keeps Node's own handle, so every `net`
+ * behaviour is Node's. What this class adds:
+ * - `transport`: which rung carries the connection;
+ * - the TCP view on the `unix` rung: remote/local address and port as the application asked for
+ *   them, consistent on both ends (docs/design.md);
+ * - typed arrays: `write()`/`end()` take any TypedArray or DataView (sent as its raw bytes,
+ *   without a copy), `readInto()` fills a caller's typed array, and `onread.buffer` may be any
+ *   typed array.
+ */
+import * as net from 'net'
+import { TransportName, parseTransports, defaultTransports } from './transports/names'
+import { TcpView } from './address'
+import { ReadIntoRequest, targetBytes, feed, failAll } from './readinto'
+import { FastsockError } from './errors'
+import type { Established, PipeHandle } from './transports/unix'
+
+/** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
+export interface SocketOptions extends net.SocketConstructorOpts {
+  /** Rungs to try, in order (default: FASTSOCK_TRANSPORTS, else the whole chain). */
+  transports?: TransportName[] | string
+  /** Upper bound for one fast rung's attempt, in ms (default 1000); TCP keeps Node's own. */
+  transportTimeoutMs?: number
+  /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
+  onread?: { buffer: ArrayBufferView | (() => ArrayBufferView), callback: (bytes: number, buf: ArrayBufferView) => boolean | void }
+}
+
+/** Internal: what a server hands a socket it accepted on a fast rung. */
+export const kAccepted = Symbol('fastsock.accepted')
+export interface AcceptedInfo {
+  transport: TransportName
+  view: TcpView | null
+  handshakeRead: number
+  handshakeWritten: number
+}
+
+const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
+const duplexWrite = net.Socket.prototype.write
+const noop = (): void => {}
+
+/** A Node-internal symbol found by its description on an object that carries it. */
+function nodeSymbol (obj: object, description: string): symbol | undefined {
+  return Object.getOwnPropertySymbols(obj).find(s => s.description === description)
+}
+
+function asBuffer (chunk: unknown): unknown {
+  if (ArrayBuffer.isView(chunk) && !(chunk instanceof Uint8Array)) {
+    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+  }
+  return chunk
+}
+
+function asUint8 (view: ArrayBufferView): Uint8Array {
+  return view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+}
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export class Socket extends net.Socket {
+  /** The rung carrying this connection: null until connected (or when never connected). */
+  transport: TransportName | null
+  /** @internal chain configuration */
+  _fsTransports: TransportName[]
+  /** @internal */
+  _fsTimeoutMs: number
+  /** @internal TCP view on a rung without a TCP socket */
+  _fsView: TcpView | null
+  /** @internal handshake bytes on the handle's counters */
+  _fsHsRead: number
+  _fsHsWritten: number
+  /** @internal pending readInto requests */
+  _fsReadQueue: ReadIntoRequest[] | null
+  /** @internal what Node assigned to `this.write` (writeAfterFIN), or null for the default */
+  _fsWriteImpl: AnyFn | null
+  /** @internal the onread buffer as Node sees it, when onread was given */
+  _fsOnreadU8: Uint8Array | null
+  /** @internal true when the socket reads through `onread` (no 'data', no readInto) */
+  _fsHasOnread: boolean
+
+  constructor (options?: SocketOptions | number) {
+    let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
+    const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
+    const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) {
+      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.transportTimeoutMs must be a positive number of ms')
+    }
+    let onreadU8: Uint8Array | null = null
+    const onread = opts.onread
+    if (onread && typeof onread === 'object' && typeof onread.callback === 'function') {
+      const userCb = onread.callback
+      if (ArrayBuffer.isView(onread.buffer)) {
+        const view = onread.buffer
+        onreadU8 = asUint8(view)
+        opts = { ...opts, onread: { buffer: onreadU8, callback: (n: number) => userCb(n, view) } as never }
+      } else if (typeof onread.buffer === 'function') {
+        const gen = onread.buffer
+        let last: ArrayBufferView | null = null
+        opts = {
+          ...opts,
+          onread: {
+            buffer: () => { last = gen(); return (onreadU8 = asUint8(last)) },
+            callback: (n: number) => userCb(n, last!)
+          } as never
+        }
+      }
+    }
+    const accepted = opts[kAccepted]
+    delete opts.transports
+    delete opts.transportTimeoutMs
+    super(opts as net.SocketConstructorOpts)
+    this.transport = accepted?.transport ?? (opts.fd !== undefined || (opts as { handle?: unknown }).handle ? 'tcp' : null)
+    this._fsTransports = transports ?? defaultTransports()
+    this._fsTimeoutMs = timeoutMs
+    this._fsView = accepted?.view ?? null
+    this._fsHsRead = accepted?.handshakeRead ?? 0
+    this._fsHsWritten = accepted?.handshakeWritten ?? 0
+    this._fsReadQueue = null
+    this._fsWriteImpl = null
+    this._fsOnreadU8 = onreadU8
+    this._fsHasOnread = onread != null && typeof onread === 'object' && typeof onread.callback === 'function'
+  }
+
+  /**
+   * Connects through the failover chain: `connect(port[, host][, cb])`, `connect(options[, cb])`
+   * or `connect(path[, cb])` (a UNIX path: Node's own, transport 'unix'). Emits
+   * 'transportAttempt' ({ transport }) per rung tried and 'transportAttemptFailed'
+   * ({ transport, error }) per failure, then Node's events. If every rung fails and TCP is not
+   * in the chain: 'error' with an AggregateError, code ERR_FASTSOCK_ALL_TRANSPORTS_FAILED.
+   */
+  override connect (...args: unknown[]): this {
+    // Loaded here to keep the module graph acyclic (chain.ts needs this class).
+    const { connectThroughChain } = require('./chain') as typeof import('./chain')
+    return connectThroughChain(this, args) as this
+  }
+
+  /** @internal Node's own connect, without re-initializing stream state set since. */
+  _fsNodeConnect (normalized: unknown[]): this {
+    this.transport = 'tcp'
+    const self = this as unknown as { _undestroy: AnyFn }
+    if (this.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
+    try {
+      ;(net.Socket.prototype.connect as AnyFn).call(this, normalized)
+    } finally {
+      delete (self as { _undestroy?: AnyFn })._undestroy
+    }
+    return this as this
+  }
+
+  /** @internal Takes over the connected pipe handle the unix rung established. */
+  _fsAdopt (est: Established, lookup: [string, number, string] | null): void {
+    const probe = est.probe as unknown as { _handle: PipeHandle | null }
+    const handle = probe._handle!
+    if (this.destroyed) {
+      est.probe.destroy()
+      return
+    }
+    const owner = nodeSymbol(handle, 'owner_symbol')
+    if (!owner) throw new Error('cannot adopt a pipe handle on this Node version (no owner_symbol)')
+    probe._handle = null
+    est.probe.destroy()
+    const self = this as unknown as Record<string | symbol, unknown>
+    ;(handle as unknown as Record<symbol, unknown>)[owner] = this
+    self._handle = handle
+    const asyncId = nodeSymbol(this, 'async_id_symbol')
+    if (asyncId) self[asyncId] = handle.getAsyncId()
+    if (this._fsOnreadU8) handle.useUserBuffer(this._fsOnreadU8)
+    self._sockname = null
+    self._peername = null
+    this.transport = est.transport
+    this._fsView = est.view
+    this._fsHsRead = est.handshakeRead
+    this._fsHsWritten = est.handshakeWritten
+    ;(this as unknown as { connecting: boolean }).connecting = false
+    this._fsUnrefTimer()
+    if (lookup) this.emit('lookup', null, lookup[0], lookup[1], lookup[2])
+    this.emit('connect')
+    this.emit('ready')
+    for (const b of est.leftover) this.push(b)
+    if (!this.isPaused() || (this._fsReadQueue && this._fsReadQueue.length > 0)) this.read(0)
+  }
+
+  /** @internal */
+  _fsUnrefTimer (): void {
+    (this as unknown as { _unrefTimer: AnyFn })._unrefTimer()
+  }
+
+  _getpeername (this: Socket): object {
+    return this._fsView ? this._fsView.remote : (net.Socket.prototype as unknown as { _getpeername: AnyFn })._getpeername.call(this)
+  }
+
+  _getsockname (this: Socket): object {
+    return this._fsView ? this._fsView.local : (net.Socket.prototype as unknown as { _getsockname: AnyFn })._getsockname.call(this)
+  }
+
+  /** Like net's `end()`, and `data` may be any TypedArray or DataView. */
+  override end (data?: unknown, encoding?: unknown, cb?: unknown): this {
+    return (net.Socket.prototype.end as AnyFn).call(this, asBuffer(data), encoding, cb)
+  }
+
+  /**
+   * Node's stream hook for incoming bytes: pending readInto requests are served first (one copy,
+   * from the read buffer into the caller's array), the rest goes on to the stream as usual.
+   */
+  override push (chunk: unknown, encoding?: BufferEncoding): boolean {
+    const q = this._fsReadQueue
+    if (q !== null && q.length > 0) {
+      if (chunk === null) {
+        failAll(q, 'the stream ended')
+      } else if (chunk instanceof Uint8Array && this.readableLength === 0) {
+        const taken = feed(q, chunk)
+        if (taken === chunk.length) return true
+        chunk = chunk.subarray(taken)
+      }
+    }
+    return super.push(chunk, encoding)
+  }
+
+  /**
+   * Reads exactly `lengthElements` elements (default: the rest of the view) of the stream into
+   * `view` starting at element `offsetElements` (default 0). Returns a promise of `view`, or
+   * calls `cb(err, view)` when given. Bytes are copied once, from the read buffer into `view`,
+   * in the host's byte order. Rejects with ERR_FASTSOCK_READINTO (with `bytesRead`) when the
+   * stream ends, errors or closes first, and throws at once on a bad view or range
+   * (TypeError / RangeError ERR_OUT_OF_RANGE) or when the socket uses `onread`.
+   */
+  readInto<T extends ArrayBufferView> (view: T, cb: (err: Error | null, view: T) => void): void
+  readInto<T extends ArrayBufferView> (view: T, offsetElements?: number, lengthElements?: number): Promise<T>
+  readInto<T extends ArrayBufferView> (view: T, offsetElements: number, lengthElements: number | undefined,
+    cb: (err: Error | null, view: T) => void): void
+  readInto<T extends ArrayBufferView> (view: T, a?: unknown, b?: unknown, c?: unknown): Promise<T> | void {
+    let cb: ((err: Error | null, view: T) => void) | undefined
+    if (typeof a === 'function') { cb = a as typeof cb; a = undefined }
+    else if (typeof b === 'function') { cb = b as typeof cb; b = undefined }
+    else if (typeof c === 'function') cb = c as typeof cb
+    const bytes = targetBytes(view, a as number | undefined, b as number | undefined)
+    if (this._fsHasOnread) {
+      throw new FastsockError('ERR_FASTSOCK_READINTO', 'readInto is not available on a socket created with the onread option')
+    }
+    let promise: Promise<T> | undefined
+    let settle: (err: Error | null) => void
+    if (cb) {
+      const done = cb
+      settle = err => done(err, view)
+    } else {
+      let res!: (v: T) => void
+      let rej!: (e: Error) => void
+      promise = new Promise<T>((resolve, reject) => { res = resolve; rej = reject })
+      settle = err => (err ? rej(err) : res(view))
+    }
+    const req: ReadIntoRequest = { view, bytes, filled: 0, settle }
+    if (this.readableEnded || this.destroyed) {
+      failAll([req], this.destroyed ? 'the socket is destroyed' : 'the stream ended')
+      return promise
+    }
+    if (this._fsReadQueue === null) {
+      this._fsReadQueue = []
+      this.once('close', () => failAll(this._fsReadQueue!, 'the socket closed', this.errored))
+    }
+    const q = this._fsReadQueue
+    q.push(req)
+    if (q.length === 1) this._fsDrainBuffered()
+    if (q.length > 0) this.read(0)
+    return promise
+  }
+
+  /** Serves pending readInto requests from bytes already in the readable buffer. */
+  private _fsDrainBuffered (): void {
+    const q = this._fsReadQueue!
+    const flowingListeners = this.listenerCount('data') > 0
+    while (q.length > 0 && this.readableLength > 0) {
+      const want = q[0].bytes.length - q[0].filled
+      // read(n) emits 'data' for what it returns: keep those bytes from 'data' listeners.
+      let chunk: Buffer | null
+      if (flowingListeners) {
+        const emit = this.emit
+        this.emit = function (this: Socket, ev: string | symbol, ...rest: unknown[]) {
+          return ev === 'data' ? false : emit.apply(this, [ev, ...rest] as Parameters<typeof emit>)
+        } as typeof this.emit
+        try {
+          chunk = this.read(Math.min(want, this.readableLength))
+        } finally {
+          delete (this as { emit?: unknown }).emit
+        }
+      } else {
+        chunk = this.read(Math.min(want, this.readableLength))
+      }
+      if (chunk === null) break
+      feed(q, chunk)
+    }
+    if (q.length > 0 && this.readableEnded) failAll(q, 'the stream ended')
+  }
+}
+
+const kBytesWrittenName = 'kBytesWritten'
+Object.defineProperties(Socket.prototype, {
+  /** Bytes received from the peer: application bytes only (handshakes are not counted). */
+  bytesRead: {
+    configurable: true,
+    enumerable: true,
+    get (this: Socket): number {
+      const h = (this as unknown as { _handle: PipeHandle | null })._handle
+      const got = h ? h.bytesRead : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, 'kBytesRead')!] ?? 0)
+      return got - this._fsHsRead
+    }
+  },
+  /** The base of Node's bytesWritten getter, which adds the queued bytes to it. */
+  _bytesDispatched: {
+    configurable: true,
+    enumerable: false,
+    get (this: Socket): number {
+      const h = (this as unknown as { _handle: PipeHandle | null })._handle
+      const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
+      return sent - this._fsHsWritten
+    }
+  }
+})
+
+/**
+ * `write()` that takes any TypedArray or DataView. An accessor, because Node assigns
+ * `socket.write` itself (on connect, and `writeAfterFIN` after the peer's FIN): the assigned
+ * function is kept and called with the converted chunk.
+ */
+function fastWrite (this: Socket, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
+  return (this._fsWriteImpl ?? duplexWrite).call(this, asBuffer(chunk), encoding, cb)
+}
+Object.defineProperty(Socket.prototype, 'write', {
+  configurable: true,
+  enumerable: false,
+  get () { return fastWrite },
+  set (this: Socket, fn: AnyFn) { this._fsWriteImpl = fn === duplexWrite ? null : fn }
+})
+
+export interface Socket {
+  /** Like net's `write()`, and `chunk` may be any TypedArray or DataView (its raw bytes). */
+  write (chunk: string | ArrayBufferView, cb?: (err?: Error | null) => void): boolean
+  write (chunk: string | ArrayBufferView, encoding?: BufferEncoding, cb?: (err?: Error | null) => void): boolean
+}

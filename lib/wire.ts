@@ -1,0 +1,145 @@
+/**
+ * The side-channel handshake, byte for byte as docs/wire-protocol.md specifies it.
+ * All multi-byte integers are little-endian. Every message starts with an 8-byte header:
+ *
+ *   0      4    5     6        8
+ *   +------+----+-----+--------+
+ *   | FSCK | ver| type| length |   length = whole message in bytes, header included
+ *   +------+----+-----+--------+
+ */
+import { FastsockError } from './errors'
+
+export const MAGIC = 0x4b435346 // 'FSCK' read as a little-endian u32
+export const PROTOCOL_VERSION = 1
+export const MAX_MESSAGE_BYTES = 512
+
+export const enum MessageType { Hello = 1, Accept = 2, Reject = 3 }
+
+/** Capability bits a client offers in HELLO. */
+export const CAP_UNIX = 1 << 0
+export const CAP_SHM = 1 << 1
+
+/** Transport ids chosen in ACCEPT. */
+export const TRANSPORT_UNIX = 1
+export const TRANSPORT_SHM = 2
+
+/** REJECT reasons. BUSY (maxConnections reached) is not cached by clients as a failure. */
+export const enum RejectReason { Version = 1, Busy = 2, Forbidden = 3, Malformed = 4, NoTransport = 5 }
+
+export interface Hello {
+  type: MessageType.Hello
+  version: number
+  capabilities: number
+  /** The address the client dialed (after DNS), and the port. */
+  family: 4 | 6
+  address: Uint8Array
+  port: number
+}
+export interface Accept {
+  type: MessageType.Accept
+  version: number
+  transport: number
+  /** The port both ends report as the client's (there is no TCP socket to own one). */
+  clientPort: number
+}
+export interface Reject {
+  type: MessageType.Reject
+  version: number
+  reason: RejectReason
+  text: string
+}
+export type Message = Hello | Accept | Reject
+
+export const HELLO_BYTES = 32
+export const ACCEPT_BYTES = 16
+const REJECT_HEAD_BYTES = 12
+const MAX_REJECT_TEXT = 256
+
+function header (buf: Buffer, type: MessageType, length: number, version = PROTOCOL_VERSION): void {
+  buf.writeUInt32LE(MAGIC, 0)
+  buf.writeUInt8(version, 4)
+  buf.writeUInt8(type, 5)
+  buf.writeUInt16LE(length, 6)
+}
+
+/** HELLO: header, u32 capabilities, u8 family, u8 0, u16 port, 16 bytes address. */
+export function encodeHello (h: Omit<Hello, 'type' | 'version'>, version = PROTOCOL_VERSION): Buffer {
+  const b = Buffer.alloc(HELLO_BYTES)
+  header(b, MessageType.Hello, HELLO_BYTES, version)
+  b.writeUInt32LE(h.capabilities >>> 0, 8)
+  b.writeUInt8(h.family, 12)
+  b.writeUInt16LE(h.port, 14)
+  b.set(h.address.subarray(0, h.family === 4 ? 4 : 16), 16)
+  return b
+}
+
+/** ACCEPT: header, u8 transport, u8 0, u16 client port, u32 0. */
+export function encodeAccept (a: Omit<Accept, 'type' | 'version'>): Buffer {
+  const b = Buffer.alloc(ACCEPT_BYTES)
+  header(b, MessageType.Accept, ACCEPT_BYTES)
+  b.writeUInt8(a.transport, 8)
+  b.writeUInt16LE(a.clientPort, 10)
+  return b
+}
+
+/** REJECT: header, u16 reason, u16 text length, UTF-8 text (at most 256 bytes). */
+export function encodeReject (reason: RejectReason, text: string): Buffer {
+  const t = Buffer.from(text, 'utf8').subarray(0, MAX_REJECT_TEXT)
+  const b = Buffer.alloc(REJECT_HEAD_BYTES + t.length)
+  header(b, MessageType.Reject, b.length)
+  b.writeUInt16LE(reason, 8)
+  b.writeUInt16LE(t.length, 10)
+  t.copy(b, REJECT_HEAD_BYTES)
+  return b
+}
+
+function malformed (why: string): FastsockError {
+  return new FastsockError('ERR_FASTSOCK_HANDSHAKE', `malformed side-channel message: ${why}`)
+}
+
+/**
+ * Parses one message from the start of `buf`. Returns null while more bytes are needed, or the
+ * message and how many bytes it used. Throws ERR_FASTSOCK_HANDSHAKE on anything malformed
+ * (wrong magic as soon as 4 bytes are there, a length that does not fit its type, bad fields).
+ * A version other than ours parses (so a REJECT can name it); the caller decides.
+ */
+export function decode (buf: Buffer): { message: Message, bytes: number } | null {
+  if (buf.length >= 4 && buf.readUInt32LE(0) !== MAGIC) throw malformed('bad magic')
+  if (buf.length < 8) return null
+  const version = buf.readUInt8(4)
+  const type = buf.readUInt8(5)
+  const length = buf.readUInt16LE(6)
+  if (length < 8 || length > MAX_MESSAGE_BYTES) throw malformed(`length ${length}`)
+  if (type === MessageType.Hello && length !== HELLO_BYTES) throw malformed(`HELLO of ${length} bytes`)
+  if (type === MessageType.Accept && length !== ACCEPT_BYTES) throw malformed(`ACCEPT of ${length} bytes`)
+  if (type === MessageType.Reject && length < REJECT_HEAD_BYTES) throw malformed(`REJECT of ${length} bytes`)
+  if (type < MessageType.Hello || type > MessageType.Reject) throw malformed(`type ${type}`)
+  if (buf.length < length) return null
+  switch (type) {
+    case MessageType.Hello: {
+      const family = buf.readUInt8(12)
+      if (family !== 4 && family !== 6) throw malformed(`family ${family}`)
+      return {
+        bytes: length,
+        message: {
+          type,
+          version,
+          capabilities: buf.readUInt32LE(8),
+          family,
+          port: buf.readUInt16LE(14),
+          address: Uint8Array.prototype.slice.call(buf, 16, family === 4 ? 20 : 32)
+        }
+      }
+    }
+    case MessageType.Accept:
+      return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10) } }
+    default: {
+      const n = buf.readUInt16LE(10)
+      if (REJECT_HEAD_BYTES + n !== length) throw malformed('REJECT text length')
+      return {
+        bytes: length,
+        message: { type: MessageType.Reject, version, reason: buf.readUInt16LE(8), text: buf.toString('utf8', 12, length) }
+      }
+    }
+  }
+}
