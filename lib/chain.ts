@@ -170,15 +170,16 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
       socket._fsAdopt(est, lookup)
       return
     } catch (err) {
-      if (err instanceof NotOffered) {
-        debug('chain', 'skip %s for %s:%d: %s', rung, host, port, err.message)
-        negativeCache.set(key, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
-        continue
-      }
-      const e = err as Error & { reason?: number }
+      const e = err instanceof NotOffered
+        ? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${rung}: ${err.message}`)
+        : err as Error & { reason?: number }
       debug('chain', '%s failed for %s:%d: %s', rung, host, port, e.message)
       errors.push(e)
-      if (e.reason !== RejectReason.Busy) negativeCache.set(key, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
+      if (err instanceof NotOffered) {
+        negativeCache.set(key, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
+      } else if ((e as { reason?: number }).reason !== RejectReason.Busy) {
+        negativeCache.set(key, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
+      }
       socket.emit('transportAttemptFailed', { transport: rung, error: e })
     }
   }

@@ -181,6 +181,23 @@ export class Socket extends net.Socket {
     if (!this.isPaused() || (this._fsReadQueue && this._fsReadQueue.length > 0)) this.read(0)
   }
 
+  /**
+   * @internal Node's _destroy, except while the chain runs (connecting, no handle yet): then
+   * 'close' comes a loop turn later with its hadError flag, as it would from a handle.
+   */
+  override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
+    const self = this as unknown as { _handle: unknown, _server: { _connections: number, _emitCloseIfDrained?: () => void } | null }
+    if (self._handle || !this.connecting) return super._destroy(err, cb)
+    ;(this as unknown as { connecting: boolean }).connecting = false
+    this.setTimeout(0)
+    cb(err)
+    setImmediate(() => this.emit('close', !!err))
+    if (self._server) {
+      self._server._connections--
+      self._server._emitCloseIfDrained?.()
+    }
+  }
+
   /** @internal */
   _fsUnrefTimer (): void {
     (this as unknown as { _unrefTimer: AnyFn })._unrefTimer()

@@ -12,7 +12,7 @@ import * as net from 'net'
 import { native } from '../native'
 import { debug } from '../debug'
 import { FastsockError, errnoError } from '../errors'
-import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmapV4 } from '../address'
+import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmapV4, dialedAddress } from '../address'
 import * as wire from '../wire'
 
 const ECONNREFUSED = -111
@@ -71,8 +71,9 @@ export interface UnixConnectRequest {
 export async function connectUnix (req: UnixConnectRequest): Promise<Established> {
   if (!native) throw new NotOffered('native addon not loaded')
   const euid = process.geteuid ? process.geteuid() : 0
-  for (const address of req.addresses) {
-    if (!isLocalAddress(address)) continue
+  for (const target of req.addresses) {
+    if (!isLocalAddress(target)) continue
+    const address = dialedAddress(target) // 0.0.0.0 and :: reach 127.0.0.1 and ::1
     const dialed = addressBytes(address)!
     for (const name of candidateNames(address, req.port)) {
       const fd = native.connectAbstract(name)
