@@ -9,7 +9,9 @@
 
 #include <cerrno>
 
+#include "fdpass.h"
 #include "limits.h"
+#include "shm/endpoint.h"
 #include "sidechannel.h"
 #include "source_hash.h"
 
@@ -132,6 +134,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probeSocketFamily", Napi::Function::New(env, ProbeSocketFamilyJs, "probeSocketFamily"));
   exports.Set("memcpyTimeNs", Napi::Function::New(env, MemcpyTimeNsJs, "memcpyTimeNs"));
   exports.Set("spinPingPongNs", Napi::Function::New(env, SpinPingPongNsJs, "spinPingPongNs"));
+  exports.Set("ShmEndpoint", ShmEndpoint::Define(env));
+  exports.Set("shmCreateSegment", Napi::Function::New(env, ShmCreateSegment, "shmCreateSegment"));
+  exports.Set("isEventfd", Napi::Function::New(env, IsEventfd, "isEventfd"));
+  exports.Set("sendFds", Napi::Function::New(env, SendFdsJs, "sendFds"));
+  exports.Set("recvFds", Napi::Function::New(env, RecvFdsJs, "recvFds"));
+  exports.Set("dupFd", Napi::Function::New(env, DupFdJs, "dupFd"));
+  exports.Set("waitReadable", Napi::Function::New(env, WaitReadableJs, "waitReadable"));
   exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;

@@ -99,7 +99,7 @@ bool ProcessHoldsInode(pid_t pid, const std::set<unsigned long>& inodes) {
   bool found = false;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    char path[128], target[128];
+    char path[320], target[128];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     ssize_t n = readlink(path, target, sizeof target - 1);
     if (n <= 0) continue;

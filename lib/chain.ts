@@ -18,7 +18,7 @@ import { connectUnix, NotOffered } from './transports/unix'
 import { isLocalAddress } from './address'
 import { debug, debugEnabled } from './debug'
 import { FastsockError } from './errors'
-import { RejectReason } from './wire'
+import { RejectReason, CAP_SHM, CAP_UNIX } from './wire'
 
 export const NOT_OFFERED_TTL_MS = 1000
 export const FAILURE_TTL_MS = 30000
@@ -129,6 +129,7 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
   const host = options.host || 'localhost'
   const errors: Error[] = []
   let addresses: string[] | null = null
+  let sideChannelTried = false
   for (const rung of rungs) {
     if (socket.destroyed) return
     if (rung === 'tcp') {
@@ -137,7 +138,7 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
       socket._fsNodeConnect(normalizeArgs([options]))
       return
     }
-    if (rung !== 'unix') continue // other fast rungs are not in this build (availability says so)
+    if (rung !== 'unix' && rung !== 'shm') continue // other fast rungs are not in this build (availability says so)
     if (addresses === null) {
       try {
         addresses = await lookupAll(options)
@@ -152,34 +153,48 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
       debug('chain', 'skip %s: %s is not on this host', rung, host)
       continue
     }
-    const key = `${rung}|${local.join(',')}|${port}`
-    const hit = cached(key)
+    // shm and unix share the side channel: one attempt offers both, the server picks.
+    const sideKey = `side|${local.join(',')}|${port}`
+    const shmKey = `shm|${local.join(',')}|${port}`
+    const hit = cached(sideKey) ?? (rung === 'shm' ? cached(shmKey) : null)
     if (hit !== null) {
       debug('chain', 'skip %s for %s:%d: cached (%s)', rung, host, port, hit)
       continue
     }
+    if (sideChannelTried) {
+      debug('chain', 'skip %s: the side channel was already tried', rung)
+      continue
+    }
+    const laterUnix = rung === 'shm' && rungs.indexOf('unix') > rungs.indexOf('shm') && cached(sideKey) === null
+    const capabilities = rung === 'shm' ? CAP_SHM | (laterUnix ? CAP_UNIX : 0) : CAP_UNIX
     socket.emit('transportAttempt', { transport: rung })
     try {
-      const est = await connectUnix({ addresses: local, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed })
+      const est = await connectUnix({
+        addresses: local, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed,
+        capabilities, shmRingBytes: socket._fsShmRingBytes
+      })
       if (socket.destroyed) {
-        est.probe.destroy()
+        est.probe?.destroy()
+        est.shm?.close(true)
         return
       }
-      debug('chain', '%s:%d -> %s (%s)', host, port, rung, est.view.remote.address)
+      debug('chain', '%s:%d -> %s (%s)', host, port, est.transport, est.view.remote.address)
       const lookup: [string, number, string] | null = net.isIP(host) ? null : [est.view.remote.address, net.isIP(est.view.remote.address), host]
       socket._fsAdopt(est, lookup)
       return
     } catch (err) {
+      const shmSetup = (err as { shmSetup?: boolean }).shmSetup === true
       const e = err instanceof NotOffered
         ? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${rung}: ${err.message}`)
         : err as Error & { reason?: number }
       debug('chain', '%s failed for %s:%d: %s', rung, host, port, e.message)
       errors.push(e)
       if (err instanceof NotOffered) {
-        negativeCache.set(key, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
+        negativeCache.set(sideKey, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
       } else if ((e as { reason?: number }).reason !== RejectReason.Busy) {
-        negativeCache.set(key, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
+        negativeCache.set(shmSetup ? shmKey : sideKey, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
       }
+      if (!shmSetup) sideChannelTried = true
       socket.emit('transportAttemptFailed', { transport: rung, error: e })
     }
   }

@@ -13,6 +13,7 @@ export type FastsockErrorCode =
   | 'ERR_FASTSOCK_REJECTED'
   | 'ERR_FASTSOCK_UNVERIFIED_PEER'
   | 'ERR_FASTSOCK_READINTO'
+  | 'ERR_FASTSOCK_SYNC_UNAVAILABLE'
   | 'ERR_FASTSOCK_NATIVE_UNAVAILABLE'
 
 export class FastsockError extends Error {

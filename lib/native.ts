@@ -23,9 +23,44 @@ export interface NativeCore {
   memcpyTimeNs (bytes: number, iterations: number): number
   /** Elapsed ns for `iterations` busy-polled cache-line round trips between two threads. */
   spinPingPongNs (iterations: number): number
+  /** One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the four fds. */
+  ShmEndpoint: new (memfd: number, c2sBytes: number, s2cBytes: number, isClient: boolean,
+    selfDoorbell: number, peerDoorbell: number, sideFd: number, onevent: () => void) => ShmEndpointNative
+  /** A sealed memfd for the rings plus two eventfds (doorbells). Throws on failure. */
+  shmCreateSegment (c2sBytes: number, s2cBytes: number): { memfd: number, clientDoorbell: number, serverDoorbell: number }
+  isEventfd (fd: number): boolean
+  /** sendmsg with SCM_RIGHTS; bytes sent or -errno. */
+  sendFds (fd: number, bytes: Uint8Array, fds: number[]): number
+  /** recvmsg with SCM_RIGHTS; -errno (-EAGAIN: nothing yet, -EPROTO: too many fds). */
+  recvFds (fd: number, maxBytes: number, maxFds: number): { bytes: Buffer, fds: number[] } | number
+  /** F_DUPFD_CLOEXEC; the new fd or -errno. */
+  dupFd (fd: number): number
+  /** One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. */
+  waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
   napiVersion: number
+}
+
+/** The JS face of csrc/shm/endpoint.h (see its contract). Byte counts are plain numbers. */
+export interface ShmEndpointNative {
+  write (view: ArrayBufferView): number
+  readInto (view: ArrayBufferView): number
+  read (maxBytes: number): Buffer | null
+  readable (): number
+  writable (): number
+  armRead (): boolean
+  armWrite (): boolean
+  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed. */
+  state (): number
+  shutdown (): void
+  close (reset: boolean): void
+  ref (): void
+  unref (): void
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
+  counters (): [number, number]
 }
 
 let loaded: NativeCore | null = null

@@ -85,7 +85,11 @@ export class Server extends net.Server {
   }
 
   private _fsStartSideChannel (v6only: boolean): void {
-    if (!this._fsTransports.includes('unix') || !availability('unix').available) return
+    const offer = {
+      shm: this._fsTransports.includes('shm') && availability('shm').available,
+      unix: this._fsTransports.includes('unix') && availability('unix').available
+    }
+    if (!offer.shm && !offer.unix) return
     const addr = this.address()
     if (addr === null || typeof addr === 'string') return
     this._fsSideChannel?.close()
@@ -93,6 +97,7 @@ export class Server extends net.Server {
       address: addr.address,
       port: addr.port,
       v6only,
+      offer,
       sameUidOnly: this._fsSameUidOnly,
       handshakeTimeoutMs: this._fsHandshakeTimeoutMs,
       busy: () => {
@@ -164,10 +169,13 @@ export class Server extends net.Server {
   /** A connection the side channel verified and handshook: adopt it like a TCP one. */
   private _fsAcceptFast (a: AcceptedFast): void {
     if (!this.listening) {
-      ;(a.handle as unknown as ClientHandle).close()
+      ;(a.handle as unknown as ClientHandle | null)?.close()
+      a.shm?.close(true)
       return
     }
-    const socket = this._fsNewSocket(a.handle, { transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten })
+    const socket = this._fsNewSocket(a.handle ?? undefined, {
+      transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm
+    })
     this._fsAdmit(socket)
   }
 

@@ -16,6 +16,9 @@ import { TcpView } from './address'
 import { ReadIntoRequest, targetBytes, feed, failAll } from './readinto'
 import { FastsockError } from './errors'
 import type { Established, PipeHandle } from './transports/unix'
+import type { ShmEndpointNative } from './native'
+import { ShmConnection, configuredRingBytes } from './transports/shm'
+import { errnoError } from './errors'
 
 /** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
 export interface SocketOptions extends net.SocketConstructorOpts {
@@ -23,6 +26,8 @@ export interface SocketOptions extends net.SocketConstructorOpts {
   transports?: TransportName[] | string
   /** Upper bound for one fast rung's attempt, in ms (default 1000); TCP keeps Node's own. */
   transportTimeoutMs?: number
+  /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
+  shmRingBytes?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
   onread?: { buffer: ArrayBufferView | (() => ArrayBufferView), callback: (bytes: number, buf: ArrayBufferView) => boolean | void }
 }
@@ -34,6 +39,9 @@ export interface AcceptedInfo {
   view: TcpView | null
   handshakeRead: number
   handshakeWritten: number
+  /** shm: the endpoint, and how to route its events */
+  shm?: ShmEndpointNative | null
+  bindShm?: ((onevent: () => void) => void) | null
 }
 
 const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
@@ -78,6 +86,10 @@ export class Socket extends net.Socket {
   _fsOnreadU8: Uint8Array | null
   /** @internal true when the socket reads through `onread` (no 'data', no readInto) */
   _fsHasOnread: boolean
+  /** @internal the shm connection when transport === 'shm' (no _handle then) */
+  _fsShm: ShmConnection | null
+  /** @internal */
+  _fsShmRingBytes: number
 
   constructor (options?: SocketOptions | number) {
     let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
@@ -107,8 +119,13 @@ export class Socket extends net.Socket {
       }
     }
     const accepted = opts[kAccepted]
+    const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
+    if (!Number.isInteger(ringBytes) || ringBytes < 4096 || ringBytes > 256 * 1024 * 1024 || (ringBytes & (ringBytes - 1)) !== 0) {
+      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.shmRingBytes must be a power of two from 4096 to 268435456')
+    }
     delete opts.transports
     delete opts.transportTimeoutMs
+    delete opts.shmRingBytes
     super(opts as net.SocketConstructorOpts)
     this.transport = accepted?.transport ?? (opts.fd !== undefined || (opts as { handle?: unknown }).handle ? 'tcp' : null)
     this._fsTransports = transports ?? defaultTransports()
@@ -120,6 +137,21 @@ export class Socket extends net.Socket {
     this._fsWriteImpl = null
     this._fsOnreadU8 = onreadU8
     this._fsHasOnread = onread != null && typeof onread === 'object' && typeof onread.callback === 'function'
+    this._fsShm = null
+    this._fsShmRingBytes = ringBytes
+    if (accepted?.shm) {
+      // Accepted on shm: no handle, so start the flow Node would start for one.
+      this._fsAttachShm(accepted.shm, accepted.bindShm!)
+      if ((opts as { pauseOnCreate?: boolean }).pauseOnCreate) this.pause()
+      else this.read(0)
+    }
+  }
+
+  /** @internal */
+  _fsAttachShm (ep: ShmEndpointNative, bind: (onevent: () => void) => void): void {
+    const conn = new ShmConnection(ep, this)
+    this._fsShm = conn
+    bind(() => conn.onevent())
   }
 
   /**
@@ -150,16 +182,30 @@ export class Socket extends net.Socket {
 
   /** @internal Takes over the connected pipe handle the unix rung established. */
   _fsAdopt (est: Established, lookup: [string, number, string] | null): void {
+    if (est.transport === 'shm') {
+      if (this.destroyed) return void est.shm!.close(true)
+      this._fsAttachShm(est.shm!, est.bindShm!)
+      this.transport = 'shm'
+      this._fsView = est.view
+      ;(this as unknown as { connecting: boolean }).connecting = false
+      this._fsUnrefTimer()
+      if (lookup) this.emit('lookup', null, lookup[0], lookup[1], lookup[2])
+      this.emit('connect')
+      this.emit('ready')
+      if (!this.isPaused() || (this._fsReadQueue && this._fsReadQueue.length > 0)) this.read(0)
+      this._fsShm!.pump()
+      return
+    }
     const probe = est.probe as unknown as { _handle: PipeHandle | null }
     const handle = probe._handle!
     if (this.destroyed) {
-      est.probe.destroy()
+      est.probe!.destroy()
       return
     }
     const owner = nodeSymbol(handle, 'owner_symbol')
     if (!owner) throw new Error('cannot adopt a pipe handle on this Node version (no owner_symbol)')
     probe._handle = null
-    est.probe.destroy()
+    est.probe!.destroy()
     const self = this as unknown as Record<string | symbol, unknown>
     ;(handle as unknown as Record<symbol, unknown>)[owner] = this
     self._handle = handle
@@ -186,8 +232,12 @@ export class Socket extends net.Socket {
    * 'close' comes a loop turn later with its hadError flag, as it would from a handle.
    */
   override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
-    const self = this as unknown as { _handle: unknown, _server: { _connections: number, _emitCloseIfDrained?: () => void } | null }
-    if (self._handle || !this.connecting) return super._destroy(err, cb)
+    const self = this as unknown as { _handle: unknown, _server: { _connections: number, _emitCloseIfDrained?: () => void } | null, resetAndClosing?: boolean }
+    if (self._handle || (!this.connecting && !this._fsShm)) return super._destroy(err, cb)
+    if (this._fsShm) {
+      this._fsShm.close(self.resetAndClosing === true)
+      self.resetAndClosing = false
+    }
     ;(this as unknown as { connecting: boolean }).connecting = false
     this.setTimeout(0)
     cb(err)
@@ -196,6 +246,111 @@ export class Socket extends net.Socket {
       self._server._connections--
       self._server._emitCloseIfDrained?.()
     }
+  }
+
+  /** Node's _read; on shm, starts moving ring bytes into the stream. */
+  override _read (n: number): void {
+    if (this._fsShm) return this._fsShm.read()
+    return super._read(n)
+  }
+
+  /** @internal Node's write path (after connect; also replayed for writes queued while connecting). */
+  _writeGeneric (writev: boolean, data: unknown, encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
+    const shm = this._fsShm
+    if (shm === null || this.connecting) {
+      return (net.Socket.prototype as unknown as { _writeGeneric: AnyFn })._writeGeneric.call(this, writev, data, encoding, cb)
+    }
+    let bufs: Buffer[]
+    if (writev) {
+      const list = data as Array<{ chunk: Buffer | string, encoding: BufferEncoding }>
+      bufs = list.map(e => (typeof e.chunk === 'string' ? Buffer.from(e.chunk, e.encoding) : e.chunk))
+    } else {
+      bufs = [typeof data === 'string' ? Buffer.from(data, encoding) : data as Buffer]
+    }
+    shm.write(bufs, cb)
+  }
+
+  /** Node's _final; on shm, publishes EOF once every write is in the ring. */
+  override _final (cb: (err?: Error | null) => void): void {
+    if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
+    return (net.Socket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+  }
+
+  override ref (): this {
+    if (this._fsShm) {
+      this._fsShm.ref()
+      return this
+    }
+    return super.ref()
+  }
+
+  override unref (): this {
+    if (this._fsShm) {
+      this._fsShm.unref()
+      return this
+    }
+    return super.unref()
+  }
+
+  /** On shm: destroys with a reset (the peer gets ECONNRESET), like a TCP RST. */
+  override resetAndDestroy (): this {
+    if (this._fsShm) {
+      ;(this as unknown as { resetAndClosing: boolean }).resetAndClosing = true
+      this.destroy()
+      return this
+    }
+    return super.resetAndDestroy()
+  }
+
+  /**
+   * Writes every byte of `view` (any TypedArray, DataView or Buffer) before returning: on `shm`
+   * straight into the ring, busy-polling for up to `spinUs` (default 50) µs when it is full, then
+   * sleeping in this thread. For a peer in another thread or process (a peer on this thread's
+   * event loop could never read: `timeoutMs` bounds the wait). Returns the byte count. Throws
+   * ERR_FASTSOCK_SYNC_UNAVAILABLE off the shm rung or with asynchronous writes still queued,
+   * EPIPE/ECONNRESET when the peer is gone, ETIMEDOUT after timeoutMs (0: none).
+   */
+  writeSync (view: ArrayBufferView, opts: { spinUs?: number, timeoutMs?: number } = {}): number {
+    const shm = this._fsSyncConnection()
+    if (this.writableLength > 0) {
+      throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', 'writeSync with asynchronous writes still queued')
+    }
+    this._fsUnrefTimer()
+    return shm.writeSync(view, opts.spinUs ?? 50, opts.timeoutMs ?? 0)
+  }
+
+  /**
+   * Fills `view` from the stream before returning (fewer bytes only at end of stream), busy-
+   * polling the ring for up to `spinUs` (default 50) µs, then sleeping in this thread (see
+   * writeSync). Bytes already buffered in the socket are taken first. Returns the byte count.
+   */
+  readIntoSync (view: ArrayBufferView, opts: { spinUs?: number, timeoutMs?: number } = {}): number {
+    const shm = this._fsSyncConnection()
+    if (this._fsReadQueue !== null && this._fsReadQueue.length > 0) {
+      throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', 'readIntoSync with readInto() requests pending')
+    }
+    const bytes = targetBytes(view)
+    let filled = 0
+    if (this.readableLength > 0) {
+      const q: ReadIntoRequest[] = [{ view, bytes, filled: 0, settle: () => {} }]
+      this._fsReadQueue = this._fsReadQueue ?? []
+      const saved = this._fsReadQueue
+      this._fsReadQueue = q
+      this._fsDrainBuffered()
+      filled = q.length ? q[0].filled : bytes.length
+      this._fsReadQueue = saved
+    }
+    this._fsUnrefTimer()
+    if (filled === bytes.length) return filled
+    return filled + shm.readIntoSync(bytes.subarray(filled), opts.spinUs ?? 50, opts.timeoutMs ?? 0)
+  }
+
+  private _fsSyncConnection (): ShmConnection {
+    if (!this._fsShm) {
+      throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', `synchronous I/O needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
+    }
+    if (this.destroyed) throw errnoError(-32, 'write')
+    return this._fsShm
   }
 
   /** @internal */
@@ -278,12 +433,15 @@ export class Socket extends net.Socket {
     const q = this._fsReadQueue
     q.push(req)
     if (q.length === 1) this._fsDrainBuffered()
-    if (q.length > 0) this.read(0)
+    if (q.length > 0) {
+      if (this._fsShm) this._fsShm.pump()
+      else this.read(0)
+    }
     return promise
   }
 
-  /** Serves pending readInto requests from bytes already in the readable buffer. */
-  private _fsDrainBuffered (): void {
+  /** @internal Serves pending readInto requests from bytes already in the readable buffer. */
+  _fsDrainBuffered (): void {
     const q = this._fsReadQueue!
     const flowingListeners = this.listenerCount('data') > 0
     while (q.length > 0 && this.readableLength > 0) {
@@ -311,12 +469,26 @@ export class Socket extends net.Socket {
 }
 
 const kBytesWrittenName = 'kBytesWritten'
+const nodePending = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'pending')!.get!
+const nodeBufferSize = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'bufferSize')!.get!
 Object.defineProperties(Socket.prototype, {
+  /** Node's: no handle or connecting. On shm (no handle by design): connecting. */
+  pending: {
+    configurable: true,
+    enumerable: true,
+    get (this: Socket): boolean { return this._fsShm ? this.connecting : nodePending.call(this) }
+  },
+  bufferSize: {
+    configurable: true,
+    enumerable: true,
+    get (this: Socket): number | undefined { return this._fsShm ? this.writableLength : nodeBufferSize.call(this) }
+  },
   /** Bytes received from the peer: application bytes only (handshakes are not counted). */
   bytesRead: {
     configurable: true,
     enumerable: true,
     get (this: Socket): number {
+      if (this._fsShm) return this._fsShm.bytesRead
       const h = (this as unknown as { _handle: PipeHandle | null })._handle
       const got = h ? h.bytesRead : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, 'kBytesRead')!] ?? 0)
       return got - this._fsHsRead
@@ -327,6 +499,7 @@ Object.defineProperties(Socket.prototype, {
     configurable: true,
     enumerable: false,
     get (this: Socket): number {
+      if (this._fsShm) return this._fsShm.bytesWritten
       const h = (this as unknown as { _handle: PipeHandle | null })._handle
       const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
       return sent - this._fsHsWritten

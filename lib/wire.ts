@@ -13,7 +13,7 @@ export const MAGIC = 0x4b435346 // 'FSCK' read as a little-endian u32
 export const PROTOCOL_VERSION = 1
 export const MAX_MESSAGE_BYTES = 512
 
-export const enum MessageType { Hello = 1, Accept = 2, Reject = 3 }
+export const enum MessageType { Hello = 1, Accept = 2, Reject = 3, ShmSetup = 4, ShmReady = 5 }
 
 /** Capability bits a client offers in HELLO. */
 export const CAP_UNIX = 1 << 0
@@ -48,7 +48,20 @@ export interface Reject {
   reason: RejectReason
   text: string
 }
-export type Message = Hello | Accept | Reject
+/** SHM_SETUP: the client's rings; travels with SCM_RIGHTS [memfd, clientDoorbell, serverDoorbell]. */
+export interface ShmSetup {
+  type: MessageType.ShmSetup
+  version: number
+  c2sBytes: number
+  s2cBytes: number
+}
+/** SHM_READY: the server mapped the segment; the rings are live. */
+export interface ShmReady { type: MessageType.ShmReady, version: number }
+export type Message = Hello | Accept | Reject | ShmSetup | ShmReady
+export const SHM_SETUP_BYTES = 16
+export const SHM_READY_BYTES = 8
+/** How many fds travel with SHM_SETUP, in this order: memfd, client doorbell, server doorbell. */
+export const SHM_SETUP_FDS = 3
 
 export const HELLO_BYTES = 32
 export const ACCEPT_BYTES = 16
@@ -79,6 +92,22 @@ export function encodeAccept (a: Omit<Accept, 'type' | 'version'>): Buffer {
   header(b, MessageType.Accept, ACCEPT_BYTES)
   b.writeUInt8(a.transport, 8)
   b.writeUInt16LE(a.clientPort, 10)
+  return b
+}
+
+/** SHM_SETUP: header, u32 ring bytes client->server, u32 ring bytes server->client. */
+export function encodeShmSetup (c2sBytes: number, s2cBytes: number): Buffer {
+  const b = Buffer.alloc(SHM_SETUP_BYTES)
+  header(b, MessageType.ShmSetup, SHM_SETUP_BYTES)
+  b.writeUInt32LE(c2sBytes, 8)
+  b.writeUInt32LE(s2cBytes, 12)
+  return b
+}
+
+/** SHM_READY: the header alone. */
+export function encodeShmReady (): Buffer {
+  const b = Buffer.alloc(SHM_READY_BYTES)
+  header(b, MessageType.ShmReady, SHM_READY_BYTES)
   return b
 }
 
@@ -113,7 +142,9 @@ export function decode (buf: Buffer): { message: Message, bytes: number } | null
   if (type === MessageType.Hello && length !== HELLO_BYTES) throw malformed(`HELLO of ${length} bytes`)
   if (type === MessageType.Accept && length !== ACCEPT_BYTES) throw malformed(`ACCEPT of ${length} bytes`)
   if (type === MessageType.Reject && length < REJECT_HEAD_BYTES) throw malformed(`REJECT of ${length} bytes`)
-  if (type < MessageType.Hello || type > MessageType.Reject) throw malformed(`type ${type}`)
+  if (type === MessageType.ShmSetup && length !== SHM_SETUP_BYTES) throw malformed(`SHM_SETUP of ${length} bytes`)
+  if (type === MessageType.ShmReady && length !== SHM_READY_BYTES) throw malformed(`SHM_READY of ${length} bytes`)
+  if (type < MessageType.Hello || type > MessageType.ShmReady) throw malformed(`type ${type}`)
   if (buf.length < length) return null
   switch (type) {
     case MessageType.Hello: {
@@ -131,6 +162,10 @@ export function decode (buf: Buffer): { message: Message, bytes: number } | null
         }
       }
     }
+    case MessageType.ShmSetup:
+      return { bytes: length, message: { type, version, c2sBytes: buf.readUInt32LE(8), s2cBytes: buf.readUInt32LE(12) } }
+    case MessageType.ShmReady:
+      return { bytes: length, message: { type, version } }
     case MessageType.Accept:
       return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10) } }
     default: {

@@ -32,7 +32,9 @@ function compute (name: TransportName): TransportAvailability {
       if (process.platform !== 'linux') return { name, available: false, reason: 'abstract UNIX sockets need Linux' }
       return { name, available: true, reason: 'verified side channel on an abstract UNIX socket (same host, same uid)' }
     case 'shm':
-      return { name, available: false, reason: 'not in this build yet (shared-memory rung)' }
+      if (!native) return { name, available: false, reason: nativeMissing }
+      if (process.platform !== 'linux' || typeof native.ShmEndpoint !== 'function') return { name, available: false, reason: 'needs Linux (memfd, eventfd)' }
+      return { name, available: true, reason: 'shared-memory rings (memfd + eventfd doorbells) negotiated over the side channel' }
     case 'verbs':
     case 'rsocket':
       return { name, available: false, reason: 'not in this build yet (RDMA rungs)' }

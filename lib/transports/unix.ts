@@ -14,6 +14,8 @@ import { debug } from '../debug'
 import { FastsockError, errnoError } from '../errors'
 import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmapV4, dialedAddress } from '../address'
 import * as wire from '../wire'
+import { ShmEndpointNative } from '../native'
+import { clientSetup, serverSetup } from './shm'
 
 const ECONNREFUSED = -111
 const ENOENT = -2
@@ -39,11 +41,18 @@ export function candidateNames (dialed: string, port: number): string[] {
 /** The peer offers no side channel for this destination: the rung is skipped, not failed. */
 export class NotOffered extends Error {}
 
-/** A connection the unix rung established: the caller adopts `probe`'s handle. */
+/**
+ * A connection the side channel established. On `unix` the caller adopts `probe`'s pipe
+ * handle; on `shm` it wraps `shm` (the endpoint) and binds its events with `bindShm`.
+ */
 export interface Established {
-  transport: 'unix'
-  /** Internal socket that owns the connected pipe handle until the caller adopts it. */
-  probe: net.Socket
+  transport: 'unix' | 'shm'
+  /** Internal socket that owns the connected pipe handle until the caller adopts it (unix). */
+  probe: net.Socket | null
+  /** The shm endpoint (shm). */
+  shm: ShmEndpointNative | null
+  /** Routes the endpoint's events to its connection object (shm). */
+  bindShm: ((onevent: () => void) => void) | null
   /** Application bytes that arrived with ACCEPT, in order. */
   leftover: Buffer[]
   /** The TCP view this end reports (remote = what it dialed). */
@@ -58,6 +67,10 @@ export interface UnixConnectRequest {
   addresses: string[]
   port: number
   timeoutMs: number
+  /** wire.CAP_UNIX and/or wire.CAP_SHM: the rungs this attempt may end on. */
+  capabilities: number
+  /** Ring bytes per direction when the server picks shm. */
+  shmRingBytes: number
   /** Set when the socket was destroyed meanwhile: the attempt is abandoned quietly. */
   aborted: () => boolean
 }
@@ -104,6 +117,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     }
     let acc: Buffer = Buffer.alloc(0)
     let done = false
+    const started = Date.now()
     const finish = (err: Error | null, est?: Established): void => {
       if (done) return
       done = true
@@ -139,7 +153,9 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
         ;(err as FastsockError & { reason: number }).reason = m.reason
         return finish(err)
       }
-      if (m.type !== wire.MessageType.Accept || m.version !== wire.PROTOCOL_VERSION || m.transport !== wire.TRANSPORT_UNIX) {
+      const offered = (m.type === wire.MessageType.Accept && m.transport === wire.TRANSPORT_UNIX && (req.capabilities & wire.CAP_UNIX)) ||
+        (m.type === wire.MessageType.Accept && m.transport === wire.TRANSPORT_SHM && (req.capabilities & wire.CAP_SHM))
+      if (m.type !== wire.MessageType.Accept || m.version !== wire.PROTOCOL_VERSION || !offered) {
         return finish(new FastsockError('ERR_FASTSOCK_HANDSHAKE', `unexpected side-channel reply (type ${m.type}, version ${m.version})`))
       }
       // Stop reading on the probe: from here on the bytes belong to the application socket.
@@ -152,12 +168,33 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
       let more: Buffer | null
       while ((more = probe.read() as Buffer | null) !== null) leftover.push(more)
       const family = familyName(address)
-      const remote = { address, family, port: req.port }
+      const view = { remote: { address, family, port: req.port }, local: { address, family, port: m.clientPort } }
+      if (m.transport === wire.TRANSPORT_SHM) {
+        if (leftover.length) return finish(new FastsockError('ERR_FASTSOCK_HANDSHAKE', 'bytes after ACCEPT(shm)'))
+        // The side channel leaves libuv: keep a dup for the shm setup and as the liveness signal.
+        const fd2 = native!.dupFd(handle.fd)
+        if (fd2 < 0) return finish(errnoError(fd2, 'dup'))
+        probe.removeListener('close', onClose)
+        probe.destroy()
+        done = true
+        clearTimeout(timer)
+        probe.removeListener('data', onData)
+        let target: (() => void) | null = null
+        const remaining = Math.max(1, req.timeoutMs - (Date.now() - started))
+        clientSetup(fd2, req.shmRingBytes, remaining, () => target?.())
+          .then(ep => resolve({
+            transport: 'shm', probe: null, shm: ep, bindShm: fn => { target = fn }, leftover: [], view,
+            handshakeRead: 0, handshakeWritten: 0
+          }), reject)
+        return
+      }
       finish(null, {
         transport: 'unix',
         probe,
+        shm: null,
+        bindShm: null,
         leftover,
-        view: { remote, local: { address, family, port: m.clientPort } },
+        view,
         handshakeRead: parsed.bytes,
         handshakeWritten: wire.HELLO_BYTES
       })
@@ -165,7 +202,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     probe.on('data', onData)
     probe.on('error', onError)
     probe.on('close', onClose)
-    probe.write(wire.encodeHello({ capabilities: wire.CAP_UNIX, family: dialed.family, address: dialed.bytes, port: req.port }))
+    probe.write(wire.encodeHello({ capabilities: req.capabilities, family: dialed.family, address: dialed.bytes, port: req.port }))
   })
 }
 
@@ -193,8 +230,12 @@ function allocateClientPort (): number {
 
 /** What a server needs to know about an accepted side-channel connection to adopt it. */
 export interface AcceptedFast {
-  transport: 'unix'
-  handle: PipeHandle
+  transport: 'unix' | 'shm'
+  /** The connected pipe handle (unix). */
+  handle: PipeHandle | null
+  /** The endpoint and its event binding (shm). */
+  shm: ShmEndpointNative | null
+  bindShm: ((onevent: () => void) => void) | null
   view: TcpView
   handshakeRead: number
   handshakeWritten: number
@@ -205,6 +246,8 @@ export interface SideChannelOptions {
   address: string
   port: number
   v6only: boolean
+  /** Rungs this listener may choose, best first: 'shm' (when the client offers it), 'unix'. */
+  offer: { shm: boolean, unix: boolean }
   /** Same-uid clients only (the default): others get REJECT(Forbidden) and use TCP. */
   sameUidOnly: boolean
   handshakeTimeoutMs: number
@@ -298,7 +341,10 @@ export class SideChannelListener {
         return this.reject(raw, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
       }
       if (parsed.bytes !== acc.length) return this.reject(raw, wire.RejectReason.Malformed, 'bytes after HELLO before ACCEPT')
-      if (!(m.capabilities & wire.CAP_UNIX)) return this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
+      const useShm = this.opts.offer.shm && (m.capabilities & wire.CAP_SHM) !== 0
+      if (!useShm && !(this.opts.offer.unix && (m.capabilities & wire.CAP_UNIX))) {
+        return this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
+      }
       const dialed = formatAddress(m.family, m.address)
       const why = this.checkDialed(m.family, dialed, m.port)
       if (why) return this.reject(raw, wire.RejectReason.Malformed, why)
@@ -309,16 +355,31 @@ export class SideChannelListener {
       // an IPv6 listener), like the kernel does for a loopback TCP connection.
       const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
       const family = familyName(seen)
-      raw.write(wire.encodeAccept({ transport: wire.TRANSPORT_UNIX, clientPort }), err => {
+      const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
+      const transport = useShm ? wire.TRANSPORT_SHM : wire.TRANSPORT_UNIX
+      raw.write(wire.encodeAccept({ transport, clientPort }), err => {
         if (err || raw.destroyed) return
         const h = (raw as unknown as { _handle: PipeHandle | null })._handle
         if (!h) return
+        if (useShm) {
+          // The side channel leaves libuv: a dup carries SHM_SETUP, then stays as liveness.
+          const fd2 = native!.dupFd(h.fd)
+          raw.destroy()
+          if (fd2 < 0) return
+          let target: (() => void) | null = null
+          serverSetup(fd2, this.opts.handshakeTimeoutMs, () => target?.()).then(ep => {
+            this.opts.accept({ transport: 'shm', handle: null, shm: ep, bindShm: fn => { target = fn }, view, handshakeRead: 0, handshakeWritten: 0 })
+          }, e => debug('unix', 'shm setup with a client failed: %s', (e as Error).message))
+          return
+        }
         ;(raw as unknown as { _handle: PipeHandle | null })._handle = null
         raw.destroy()
         this.opts.accept({
           transport: 'unix',
           handle: h,
-          view: { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } },
+          shm: null,
+          bindShm: null,
+          view,
           handshakeRead: wire.HELLO_BYTES,
           handshakeWritten: wire.ACCEPT_BYTES
         })

@@ -1,0 +1,18 @@
+// File descriptors over the side channel (SCM_RIGHTS), and a one-shot readiness wait on the
+// loop, for the `shm` setup that follows ACCEPT (docs/wire-protocol.md, "SHM_SETUP").
+#pragma once
+#include <napi.h>
+
+namespace fastsock {
+// sendFds(fd, bytes: Uint8Array, fds: number[]) -> bytes sent, or -errno. Non-blocking.
+Napi::Value SendFdsJs(const Napi::CallbackInfo& info);
+// recvFds(fd, maxBytes, maxFds) -> { bytes: Buffer, fds: number[] } or -errno (-EAGAIN: nothing
+// yet). Non-blocking. More fds than maxFds, or truncated control data: all received fds are
+// closed and -EPROTO returned.
+Napi::Value RecvFdsJs(const Napi::CallbackInfo& info);
+// dupFd(fd) -> a new close-on-exec fd for the same socket, or -errno.
+Napi::Value DupFdJs(const Napi::CallbackInfo& info);
+// waitReadable(fd, timeoutMs, cb(status)): cb(0) once fd is readable (or hung up), cb(-ETIMEDOUT)
+// after timeoutMs. One shot; the fd stays open and is not read.
+Napi::Value WaitReadableJs(const Napi::CallbackInfo& info);
+}  // namespace fastsock

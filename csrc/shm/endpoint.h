@@ -1,0 +1,82 @@
+// One end of a `shm` connection, exposed to JS as `ShmEndpoint`.
+//
+// Contract (in the manner of Node's stream_base.h):
+// - Construction takes ownership of the segment, this end's doorbell eventfd, the peer's
+//   doorbell eventfd and the side-channel socket (the liveness signal). A uv_poll watches the
+//   own doorbell and another the side channel, on the loop of the creating thread.
+// - `onevent()` (a JS function given at construction) is called from the loop whenever the
+//   doorbell rang or the side channel changed; it is level-free: JS then asks what is
+//   available (readable(), writable(), eof(), peerGone()) and does the work.
+// - write(bytes) and readInto(bytes) never block: they move what fits and return the count.
+//   When they return less than asked and the caller wants to wait, it arms the doorbell with
+//   armWrite() / armRead(): false means "retry now", true means "onevent() will come".
+// - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
+//   poll(2) on the doorbell and the side channel) and are meant for workers and tight
+//   request/response loops with a peer in another thread or process.
+// - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset the peer sees a
+//   reset (ECONNRESET). Either way the side channel closes, which the peer sees at once.
+#pragma once
+
+#include <napi.h>
+#include <uv.h>
+
+#include <memory>
+
+#include "shm/segment.h"
+
+namespace fastsock {
+
+class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  explicit ShmEndpoint(const Napi::CallbackInfo& info);
+  ~ShmEndpoint() override;
+
+ private:
+  Napi::Value Write(const Napi::CallbackInfo& info);
+  Napi::Value ReadInto(const Napi::CallbackInfo& info);
+  Napi::Value Read(const Napi::CallbackInfo& info);
+  Napi::Value Readable(const Napi::CallbackInfo& info);
+  Napi::Value Writable(const Napi::CallbackInfo& info);
+  Napi::Value ArmRead(const Napi::CallbackInfo& info);
+  Napi::Value ArmWrite(const Napi::CallbackInfo& info);
+  Napi::Value State(const Napi::CallbackInfo& info);
+  Napi::Value Shutdown(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value Ref(const Napi::CallbackInfo& info);
+  Napi::Value Unref(const Napi::CallbackInfo& info);
+  Napi::Value WriteSync(const Napi::CallbackInfo& info);
+  Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
+  Napi::Value Counters(const Napi::CallbackInfo& info);
+
+  static void OnDoorbell(uv_poll_t* h, int status, int events);
+  static void OnSide(uv_poll_t* h, int status, int events);
+  void Notify();
+  void RingPeer();
+  void DrainDoorbell();
+  bool CheckSide();  // true when the peer is gone
+  // Waits (spin then poll) until cond() or the peer is gone, deadline in ns (0: none).
+  template <typename Cond>
+  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns);
+  void Teardown();
+
+  std::shared_ptr<Segment> seg_;
+  RingView tx_, rx_;
+  uint64_t tx_start_ = 0, rx_start_ = 0;
+  int self_efd_ = -1, peer_efd_ = -1, side_fd_ = -1;
+  uv_poll_t* doorbell_poll_ = nullptr;
+  uv_poll_t* side_poll_ = nullptr;
+  bool closed_ = false;
+  bool peer_gone_ = false;
+  bool refed_ = true;
+  bool in_sync_ = false;
+  Napi::FunctionReference onevent_;
+  std::unique_ptr<Napi::AsyncContext> async_;
+};
+
+// shmCreateSegment(c2sBytes, s2cBytes) -> { memfd, clientDoorbell, serverDoorbell }
+Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info);
+// isEventfd(fd) -> boolean
+Napi::Value IsEventfd(const Napi::CallbackInfo& info);
+
+}  // namespace fastsock

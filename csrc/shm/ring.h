@@ -1,0 +1,111 @@
+// SPSC byte ring over a RingControl (wire/frame.h) and a data region mapped twice back to back
+// (a "mirrored" mapping), so that any run of up to `size` bytes starting anywhere in the ring
+// is contiguous in memory: every send and receive is a single memcpy.
+//
+// Ordering: the producer copies bytes, then publishes head with release; the consumer reads
+// head with acquire, copies, then publishes tail with release. The doorbell protocol is
+// Dekker-style: the side about to sleep stores its waiting flag, issues a seq_cst fence and
+// re-checks the ring; the other side publishes head/tail, fences, and rings (eventfd write)
+// only if it sees the flag, clearing it. One of the two always sees the other's store, so no
+// wake-up is lost, and a doorbell is rung only when the peer sleeps.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "wire/frame.h"
+
+namespace fastsock {
+
+class RingView {
+ public:
+  RingView() = default;
+  RingView(wire::RingControl* ctl, uint8_t* data, uint64_t size) : ctl_(ctl), data_(data), size_(size) {}
+
+  uint64_t size() const { return size_; }
+  uint8_t* data() const { return data_; }
+  wire::RingControl* control() const { return ctl_; }
+
+  // --- producer side ---
+  // Bytes the producer may write now.
+  // Clamped to [0, size]: a peer that scribbles on tail cannot make us write out of bounds.
+  uint64_t Writable() const {
+    uint64_t used = ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+    return used >= size_ ? 0 : size_ - used;
+  }
+  // Where the next byte goes (contiguous for Writable() bytes, thanks to the mirror).
+  uint8_t* WritePtr() const { return data_ + (ctl_->head.load(std::memory_order_relaxed) & (size_ - 1)); }
+  // Copies up to n bytes in; returns how many. Does not ring the doorbell (see Publish*).
+  uint64_t Push(const uint8_t* src, uint64_t n) {
+    uint64_t w = Writable();
+    if (n > w) n = w;
+    if (n == 0) return 0;
+    memcpy(WritePtr(), src, n);
+    Commit(n);
+    return n;
+  }
+  void Commit(uint64_t n) {
+    ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+  // After producing: true when the consumer was asleep (flag cleared): ring its doorbell.
+  bool ConsumerNeedsWake() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return ctl_->consumer_waiting.load(std::memory_order_relaxed) != 0 &&
+           ctl_->consumer_waiting.exchange(0, std::memory_order_acq_rel) != 0;
+  }
+  // The producer is about to sleep waiting for space: returns false if space appeared.
+  bool ArmProducerWait() {
+    ctl_->producer_waiting.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (Writable() > 0) {
+      ctl_->producer_waiting.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    return true;
+  }
+  void SetProducerFlag(uint32_t f) { ctl_->producer_flags.fetch_or(f, std::memory_order_release); }
+
+  // --- consumer side ---
+  // Clamped to [0, size]: a peer that scribbles on head cannot make us read out of bounds.
+  uint64_t Readable() const {
+    uint64_t r = ctl_->head.load(std::memory_order_acquire) - ctl_->tail.load(std::memory_order_relaxed);
+    return r > size_ ? size_ : r;
+  }
+  const uint8_t* ReadPtr() const { return data_ + (ctl_->tail.load(std::memory_order_relaxed) & (size_ - 1)); }
+  uint64_t Pop(uint8_t* dst, uint64_t n) {
+    uint64_t r = Readable();
+    if (n > r) n = r;
+    if (n == 0) return 0;
+    memcpy(dst, ReadPtr(), n);
+    Release(n);
+    return n;
+  }
+  void Release(uint64_t n) {
+    ctl_->tail.store(ctl_->tail.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+  // After consuming: true when the producer was asleep waiting for space (flag cleared).
+  bool ProducerNeedsWake() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return ctl_->producer_waiting.load(std::memory_order_relaxed) != 0 &&
+           ctl_->producer_waiting.exchange(0, std::memory_order_acq_rel) != 0;
+  }
+  // The consumer is about to sleep waiting for data: returns false if data (or EOF) appeared.
+  bool ArmConsumerWait() {
+    ctl_->consumer_waiting.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (Readable() > 0 || ProducerFlags() != 0) {
+      ctl_->consumer_waiting.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    return true;
+  }
+  uint32_t ProducerFlags() const { return ctl_->producer_flags.load(std::memory_order_acquire); }
+
+ private:
+  wire::RingControl* ctl_ = nullptr;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace fastsock

@@ -1,0 +1,134 @@
+#include "shm/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <new>
+
+#ifndef F_SEAL_SEAL
+#define F_SEAL_SEAL 0x0001
+#define F_SEAL_SHRINK 0x0002
+#define F_SEAL_GROW 0x0004
+#endif
+
+namespace fastsock {
+
+bool ValidRingBytes(uint64_t n) {
+  return n >= wire::kMinRingBytes && n <= wire::kMaxRingBytes && (n & (n - 1)) == 0;
+}
+
+namespace {
+// Reserves 2*bytes of address space and maps [offset, offset+bytes) of fd twice into it.
+uint8_t* MapMirrored(int fd, uint64_t offset, uint64_t bytes) {
+  void* base = mmap(nullptr, 2 * bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  uint8_t* b = static_cast<uint8_t*>(base);
+  if (mmap(b, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED ||
+      mmap(b + bytes, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED) {
+    munmap(base, 2 * bytes);
+    return nullptr;
+  }
+  return b;
+}
+}  // namespace
+
+Segment::~Segment() {
+  if (header_) munmap(header_, wire::kSegmentHeaderBytes);
+  if (c2s_map_) munmap(c2s_map_, 2ull * c2s_bytes_);
+  if (s2c_map_) munmap(s2c_map_, 2ull * s2c_bytes_);
+  if (memfd_ >= 0) close(memfd_);
+}
+
+bool Segment::Map(std::string* err) {
+  void* h = mmap(nullptr, wire::kSegmentHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+  if (h == MAP_FAILED) {
+    *err = std::string("mmap of the segment header failed: ") + strerror(errno);
+    return false;
+  }
+  header_ = static_cast<wire::SegmentHeader*>(h);
+  c2s_map_ = MapMirrored(memfd_, wire::kSegmentHeaderBytes, c2s_bytes_);
+  s2c_map_ = MapMirrored(memfd_, wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s_bytes_), s2c_bytes_);
+  if (!c2s_map_ || !s2c_map_) {
+    *err = std::string("mmap of a ring failed: ") + strerror(errno);
+    return false;
+  }
+  c2s_ = RingView(&header_->c2s, c2s_map_, c2s_bytes_);
+  s2c_ = RingView(&header_->s2c, s2c_map_, s2c_bytes_);
+  return true;
+}
+
+std::shared_ptr<Segment> Segment::Create(uint32_t c2s, uint32_t s2c, std::string* err) {
+  if (!ValidRingBytes(c2s) || !ValidRingBytes(s2c)) {
+    *err = "ring sizes must be powers of two from 4 KiB to 256 MiB";
+    return nullptr;
+  }
+  std::shared_ptr<Segment> seg(new Segment());
+  seg->memfd_ = memfd_create("fastsock-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (seg->memfd_ < 0) {
+    *err = std::string("memfd_create failed: ") + strerror(errno);
+    return nullptr;
+  }
+  uint64_t total = wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s) + s2c;
+  if (ftruncate(seg->memfd_, static_cast<off_t>(total)) != 0 ||
+      fcntl(seg->memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    *err = std::string("sizing/sealing the memfd failed: ") + strerror(errno);
+    return nullptr;
+  }
+  seg->c2s_bytes_ = c2s;
+  seg->s2c_bytes_ = s2c;
+  if (!seg->Map(err)) return nullptr;
+  wire::SegmentHeader* hd = seg->header_;
+  new (&hd->c2s) wire::RingControl();
+  new (&hd->s2c) wire::RingControl();
+  hd->header_bytes = wire::kSegmentHeaderBytes;
+  hd->ring_bytes_c2s = c2s;
+  hd->ring_bytes_s2c = s2c;
+  hd->version = wire::kSegmentVersion;
+  std::atomic_thread_fence(std::memory_order_release);
+  hd->magic = wire::kSegmentMagic;
+  return seg;
+}
+
+std::shared_ptr<Segment> Segment::Attach(int memfd, uint32_t c2s, uint32_t s2c, std::string* err) {
+  if (!ValidRingBytes(c2s) || !ValidRingBytes(s2c)) {
+    *err = "ring sizes out of range (powers of two from 4 KiB to 256 MiB)";
+    return nullptr;
+  }
+  int seals = fcntl(memfd, F_GET_SEALS);
+  if (seals < 0) {
+    *err = "the segment fd is not a sealable memfd";
+    return nullptr;
+  }
+  if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+    *err = "the segment memfd is not sealed against resizing";
+    return nullptr;
+  }
+  struct stat st;
+  uint64_t total = wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s) + s2c;
+  if (fstat(memfd, &st) != 0 || static_cast<uint64_t>(st.st_size) != total) {
+    *err = "the segment memfd's size does not fit the announced rings";
+    return nullptr;
+  }
+  std::shared_ptr<Segment> seg(new Segment());
+  seg->memfd_ = memfd;
+  seg->c2s_bytes_ = c2s;
+  seg->s2c_bytes_ = s2c;
+  if (!seg->Map(err)) {
+    seg->memfd_ = -1;  // not ours on failure
+    return nullptr;
+  }
+  const wire::SegmentHeader* hd = seg->header_;
+  if (hd->magic != wire::kSegmentMagic || hd->version != wire::kSegmentVersion ||
+      hd->header_bytes != wire::kSegmentHeaderBytes || hd->ring_bytes_c2s != c2s || hd->ring_bytes_s2c != s2c) {
+    *err = "the segment header does not match the handshake";
+    seg->memfd_ = -1;
+    return nullptr;
+  }
+  return seg;
+}
+
+}  // namespace fastsock

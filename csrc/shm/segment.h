@@ -1,0 +1,47 @@
+// The shared-memory segment of one `shm` connection: a sealed memfd holding the header and both
+// rings (wire/frame.h), mapped with each ring mirrored. Created by the client, validated by the
+// server before it touches anything else.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shm/ring.h"
+#include "wire/frame.h"
+
+namespace fastsock {
+
+class Segment {
+ public:
+  ~Segment();
+  // Creates a sealed memfd for rings of c2s/s2c bytes (powers of two, >= 4 KiB) and maps it.
+  // Returns null and sets *err on failure.
+  static std::shared_ptr<Segment> Create(uint32_t c2s, uint32_t s2c, std::string* err);
+  // Maps a memfd received from a peer after checking everything a hostile peer could get wrong:
+  // it is a memfd sealed against shrinking and growing, its size is exactly header + rings,
+  // the header's magic, version and ring sizes are valid and equal `c2s`/`s2c`.
+  // Takes ownership of memfd only on success.
+  static std::shared_ptr<Segment> Attach(int memfd, uint32_t c2s, uint32_t s2c, std::string* err);
+
+  int memfd() const { return memfd_; }
+  // The ring this side produces into / consumes from.
+  RingView Tx(bool client) const { return client ? c2s_ : s2c_; }
+  RingView Rx(bool client) const { return client ? s2c_ : c2s_; }
+
+ private:
+  Segment() = default;
+  bool Map(std::string* err);
+
+  int memfd_ = -1;
+  uint32_t c2s_bytes_ = 0, s2c_bytes_ = 0;
+  wire::SegmentHeader* header_ = nullptr;
+  uint8_t* c2s_map_ = nullptr;  // 2 * c2s_bytes_ of address space
+  uint8_t* s2c_map_ = nullptr;
+  RingView c2s_, s2c_;
+};
+
+// True for a power of two in [kMinRingBytes, kMaxRingBytes].
+bool ValidRingBytes(uint64_t n);
+
+}  // namespace fastsock

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+/**
+ * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport) and
+ * `fastsock probe` (which transports this host offers). Exit status: 0 success, 1 failure,
+ * 2 bad usage (commander's message on stderr).
+ */
+import { Command, CommanderError } from 'commander'
+import { killAll } from './children'
+import { pipeCommand } from './pipe/command'
+import { probeCommand } from './probe'
+
+function program (): Command {
+  const version = (() => {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-var-requires
+      return (require('../../package.json') as { version: string }).version
+    } catch {
+      return 'unknown'
+    }
+  })()
+  const p = new Command('fastsock')
+    .description('fastsock: the fastest channel between two endpoints, as a drop-in for Node net')
+    .version(version)
+    .showHelpAfterError('(run with --help for usage)')
+    // Throw instead of exiting, so main() decides the status: 2 for usage errors. Set before the
+    // subcommands are added: they inherit it.
+    .exitOverride()
+  p.addCommand(copyInherited(p, pipeCommand()))
+  p.addCommand(copyInherited(p, probeCommand()))
+  return p
+}
+
+function copyInherited (parent: Command, sub: Command): Command {
+  return sub.copyInheritedSettings(parent)
+}
+
+/**
+ * Runs the command line with `argv` (user arguments, without `node` and the script). Resolves
+ * with the exit status; never calls process.exit itself.
+ */
+export async function main (argv: string[]): Promise<number> {
+  process.exitCode = undefined
+  try {
+    await program().parseAsync(argv, { from: 'user' })
+    return typeof process.exitCode === 'number' ? process.exitCode : 0
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with code 0; everything else is a usage error.
+      return err.exitCode === 0 ? 0 : 2
+    }
+    process.stderr.write(`fastsock: ${(err as Error)?.stack ?? String(err)}\n`)
+    return 1
+  } finally {
+    killAll()
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      // Exit explicitly: a stray handle (a half-closed socket of a broken rung) must not keep a
+      // finished benchmark alive. Output has been flushed by the commands.
+      process.exit(code)
+    },
+    () => process.exit(1)
+  )
+}

@@ -1,0 +1,101 @@
+/**
+ * `fastsock pipe`: the command definition (commander) and its action: run, then write the report,
+ * `--json`, `--csv` and the plot. Exit status: 0 when every cell was measured, 1 when some failed
+ * (the outputs are still written), 2 for bad flags.
+ */
+import { Command, Option } from 'commander'
+import * as fs from 'fs'
+import * as path from 'path'
+import { byteCount, byteCounts, parseModes, positiveInt, resolveOptions, type RawPipeOptions } from './options'
+import { defaultPlotPath, renderSvg } from './plot'
+import { Progress } from './progress'
+import { renderCsv, renderJson, renderReport } from './report'
+import { runPipe } from './runner'
+
+const HELP_AFTER = `
+What it measures (NetPIPE-style, between this process and a peer it forks):
+  pingpong  half round-trip latency RTT/2 (µs: median, sextile = 1/6 quantile, p99) and bandwidth
+            n/(RTT/2) (MB/s, MB = 10^6 bytes, and Gbit/s) for sizes 1 B .. --max-size, powers of
+            two; CPU time (user+sys) of both processes per message; fit T(n) = ts + tb·n.
+            Sizes start at 1 B: on a byte stream a 0-byte write sends nothing, so NetPIPE's
+            0-byte point has no equivalent here.
+  stream    one-way bandwidth: the sender keeps the pipe full (honouring 'drain'), the
+            receiver counts bytes and acks; powers of four up to --max-size.
+  typed     Uint8Array/Int32Array/Float64Array end to end into the peer's own typed array:
+            fastsock write(view)+readInto(view) vs JSON, v8.serialize and hand-framed raw
+            bytes over Node net TCP.
+Channels: every fastsock rung available here (fastsock probe), each forced alone, plus the
+baselines net:tcp (TCP loopback) and net:unix (UNIX path socket). Each row names the transport
+that actually ran. --transports takes rung names (unix, tcp, shm, ...) and net-tcp, net-unix.
+Native limits in the same run: memcpy per size, busy-poll shared-memory floor, cross-core
+placement, and NetPIPE's NPtcp when installed (Debian: netpipe-tcp).
+
+Examples:
+  fastsock pipe                      # everything, about a minute on 2 cores
+  fastsock pipe --quick --json -     # a few seconds; JSON on stdout, tables on stderr
+  fastsock pipe --mode pingpong --transports unix,net-tcp --perturbations --plot lat.svg`
+
+export function pipeCommand (): Command {
+  return new Command('pipe')
+    .description('NetPIPE-style latency and bandwidth sweep over every fastsock transport and Node net baselines')
+    .addOption(new Option('--mode <mode>', 'pingpong | stream | typed | all, or a comma-separated list').default(['pingpong', 'stream', 'typed'], 'all').argParser(parseModes))
+    .option('--transports <list>', 'channels to measure, comma-separated (rungs such as unix,tcp; net-tcp, net-unix)')
+    .option('--max-size <bytes>', 'largest message, e.g. 65536, 64KiB, 4MiB', byteCount, 4 * 1024 * 1024)
+    .option('--perturbations', 'also measure n-3 and n+3 around each size (NetPIPE), 3× the time')
+    .option('--quick', 'few sizes and iterations: a few seconds (CI, tests)')
+    .option('--budget-ms <ms>', 'time budget per ping-pong size (default 150, --quick 20)', positiveInt)
+    .option('--min-iters <n>', 'round trips per size at least (default 20, --quick 5)', positiveInt)
+    .option('--max-iters <n>', 'round trips per size at most (default 50000)', positiveInt)
+    .option('--warmup <n>', 'warm-up round trips per connection, capped at 400 ms (default 10000)', positiveInt)
+    .option('--stream-ms <ms>', 'time budget per stream size (default 100)', positiveInt)
+    .option('--typed-sizes <list>', 'typed-array payload sizes (default 1KiB,64KiB,1MiB)', byteCounts)
+    .option('--timeout <s>', 'give up on a cell that makes no progress for this long (default 5)', positiveInt)
+    .option('--json <file>', "write every result as JSON to <file> ('-': stdout)")
+    .option('--csv <file>', "write every result as CSV to <file> ('-': stdout)")
+    .option('--plot <file>', 'write the latency/bandwidth plot (SVG) to <file>', 'fastsock-pipe.svg')
+    .option('--no-plot', 'do not write the plot')
+    .option('--nptcp', "run NetPIPE's NPtcp beside (default: when on PATH, not with --quick)")
+    .option('--no-nptcp', 'do not run NPtcp')
+    .option('--no-progress', 'no progress bar (it is only drawn when stderr is a terminal)')
+    .addHelpText('after', HELP_AFTER)
+    .action(async (raw: RawPipeOptions, cmd: Command) => {
+      if (raw.json === '-' && raw.csv === '-') cmd.error("error: --json - and --csv - cannot both write to stdout", { exitCode: 2 })
+      const opts = resolveOptions(raw)
+      if (opts.plot !== null && opts.plot === 'fastsock-pipe.svg') opts.plot = defaultPlotPath()
+      process.exitCode = await pipeAction(opts)
+    })
+}
+
+async function writeOut (file: string, text: string): Promise<void> {
+  if (file === '-') {
+    await new Promise<void>((resolve, reject) => process.stdout.write(text, (err) => (err == null ? resolve() : reject(err))))
+  } else {
+    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
+    fs.writeFileSync(file, text)
+  }
+}
+
+async function pipeAction (opts: ReturnType<typeof resolveOptions>): Promise<number> {
+  const progress = new Progress(opts.progress)
+  const result = await runPipe(opts, progress)
+  // Tables go to stdout unless stdout carries the machine-readable output.
+  const human = opts.json === '-' || opts.csv === '-' ? process.stderr : process.stdout
+  const notes: string[] = []
+  if (opts.plot !== null) {
+    try {
+      fs.mkdirSync(path.dirname(path.resolve(opts.plot)), { recursive: true })
+      fs.writeFileSync(opts.plot, await renderSvg(result))
+      notes.push(`plot: ${opts.plot}`)
+    } catch (err) {
+      result.errors.push(`plot: ${(err as Error).message}`)
+    }
+  }
+  if (opts.json !== null && opts.json !== '-') notes.push(`json: ${opts.json}`)
+  if (opts.csv !== null && opts.csv !== '-') notes.push(`csv: ${opts.csv}`)
+  const report = renderReport(result) + (notes.length > 0 ? `wrote ${notes.join(', ')}\n` : '')
+  await new Promise<void>((resolve) => human.write(report, () => resolve()))
+  if (opts.json !== null) await writeOut(opts.json, renderJson(result))
+  if (opts.csv !== null) await writeOut(opts.csv, renderCsv(result))
+  const measured = result.pingpong.length + result.stream.length + result.typed.length
+  return result.errors.length > 0 || measured === 0 ? 1 : 0
+}

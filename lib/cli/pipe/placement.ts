@@ -1,0 +1,27 @@
+/**
+ * The cross-core placement probe as a process of its own (`node placement.js` prints a
+ * PlacementProbe as JSON): a fresh process has no garbage-collector or compiler threads busy
+ * from a benchmark, which would otherwise steal the vCPUs the spinning threads need.
+ */
+import { execFile } from 'child_process'
+import { probePlacement } from './limits'
+import type { PlacementProbe } from './types'
+
+/** Runs the probe in a child process; falls back to this process when that fails. */
+export async function probePlacementIsolated (timeoutMs = 10_000): Promise<PlacementProbe | null> {
+  return await new Promise((resolve) => {
+    execFile(process.execPath, [__filename], { timeout: timeoutMs }, (err, stdout) => {
+      if (err === null) {
+        try {
+          resolve(JSON.parse(stdout) as PlacementProbe | null)
+          return
+        } catch { /* fall through */ }
+      }
+      resolve(probePlacement())
+    })
+  })
+}
+
+if (require.main === module) {
+  process.stdout.write(JSON.stringify(probePlacement()) + '\n')
+}

@@ -1,0 +1,55 @@
+/**
+ * Progress of a `fastsock pipe` run: a cli-progress bar on stderr when stderr is a terminal;
+ * otherwise silent. Warnings go straight to stderr when no bar is drawn (they are repeated in the
+ * report either way).
+ */
+import { Presets, SingleBar } from 'cli-progress'
+import { atInterrupt } from '../children'
+
+export class Progress {
+  private bar: SingleBar | null = null
+  private value = 0
+
+  /** `enabled`: draw a bar (only honoured when stderr is a TTY). */
+  constructor (private readonly enabled: boolean) {}
+
+  start (total: number): void {
+    if (!this.enabled || process.stderr.isTTY !== true) return
+    this.bar = new SingleBar({
+      stream: process.stderr,
+      format: 'fastsock pipe {bar} {value}/{total} cells | {eta_formatted} left | {cell}',
+      fps: 4, // few redraws: the timer shares the measuring thread
+      hideCursor: true,
+      clearOnComplete: true,
+      etaBuffer: 30
+    }, Presets.shades_classic)
+    this.bar.start(total, 0, { cell: 'starting' })
+    atInterrupt(() => this.stop())
+  }
+
+  /** Names the cell being measured. */
+  step (cell: string): void {
+    this.bar?.update(this.value, { cell })
+  }
+
+  /** One cell done. */
+  tick (): void {
+    this.value++
+    this.bar?.update(this.value)
+  }
+
+  /** Adds cells discovered late (for example NPtcp found). */
+  grow (cells: number): void {
+    if (this.bar !== null) this.bar.setTotal(this.bar.getTotal() + cells)
+  }
+
+  stop (): void {
+    this.bar?.stop()
+    this.bar = null
+  }
+
+  /** Prints a warning now unless a bar is being drawn. */
+  warn (message: string): void {
+    if (this.bar === null) process.stderr.write(`fastsock pipe: warning: ${message}\n`)
+  }
+}

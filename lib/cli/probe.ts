@@ -1,0 +1,77 @@
+/**
+ * `fastsock probe`: every rung of the failover chain in chain order, available or not and why
+ * (from fastsock.transports()), and whether the native addon loaded. Exit status 1 when the
+ * fastsock library itself cannot load.
+ */
+import Table from 'cli-table3'
+import { Command } from 'commander'
+import { loadError as nativeLoadError, native } from '../native'
+import { envTransports, loadFastsock, type RungInfo } from './fastsock'
+
+/** What `fastsock probe --json` prints. */
+export interface ProbeResult {
+  fastsock: { loaded: boolean, loadError: string | null }
+  /** FASTSOCK_TRANSPORTS as set in this process's environment, or null. */
+  envTransports: string | null
+  /** Every rung; `enabled`: false when FASTSOCK_TRANSPORTS is set and leaves it out. */
+  rungs: Array<RungInfo & { enabled: boolean }>
+  native: { loaded: boolean, loadError: string | null, napiVersion: number | null, sourceHash: string | null }
+}
+
+export function probe (): ProbeResult {
+  const lib = loadFastsock()
+  const env = envTransports()
+  let rungs: ProbeResult['rungs'] = []
+  let loadError = lib.error?.message ?? null
+  if (lib.mod !== null) {
+    try {
+      rungs = lib.mod.transports().map((r) => ({
+        name: r.name, available: r.available, reason: r.reason, enabled: env === null || env.includes(r.name)
+      }))
+    } catch (err) {
+      loadError = `transports() threw: ${(err as Error).message}`
+    }
+  }
+  return {
+    fastsock: { loaded: lib.mod !== null && loadError === null, loadError },
+    envTransports: process.env.FASTSOCK_TRANSPORTS ?? null,
+    rungs,
+    native: {
+      loaded: native !== null,
+      loadError: nativeLoadError?.message ?? null,
+      napiVersion: native?.napiVersion ?? null,
+      sourceHash: native?.sourceHash ?? null
+    }
+  }
+}
+
+export function renderProbe (p: ProbeResult): string {
+  const lines: string[] = []
+  if (!p.fastsock.loaded) lines.push(`fastsock library: NOT LOADED (${p.fastsock.loadError ?? 'unknown'})`)
+  if (p.envTransports !== null) lines.push(`FASTSOCK_TRANSPORTS=${p.envTransports} (restricts the chain in this process)`)
+  const env = p.envTransports !== null
+  const t = new Table({
+    head: ['#', 'rung', 'available', ...(env ? ['in FASTSOCK_TRANSPORTS'] : []), 'why'],
+    style: { head: [], border: [], compact: true },
+    wordWrap: true,
+    colWidths: [null, null, null, ...(env ? [null] : []), 72]
+  })
+  p.rungs.forEach((r, i) => t.push([i + 1, r.name, r.available ? 'yes' : 'no', ...(env ? [r.enabled ? 'yes' : 'no'] : []), r.reason]))
+  if (p.rungs.length > 0) lines.push('Failover chain, fastest first:', t.toString())
+  lines.push(p.native.loaded
+    ? `native addon: loaded (N-API ${String(p.native.napiVersion)}, source ${String(p.native.sourceHash).slice(0, 12)})`
+    : `native addon: NOT LOADED (${p.native.loadError ?? 'unknown'}): only the kernel-socket rungs can work`)
+  return lines.join('\n') + '\n'
+}
+
+export function probeCommand (): Command {
+  return new Command('probe')
+    .description('list every transport of the failover chain, whether it is available here and why')
+    .option('--json', 'print the result as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const p = probe()
+      const text = opts.json === true ? JSON.stringify(p, null, 2) + '\n' : renderProbe(p)
+      await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()))
+      process.exitCode = p.fastsock.loaded ? 0 : 1
+    })
+}

@@ -1,0 +1,341 @@
+/**
+ * Rung `shm`: two single-producer/single-consumer byte rings in a shared memfd, one per
+ * direction, negotiated over the verified side channel (lib/transports/unix.ts) and set up with
+ * SHM_SETUP / SHM_READY (docs/wire-protocol.md). The side-channel socket stays open as the
+ * liveness signal. There is no kernel socket in the data path: the fastsock Socket has no
+ * `_handle` and its Duplex hooks call into ShmConnection.
+ *
+ * Event-loop integration: each end's doorbell eventfd is on a uv_poll; a doorbell is rung only
+ * when the other side said it sleeps (csrc/shm/ring.h). Nothing spins on the main thread; the
+ * synchronous pair (writeSync / readIntoSync) busy-polls for `spinUs` in the calling thread.
+ */
+import { native, ShmEndpointNative } from '../native'
+import { FastsockError, errnoError } from '../errors'
+import { debug } from '../debug'
+import * as wire from '../wire'
+import type { ReadIntoRequest } from '../readinto'
+
+const EAGAIN = -11
+const ETIMEDOUT = -110
+const ECONNRESET = -104
+const EPIPE = -32
+
+/** Default ring size per direction: comparable to loopback socket buffers (docs/design.md). */
+export const DEFAULT_SHM_RING_BYTES = 1 << 20
+const READ_CHUNK_BYTES = 64 * 1024
+
+const STATE_EOF = 1
+const STATE_RESET = 2
+const STATE_GONE = 4
+
+/** Ring size from FASTSOCK_SHM_RING_BYTES, else the default. */
+export function configuredRingBytes (): number {
+  const v = Number(process.env.FASTSOCK_SHM_RING_BYTES)
+  return Number.isInteger(v) && v >= 4096 && v <= 256 * 1024 * 1024 && (v & (v - 1)) === 0 ? v : DEFAULT_SHM_RING_BYTES
+}
+
+/** The socket-side hooks a ShmConnection drives (implemented by lib/socket.ts). */
+export interface ShmOwner {
+  destroyed: boolean
+  readableLength: number
+  push (chunk: Buffer | null): boolean
+  read (n: number): unknown
+  destroy (err?: Error): unknown
+  _fsReadQueue: ReadIntoRequest[] | null
+  _fsUnrefTimer (): void
+}
+
+interface PendingWrite { bufs: Buffer[], i: number, off: number, cb: (err?: Error | null) => void }
+
+/** Reads exactly one side-channel message (no fds expected) from a raw fd, with a timeout. */
+function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ message: wire.Message, fds: number[] }> {
+  return new Promise((resolve, reject) => {
+    native!.waitReadable(fd, timeoutMs, status => {
+      if (status === ETIMEDOUT) {
+        return reject(new FastsockError('ERR_FASTSOCK_TRANSPORT_TIMEOUT', `shm setup took longer than ${timeoutMs} ms`))
+      }
+      const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+      if (typeof r === 'number') {
+        if (r === EAGAIN) return reject(new FastsockError('ERR_FASTSOCK_HANDSHAKE', 'shm setup: spurious wake-up'))
+        return reject(new FastsockError('ERR_FASTSOCK_HANDSHAKE', `shm setup: ${errnoError(r, 'recvmsg').message}`))
+      }
+      const closeFds = (): void => { for (const f of r.fds) native!.closeFd(f) }
+      if (r.bytes.length === 0) {
+        closeFds()
+        return reject(new FastsockError('ERR_FASTSOCK_HANDSHAKE', 'shm setup: side channel closed'))
+      }
+      try {
+        const parsed = wire.decode(r.bytes)
+        if (!parsed || parsed.bytes !== r.bytes.length) throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', 'shm setup: truncated message')
+        resolve({ message: parsed.message, fds: r.fds })
+      } catch (err) {
+        closeFds()
+        reject(err)
+      }
+    })
+  })
+}
+
+/**
+ * Client side, after ACCEPT(shm) on the side channel `fd` (a dup the caller hands over):
+ * creates and sends the segment, waits for SHM_READY. Resolves with the connected endpoint;
+ * rejects (closing everything) with ERR_FASTSOCK_REJECTED / _HANDSHAKE / _TRANSPORT_TIMEOUT.
+ */
+export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number,
+  onevent: () => void): Promise<ShmEndpointNative> {
+  const n = native!
+  const fd2 = fd
+  let seg: { memfd: number, clientDoorbell: number, serverDoorbell: number } | null = null
+  try {
+    seg = n.shmCreateSegment(ringBytes, ringBytes)
+    const sent = n.sendFds(fd, wire.encodeShmSetup(ringBytes, ringBytes), [seg.memfd, seg.clientDoorbell, seg.serverDoorbell])
+    if (sent < 0) throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', `shm setup: ${errnoError(sent, 'sendmsg').message}`)
+    const { message } = await readMessage(fd, timeoutMs, 0)
+    if (message.type === wire.MessageType.Reject) {
+      const err = new FastsockError('ERR_FASTSOCK_REJECTED', `server refused the shm segment: ${message.text}`)
+      ;(err as FastsockError & { reason: number }).reason = message.reason
+      throw err
+    }
+    if (message.type !== wire.MessageType.ShmReady) throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', `expected SHM_READY, got type ${message.type}`)
+    // The endpoint owns memfd, both doorbells and the side channel from here on.
+    const { memfd, clientDoorbell, serverDoorbell } = seg
+    seg = null
+    fd = -1 // owned (and on failure closed) by the endpoint constructor
+    return new n.ShmEndpoint(memfd, ringBytes, ringBytes, true, clientDoorbell, serverDoorbell, fd2, onevent)
+  } catch (err) {
+    if (seg) for (const f of [seg.memfd, seg.clientDoorbell, seg.serverDoorbell]) n.closeFd(f)
+    if (fd >= 0) n.closeFd(fd)
+    // Marks a failure of the shm setup itself: the chain may still try `unix`.
+    ;(err as { shmSetup?: boolean }).shmSetup = true
+    throw err
+  }
+}
+
+/**
+ * Server side, after ACCEPT(shm) went out on the side channel `fd` (a dup the caller hands
+ * over): receives SHM_SETUP with its fds, validates them (a hostile client gets REJECT and the
+ * server carries on), answers SHM_READY. Resolves with the endpoint.
+ */
+export async function serverSetup (fd: number, timeoutMs: number, onevent: () => void): Promise<ShmEndpointNative> {
+  const n = native!
+  let fds: number[] = []
+  const refuse = (text: string): never => {
+    n.sendFds(fd, wire.encodeReject(wire.RejectReason.Malformed, text), [])
+    throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', `shm setup refused: ${text}`)
+  }
+  try {
+    const got = await readMessage(fd, timeoutMs, wire.SHM_SETUP_FDS)
+    fds = got.fds
+    const m = got.message
+    if (m.type !== wire.MessageType.ShmSetup) refuse(`expected SHM_SETUP, got type ${m.type}`)
+    const setup = m as wire.ShmSetup
+    if (fds.length !== wire.SHM_SETUP_FDS) refuse(`SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
+    if (!n.isEventfd(fds[1]) || !n.isEventfd(fds[2])) refuse('doorbells must be eventfds')
+    let ep: ShmEndpointNative
+    const [memfd, clientDoorbell, serverDoorbell] = fds
+    fds = [] // the endpoint constructor owns them now, also when it throws
+    try {
+      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, serverDoorbell, clientDoorbell, fd, onevent)
+    } catch (err) {
+      fd = -1 // closed by the constructor
+      throw err
+    }
+    const sent = n.sendFds(fd, wire.encodeShmReady(), [])
+    if (sent < 0) {
+      ep.close(true)
+      throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', `shm setup: ${errnoError(sent, 'sendmsg').message}`)
+    }
+    return ep
+  } catch (err) {
+    for (const f of fds) n.closeFd(f)
+    if (fd >= 0) n.closeFd(fd)
+    throw err
+  }
+}
+
+/**
+ * The Duplex side of an shm connection: what the handle-less Socket's hooks call. Reads go
+ * ring -> caller's array (readInto) or ring -> one Buffer per chunk ('data'); writes go
+ * caller's bytes -> ring. Backpressure is the ring: when it is full the write's callback waits
+ * for the consumer's doorbell, so `write()` returns false and 'drain' follows, as over TCP.
+ */
+export class ShmConnection {
+  readonly ep: ShmEndpointNative
+  private readonly owner: ShmOwner
+  /** The stream asked for data (Node's _read) and push() has not said stop. */
+  private reading = false
+  private pending: PendingWrite | null = null
+  private eofPushed = false
+  private closed = false
+  private pumping = false
+  /** Final counters, kept after close: [bytesWritten, bytesRead]. */
+  private finalCounters: [number, number] = [0, 0]
+
+  constructor (ep: ShmEndpointNative, owner: ShmOwner) {
+    this.ep = ep
+    this.owner = owner
+  }
+
+  get bytesWritten (): number { return this.closed ? this.finalCounters[0] : this.ep.counters()[0] }
+  get bytesRead (): number { return this.closed ? this.finalCounters[1] : this.ep.counters()[1] }
+
+  /** Node's _read. */
+  read (): void {
+    this.reading = true
+    this.pump()
+  }
+
+  /** Node's _writeGeneric for chunks (strings already encoded by the caller). */
+  write (bufs: Buffer[], cb: (err?: Error | null) => void): void {
+    if (this.closed) return cb(errnoError(EPIPE, 'write'))
+    this.pending = { bufs, i: 0, off: 0, cb }
+    this.owner._fsUnrefTimer()
+    this.pump()
+  }
+
+  /** Node's _final: a FIN once every write is in the ring. */
+  final (cb: (err?: Error | null) => void): void {
+    if (!this.closed) this.ep.shutdown()
+    cb()
+  }
+
+  /** Tears down; `reset` publishes a RST (else a FIN: the peer still reads what is in the ring). */
+  close (reset: boolean): void {
+    if (this.closed) return
+    this.finalCounters = this.ep.counters()
+    const unread = this.ep.readable() > 0
+    this.closed = true
+    this.ep.close(reset || unread)
+    if (this.pending) {
+      const p = this.pending
+      this.pending = null
+      p.cb(errnoError(EPIPE, 'write'))
+    }
+  }
+
+  ref (): void { if (!this.closed) this.ep.ref() }
+  unref (): void { if (!this.closed) this.ep.unref() }
+
+  /** Called by the endpoint's doorbell and liveness watchers, and after any state change. */
+  onevent (): void {
+    this.pump()
+  }
+
+  /** Moves everything that can move now, then arms the doorbells it needs. Re-entrancy safe. */
+  pump (): void {
+    if (this.pumping || this.closed) return
+    this.pumping = true
+    try {
+      this.pumpLoop()
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  private pumpLoop (): void {
+    const ep = this.ep
+    const owner = this.owner
+    for (;;) {
+      if (this.closed || owner.destroyed) return
+      let progress = false
+      // 1. readInto requests, straight from the ring into the caller's arrays.
+      const q = owner._fsReadQueue
+      while (q !== null && q.length > 0 && owner.readableLength === 0) {
+        const r = q[0]
+        const n = ep.readInto(r.bytes.subarray(r.filled))
+        if (n === 0) break
+        progress = true
+        r.filled += n
+        if (r.filled === r.bytes.length) {
+          q.shift()
+          r.settle(null)
+        }
+      }
+      // 2. 'data' for the stream, one Buffer per chunk.
+      while (this.reading && !(q !== null && q.length > 0)) {
+        const buf = ep.read(READ_CHUNK_BYTES)
+        if (buf === null) break
+        progress = true
+        owner._fsUnrefTimer()
+        if (!owner.push(buf)) this.reading = false
+        if (this.closed || owner.destroyed) return
+      }
+      // 3. Pending write into the ring.
+      if (this.pending) {
+        const p = this.pending
+        while (p.i < p.bufs.length) {
+          const b = p.bufs[p.i]
+          const n = p.off < b.length ? ep.write(p.off === 0 ? b : b.subarray(p.off)) : 0
+          p.off += n
+          if (p.off >= b.length) { p.i++; p.off = 0; progress = true; continue }
+          if (n > 0) progress = true
+          break
+        }
+        if (p.i >= p.bufs.length) {
+          this.pending = null
+          owner._fsUnrefTimer()
+          p.cb()
+          if (this.closed || owner.destroyed) return
+          continue
+        }
+      }
+      // 4. End of stream and peer state, once the ring is drained.
+      const wantsData = this.reading || (owner._fsReadQueue !== null && owner._fsReadQueue.length > 0)
+      const st = ep.state()
+      if (ep.readable() === 0 && (wantsData || (st & (STATE_RESET | STATE_GONE)) !== 0)) {
+        if (st & STATE_RESET) return void owner.destroy(errnoError(ECONNRESET, 'read'))
+        if (st & STATE_EOF) {
+          if (!this.eofPushed) {
+            this.eofPushed = true
+            // As Node's onStreamRead does at EOF: read(0) lets 'end' fire on a paused stream.
+            owner.push(null)
+            owner.read(0)
+            if (this.closed || owner.destroyed) return
+          }
+        } else if (st & STATE_GONE) {
+          return void owner.destroy(errnoError(ECONNRESET, 'read'))
+        }
+      }
+      if (this.pending && (st & STATE_GONE)) {
+        const p = this.pending
+        this.pending = null
+        p.cb(errnoError(EPIPE, 'write'))
+        return
+      }
+      if (progress) continue
+      // 5. Nothing moves: sleep on the doorbell, unless arming finds work after all.
+      let retry = false
+      if (wantsData && !this.eofPushed && ep.readable() === 0 && !ep.armRead()) retry = true
+      if (this.pending && !ep.armWrite()) retry = true
+      if (!retry) return
+    }
+  }
+
+  /** writeSync: every byte into the ring, busy-polling then sleeping in this thread. */
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
+    if (this.closed) throw errnoError(EPIPE, 'write')
+    return this.wrapSync(() => this.ep.writeSync(view, spinUs, timeoutMs))
+  }
+
+  /** readIntoSync: fill `view` from the ring (fewer bytes only at EOF). */
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
+    if (this.closed) throw errnoError(ECONNRESET, 'read')
+    return this.wrapSync(() => this.ep.readIntoSync(view, spinUs, timeoutMs))
+  }
+
+  private wrapSync (fn: () => number): number {
+    try {
+      return fn()
+    } catch (err) {
+      const e = err as Error & { code?: string }
+      if (e.code === 'ECONNRESET' || e.code === 'ETIMEDOUT') {
+        const out = errnoError(e.code === 'ECONNRESET' ? ECONNRESET : ETIMEDOUT, 'read')
+        Object.assign(out, { bytesRead: (e as { bytesRead?: number }).bytesRead, bytesWritten: (e as { bytesWritten?: number }).bytesWritten })
+        throw out
+      }
+      throw err
+    }
+  }
+}
+
+export function debugShm (fmt: string, ...args: unknown[]): void { debug('shm', fmt, ...args) }
