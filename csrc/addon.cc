@@ -100,6 +100,23 @@ Napi::Value CloseFdJs(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// growSocketBuffers(fd, bytes): sets SO_SNDBUF/SO_RCVBUF to `bytes`, with the FORCE variants
+// where permitted (CAP_NET_ADMIN) so that the limit net.core.wmem_max does not apply. Returns the
+// send buffer the kernel granted (it doubles the request for bookkeeping), or -errno.
+Napi::Value GrowSocketBuffersJs(const Napi::CallbackInfo& info) {
+  int fd = FdArg(info, 0);
+  if (info.Length() < 2 || !info[1].IsNumber()) throw Napi::TypeError::New(info.Env(), "growSocketBuffers(fd, bytes)");
+  int bytes = info[1].As<Napi::Number>().Int32Value();
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  int got = 0;
+  socklen_t len = sizeof got;
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) != 0) return Napi::Number::New(info.Env(), -errno);
+  return Napi::Number::New(info.Env(), got);
+}
+
 // probeSocketFamily(family: number): 0 when socket(family, SOCK_STREAM, 0) works, else -errno.
 Napi::Value ProbeSocketFamilyJs(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "family must be a number");
@@ -131,6 +148,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("peerCred", Napi::Function::New(env, PeerCredJs, "peerCred"));
   exports.Set("verifyListener", Napi::Function::New(env, VerifyListenerJs, "verifyListener"));
   exports.Set("closeFd", Napi::Function::New(env, CloseFdJs, "closeFd"));
+  exports.Set("growSocketBuffers", Napi::Function::New(env, GrowSocketBuffersJs, "growSocketBuffers"));
   exports.Set("probeSocketFamily", Napi::Function::New(env, ProbeSocketFamilyJs, "probeSocketFamily"));
   exports.Set("memcpyTimeNs", Napi::Function::New(env, MemcpyTimeNsJs, "memcpyTimeNs"));
   exports.Set("spinPingPongNs", Napi::Function::New(env, SpinPingPongNsJs, "spinPingPongNs"));

@@ -17,6 +17,8 @@ export interface NativeCore {
   verifyListener (fd: number, family: 4 | 6, addr: Uint8Array, port: number, uid: number):
   { ok: boolean, reason: string, pid: number, uid: number, pidfdFromSocket: boolean }
   closeFd (fd: number): void
+  /** SO_SNDBUF/SO_RCVBUF (FORCE variants where permitted); the granted send buffer or -errno. */
+  growSocketBuffers (fd: number, bytes: number): number
   /** 0 when socket(family, SOCK_STREAM, 0) succeeds, else -errno. */
   probeSocketFamily (family: number): number
   /** Elapsed ns for `iterations` memcpy of `bytes` (page-aligned, warm). */

@@ -17,6 +17,13 @@ import * as wire from '../wire'
 import { ShmEndpointNative } from '../native'
 import { clientSetup, serverSetup } from './shm'
 
+/**
+ * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
+ * so that patterns that work over TCP (an echo nobody reads until it has written 1 MB) work here
+ * too. Granted in full with CAP_NET_ADMIN; otherwise capped by net.core.{w,r}mem_max.
+ */
+export const UNIX_SOCKET_BUFFER_BYTES = 4 << 20
+
 const ECONNREFUSED = -111
 const ENOENT = -2
 
@@ -98,6 +105,7 @@ export async function connectUnix (req: UnixConnectRequest): Promise<Established
         throw new FastsockError('ERR_FASTSOCK_UNVERIFIED_PEER', `side channel ${name} not trusted: ${v.reason}`)
       }
       debug('unix', 'side channel %s verified: pid %d (pidfd from socket: %s)', name, v.pid, v.pidfdFromSocket)
+      native.growSocketBuffers(fd, UNIX_SOCKET_BUFFER_BYTES)
       return await handshake(fd, address, dialed, req)
     }
   }
@@ -309,6 +317,7 @@ export class SideChannelListener {
     const handle = (raw as unknown as { _handle: PipeHandle | null })._handle
     if (!handle || !native) return void raw.destroy()
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    native.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
     if (this.opts.sameUidOnly) {
       let uid = -1
       try {
