@@ -61,6 +61,8 @@ export interface ShmEndpointNative {
   unref (): void
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  /** Upper bound (µs) of the adaptive in-loop polling before sleeping; 0 never polls. */
+  setPollUs (us: number): void
   /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
   counters (): [number, number]
 }

@@ -27,6 +27,8 @@ export interface ServerOptions extends net.ServerOpts {
   sameUidOnly?: boolean
   /** How long a side-channel client may take to say HELLO, in ms (default 2000). */
   handshakeTimeoutMs?: number
+  /** shm connections accepted here: in-loop polling budget in µs (see SocketOptions.shmPollUs). */
+  shmPollUs?: number
 }
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -55,6 +57,8 @@ export class Server extends net.Server {
   _fsSameUidOnly: boolean
   /** @internal */
   _fsHandshakeTimeoutMs: number
+  /** @internal */
+  _fsShmPollUs: number | undefined
 
   constructor (listener?: (socket: Socket) => void)
   constructor (options?: ServerOptions, listener?: (socket: Socket) => void)
@@ -67,11 +71,14 @@ export class Server extends net.Server {
     const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 2000
     delete opts.transports
     delete opts.sameUidOnly
+    const shmPollUs = opts.shmPollUs
     delete opts.handshakeTimeoutMs
+    delete opts.shmPollUs
     super(opts, listener as (socket: net.Socket) => void)
     this._fsTransports = transports ?? defaultTransports()
     this._fsSameUidOnly = sameUidOnly
     this._fsHandshakeTimeoutMs = handshakeTimeoutMs
+    this._fsShmPollUs = shmPollUs
   }
 
   /** @internal Node's setupListenHandle, then fastsock's accept path and side channel. */
@@ -174,7 +181,7 @@ export class Server extends net.Server {
       return
     }
     const socket = this._fsNewSocket(a.handle ?? undefined, {
-      transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm
+      transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm, shmPollUs: this._fsShmPollUs
     })
     this._fsAdmit(socket)
   }

@@ -17,7 +17,7 @@ import { ReadIntoRequest, targetBytes, feed, failAll } from './readinto'
 import { FastsockError } from './errors'
 import type { Established, PipeHandle } from './transports/unix'
 import type { ShmEndpointNative } from './native'
-import { ShmConnection, configuredRingBytes } from './transports/shm'
+import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { errnoError } from './errors'
 
 /** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
@@ -28,6 +28,12 @@ export interface SocketOptions extends net.SocketConstructorOpts {
   transportTimeoutMs?: number
   /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
   shmRingBytes?: number
+  /**
+   * shm: poll the ring from the event loop for up to this many µs (adaptive, iodev-style)
+   * before sleeping on the doorbell: lower latency, paid in CPU. Default 0 (never spin) or
+   * FASTSOCK_SHM_POLL_US.
+   */
+  shmPollUs?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
   onread?: { buffer: ArrayBufferView | (() => ArrayBufferView), callback: (bytes: number, buf: ArrayBufferView) => boolean | void }
 }
@@ -42,6 +48,7 @@ export interface AcceptedInfo {
   /** shm: the endpoint, and how to route its events */
   shm?: ShmEndpointNative | null
   bindShm?: ((onevent: () => void) => void) | null
+  shmPollUs?: number
 }
 
 const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
@@ -90,6 +97,8 @@ export class Socket extends net.Socket {
   _fsShm: ShmConnection | null
   /** @internal */
   _fsShmRingBytes: number
+  /** @internal */
+  _fsShmPollUs: number
 
   constructor (options?: SocketOptions | number) {
     let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
@@ -126,6 +135,11 @@ export class Socket extends net.Socket {
     delete opts.transports
     delete opts.transportTimeoutMs
     delete opts.shmRingBytes
+    const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
+    if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) {
+      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.shmPollUs must be a number of µs in [0, 1e6]')
+    }
+    delete opts.shmPollUs
     super(opts as net.SocketConstructorOpts)
     this.transport = accepted?.transport ?? (opts.fd !== undefined || (opts as { handle?: unknown }).handle ? 'tcp' : null)
     this._fsTransports = transports ?? defaultTransports()
@@ -139,6 +153,7 @@ export class Socket extends net.Socket {
     this._fsHasOnread = onread != null && typeof onread === 'object' && typeof onread.callback === 'function'
     this._fsShm = null
     this._fsShmRingBytes = ringBytes
+    this._fsShmPollUs = pollUs
     if (accepted?.shm) {
       // Accepted on shm: no handle, so start the flow Node would start for one.
       this._fsAttachShm(accepted.shm, accepted.bindShm!)
@@ -151,6 +166,7 @@ export class Socket extends net.Socket {
   _fsAttachShm (ep: ShmEndpointNative, bind: (onevent: () => void) => void): void {
     const conn = new ShmConnection(ep, this)
     this._fsShm = conn
+    if (this._fsShmPollUs > 0) ep.setPollUs(this._fsShmPollUs)
     bind(() => conn.onevent())
   }
 

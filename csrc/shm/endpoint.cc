@@ -68,6 +68,7 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("writeSync", &ShmEndpoint::WriteSync),
                          InstanceMethod("readIntoSync", &ShmEndpoint::ReadIntoSync),
                          InstanceMethod("counters", &ShmEndpoint::Counters),
+                         InstanceMethod("setPollUs", &ShmEndpoint::SetPollUs),
                      });
 }
 
@@ -123,6 +124,12 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
 ShmEndpoint::~ShmEndpoint() { Teardown(); }
 
 void ShmEndpoint::Teardown() {
+  if (idle_) {
+    idle_->data = nullptr;
+    uv_idle_stop(idle_);
+    uv_close(reinterpret_cast<uv_handle_t*>(idle_), [](uv_handle_t* h) { delete reinterpret_cast<uv_idle_t*>(h); });
+    idle_ = nullptr;
+  }
   if (doorbell_poll_) {
     doorbell_poll_->data = nullptr;
     ClosePoll(doorbell_poll_);
@@ -234,11 +241,74 @@ Napi::Value ShmEndpoint::Writable(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ShmEndpoint::ArmRead(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && rx_.ArmConsumerWait());
+  if (closed_ || peer_gone_) return Napi::Boolean::New(info.Env(), false);
+  if (budget_ns_ > 0) {
+    StartPolling(true);
+    return Napi::Boolean::New(info.Env(), true);
+  }
+  return Napi::Boolean::New(info.Env(), rx_.ArmConsumerWait());
 }
 
 Napi::Value ShmEndpoint::ArmWrite(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && tx_.ArmProducerWait());
+  if (closed_ || peer_gone_) return Napi::Boolean::New(info.Env(), false);
+  if (budget_ns_ > 0) {
+    StartPolling(false);
+    return Napi::Boolean::New(info.Env(), true);
+  }
+  return Napi::Boolean::New(info.Env(), tx_.ArmProducerWait());
+}
+
+// setPollUs(us): the polling budget's upper bound; 0 (the default) never polls from the loop.
+Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
+  double us = info.Length() > 0 ? info[0].ToNumber().DoubleValue() : 0;
+  if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
+  poll_max_ns_ = static_cast<uint64_t>(us * 1000);
+  budget_ns_ = poll_max_ns_;
+  return info.Env().Undefined();
+}
+
+void ShmEndpoint::StartPolling(bool for_read) {
+  if (for_read) poll_read_ = true;
+  else poll_write_ = true;
+  if (!idle_) {
+    uv_loop_t* loop = nullptr;
+    napi_get_uv_event_loop(onevent_.Env(), &loop);
+    idle_ = new uv_idle_t;
+    uv_idle_init(loop, idle_);
+    idle_->data = this;
+    if (!refed_) uv_unref(reinterpret_cast<uv_handle_t*>(idle_));
+  }
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(idle_))) {
+    poll_start_ns_ = NowNs();
+    uv_idle_start(idle_, OnIdle);
+  }
+}
+
+void ShmEndpoint::OnIdle(uv_idle_t* h) {
+  auto* self = static_cast<ShmEndpoint*>(h->data);
+  if (!self || self->closed_) return;
+  bool ready = (self->poll_read_ && (self->rx_.Readable() > 0 || self->rx_.ProducerFlags() != 0)) ||
+               (self->poll_write_ && self->tx_.Writable() > 0);
+  uint64_t now = NowNs();
+  if (ready) {
+    uv_idle_stop(h);
+    self->poll_read_ = self->poll_write_ = false;
+    uint64_t b = self->budget_ns_ * 2;
+    self->budget_ns_ = b > self->poll_max_ns_ ? self->poll_max_ns_ : b;
+    self->Notify();
+    return;
+  }
+  if (now - self->poll_start_ns_ < self->budget_ns_) return;
+  // Budget spent: halve it (a quiet connection soon stops polling) and sleep on the doorbell.
+  uv_idle_stop(h);
+  self->budget_ns_ /= 2;
+  if (self->budget_ns_ < 1000) self->budget_ns_ = self->poll_max_ns_ > 0 ? 1000 : 0;
+  bool r = self->poll_read_, w = self->poll_write_;
+  self->poll_read_ = self->poll_write_ = false;
+  bool sleep = true;
+  if (r && !self->rx_.ArmConsumerWait()) sleep = false;
+  if (w && !self->tx_.ArmProducerWait()) sleep = false;
+  if (!sleep) self->Notify();
 }
 
 // state() -> bit field: 1 the peer sent EOF, 2 the peer reset, 4 the peer is gone (side channel
@@ -249,7 +319,7 @@ Napi::Value ShmEndpoint::State(const Napi::CallbackInfo& info) {
     uint32_t f = rx_.ProducerFlags();
     if (f & wire::kRingEof) s |= 1;
     if (f & wire::kRingReset) s |= 2;
-    if (peer_gone_ || CheckSide()) s |= 4;
+    if (peer_gone_) s |= 4;  // set by the side channel's watcher: no syscall here
   } else {
     s |= 8;
   }
@@ -279,6 +349,7 @@ Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
 
 Napi::Value ShmEndpoint::Ref(const Napi::CallbackInfo& info) {
   refed_ = true;
+  if (idle_) uv_ref(reinterpret_cast<uv_handle_t*>(idle_));
   if (doorbell_poll_) uv_ref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
   if (side_poll_) uv_ref(reinterpret_cast<uv_handle_t*>(side_poll_));
   return info.Env().Undefined();
@@ -286,6 +357,7 @@ Napi::Value ShmEndpoint::Ref(const Napi::CallbackInfo& info) {
 
 Napi::Value ShmEndpoint::Unref(const Napi::CallbackInfo& info) {
   refed_ = false;
+  if (idle_) uv_unref(reinterpret_cast<uv_handle_t*>(idle_));
   if (doorbell_poll_) uv_unref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
   if (side_poll_) uv_unref(reinterpret_cast<uv_handle_t*>(side_poll_));
   return info.Env().Undefined();

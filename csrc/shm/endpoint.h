@@ -10,6 +10,8 @@
 // - write(bytes) and readInto(bytes) never block: they move what fits and return the count.
 //   When they return less than asked and the caller wants to wait, it arms the doorbell with
 //   armWrite() / armRead(): false means "retry now", true means "onevent() will come".
+// - setPollUs(us) (default 0) lets armRead/armWrite poll the ring from the loop (uv_idle) for
+//   an adaptive budget of up to `us` before sleeping: lower latency for CPU; 0 never spins.
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process.
@@ -48,9 +50,13 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   Napi::Value WriteSync(const Napi::CallbackInfo& info);
   Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
   Napi::Value Counters(const Napi::CallbackInfo& info);
+  Napi::Value SetPollUs(const Napi::CallbackInfo& info);
 
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   static void OnSide(uv_poll_t* h, int status, int events);
+  static void OnIdle(uv_idle_t* h);
+  // Polls the ring from the loop (uv_idle) instead of sleeping, for up to the current budget.
+  void StartPolling(bool for_read);
   void Notify();
   void RingPeer();
   void DrainDoorbell();
@@ -66,6 +72,15 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   int self_efd_ = -1, peer_efd_ = -1, side_fd_ = -1;
   uv_poll_t* doorbell_poll_ = nullptr;
   uv_poll_t* side_poll_ = nullptr;
+  // Adaptive polling (iodev's poll-then-block, thesis 4.2.2): when poll_max_ns_ > 0, a side
+  // about to sleep polls the ring from the loop for up to budget_ns_ first. A wait satisfied
+  // while polling doubles the budget (up to poll_max_ns_); one that times out halves it, so a
+  // connection that goes quiet stops costing CPU.
+  uv_idle_t* idle_ = nullptr;
+  uint64_t poll_max_ns_ = 0;
+  uint64_t budget_ns_ = 0;
+  uint64_t poll_start_ns_ = 0;
+  bool poll_read_ = false, poll_write_ = false;
   bool closed_ = false;
   bool peer_gone_ = false;
   bool refed_ = true;

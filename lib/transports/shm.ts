@@ -28,6 +28,12 @@ const STATE_EOF = 1
 const STATE_RESET = 2
 const STATE_GONE = 4
 
+/** In-loop polling budget from FASTSOCK_SHM_POLL_US (µs), else 0: never spin unless asked. */
+export function configuredPollUs (): number {
+  const v = Number(process.env.FASTSOCK_SHM_POLL_US ?? 0)
+  return Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : 0
+}
+
 /** Ring size from FASTSOCK_SHM_RING_BYTES, else the default. */
 export function configuredRingBytes (): number {
   const v = Number(process.env.FASTSOCK_SHM_RING_BYTES)
