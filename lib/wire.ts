@@ -13,7 +13,7 @@ export const MAGIC = 0x4b435346 // 'FSCK' read as a little-endian u32
 export const PROTOCOL_VERSION = 1
 export const MAX_MESSAGE_BYTES = 512
 
-export const enum MessageType { Hello = 1, Accept = 2, Reject = 3, ShmSetup = 4, ShmReady = 5 }
+export enum MessageType { Hello = 1, Accept = 2, Reject = 3, ShmSetup = 4, ShmReady = 5 }
 
 /** Capability bits a client offers in HELLO. */
 export const CAP_UNIX = 1 << 0
@@ -24,7 +24,7 @@ export const TRANSPORT_UNIX = 1
 export const TRANSPORT_SHM = 2
 
 /** REJECT reasons. BUSY (maxConnections reached) is not cached by clients as a failure. */
-export const enum RejectReason { Version = 1, Busy = 2, Forbidden = 3, Malformed = 4, NoTransport = 5 }
+export enum RejectReason { Version = 1, Busy = 2, Forbidden = 3, Malformed = 4, NoTransport = 5 }
 
 export interface Hello {
   type: MessageType.Hello

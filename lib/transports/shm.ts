@@ -53,6 +53,23 @@ export interface ShmOwner {
 
 interface PendingWrite { bufs: Buffer[], i: number, off: number, cb: (err?: Error | null) => void }
 
+/**
+ * Open shm connections of this process. When the process exits normally the kernel would send
+ * a FIN on its TCP sockets (a RST where data was left unread); shm has no kernel to do that,
+ * so at 'exit' every open connection publishes the same: EOF, or a reset if unread bytes are
+ * left. A process killed by a signal leaves no flag: its peer sees the side channel close
+ * without EOF, i.e. ECONNRESET.
+ */
+const live = new Set<ShmConnection>()
+let exitHookInstalled = false
+function trackLive (c: ShmConnection): void {
+  live.add(c)
+  if (!exitHookInstalled) {
+    exitHookInstalled = true
+    process.once('exit', () => { for (const conn of live) conn.close(false) })
+  }
+}
+
 /** Reads exactly one side-channel message (no fds expected) from a raw fd, with a timeout. */
 function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ message: wire.Message, fds: number[] }> {
   return new Promise((resolve, reject) => {
@@ -134,24 +151,31 @@ export async function serverSetup (fd: number, timeoutMs: number, onevent: () =>
     fds = got.fds
     const m = got.message
     if (m.type !== wire.MessageType.ShmSetup) refuse(`expected SHM_SETUP, got type ${m.type}`)
+    if (m.version !== wire.PROTOCOL_VERSION) refuse(`protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
     const setup = m as wire.ShmSetup
     if (fds.length !== wire.SHM_SETUP_FDS) refuse(`SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
     if (!n.isEventfd(fds[1]) || !n.isEventfd(fds[2])) refuse('doorbells must be eventfds')
     let ep: ShmEndpointNative
     const [memfd, clientDoorbell, serverDoorbell] = fds
     fds = [] // the endpoint constructor owns them now, also when it throws
+    const side = n.dupFd(fd) // the endpoint's liveness fd; `fd` stays ours to answer on
+    if (side < 0) {
+      for (const f of [memfd, clientDoorbell, serverDoorbell]) n.closeFd(f)
+      throw errnoError(side, 'dup')
+    }
     try {
-      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, serverDoorbell, clientDoorbell, fd, onevent)
+      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, serverDoorbell, clientDoorbell, side, onevent)
     } catch (err) {
-      fd = -1 // closed by the constructor
-      throw err
+      refuse((err as Error).message)
     }
     const sent = n.sendFds(fd, wire.encodeShmReady(), [])
+    n.closeFd(fd)
+    fd = -1
     if (sent < 0) {
-      ep.close(true)
+      ep!.close(true)
       throw new FastsockError('ERR_FASTSOCK_HANDSHAKE', `shm setup: ${errnoError(sent, 'sendmsg').message}`)
     }
-    return ep
+    return ep!
   } catch (err) {
     for (const f of fds) n.closeFd(f)
     if (fd >= 0) n.closeFd(fd)
@@ -180,6 +204,7 @@ export class ShmConnection {
   constructor (ep: ShmEndpointNative, owner: ShmOwner) {
     this.ep = ep
     this.owner = owner
+    trackLive(this)
   }
 
   get bytesWritten (): number { return this.closed ? this.finalCounters[0] : this.ep.counters()[0] }
@@ -208,6 +233,7 @@ export class ShmConnection {
   /** Tears down; `reset` publishes a RST (else a FIN: the peer still reads what is in the ring). */
   close (reset: boolean): void {
     if (this.closed) return
+    live.delete(this)
     this.finalCounters = this.ep.counters()
     const unread = this.ep.readable() > 0
     this.closed = true

@@ -7,6 +7,7 @@ import { fork, type ChildProcess } from 'child_process'
 import * as path from 'path'
 import { track } from '../children'
 import type { ChannelAddress } from './channels'
+import { onCpu } from './pinning'
 import type { PeerConfig, PeerHello, PeerReply, PeerRequest } from './protocol'
 import type { ChannelSpec } from './types'
 
@@ -39,11 +40,16 @@ export class Peer {
     })
   }
 
-  /** Forks the peer and waits for its hello (at most `timeoutMs`). */
-  static async start (timeoutMs: number): Promise<Peer> {
+  /**
+   * Forks the peer (on CPU `cpu` when not null, through taskset) and waits for its hello (at
+   * most `timeoutMs`).
+   */
+  static async start (timeoutMs: number, cpu: number | null = null): Promise<Peer> {
+    const prefix = onCpu(cpu)
     const child = track(fork(path.join(__dirname, 'peer.js'), [], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      execArgv: [],
+      // fork runs `execPath ...execArgv peer.js`: with taskset, that is `taskset -c N node peer.js`.
+      ...(prefix.length > 0 ? { execPath: prefix[0], execArgv: [...prefix.slice(1), process.execPath] } : { execArgv: [] }),
       serialization: 'json'
     }))
     const pid = await new Promise<number>((resolve, reject) => {

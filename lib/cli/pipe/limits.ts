@@ -14,6 +14,7 @@ import * as os from 'os'
 import * as path from 'path'
 import { native } from '../../native'
 import { track } from '../children'
+import { onCpu } from './pinning'
 import { median } from './stats'
 import type { NptcpRow, PlacementProbe } from './types'
 import { mbPerSec } from '../units'
@@ -27,6 +28,8 @@ export const NEAR_THRESHOLD_NS = 110
  */
 export function probePlacement (runs = 7, iterations = 20_000): PlacementProbe | null {
   if (native === null) return null
+  // Two spinning threads on one CPU would take a scheduler tick per round trip (minutes).
+  if (os.availableParallelism() < 2) return null
   const runsNs: number[] = []
   native.spinPingPongNs(iterations) // wake both vCPUs up first (a halted vCPU reads ~1 µs)
   for (let i = 0; i < runs; i++) runsNs.push(native.spinPingPongNs(iterations) / iterations / 2)
@@ -37,7 +40,7 @@ export function probePlacement (runs = 7, iterations = 20_000): PlacementProbe |
 
 /** A sentence for the report. */
 export function describePlacement (p: PlacementProbe | null): string {
-  if (p === null) return 'unknown (native addon not loaded)'
+  if (p === null) return native === null ? 'unknown (native addon not loaded)' : 'unknown (this process may use only one CPU)'
   const ns = p.halfRttNs.toFixed(0)
   switch (p.state) {
     case 'near': return `near: core-to-core ${ns} ns (RTT/2), the two vCPUs share a cache (~50 ns state)`
@@ -85,17 +88,19 @@ async function freePort (): Promise<number> {
 }
 
 /**
- * Runs NPtcp (receiver and transmitter, both children of this process) over TCP loopback up to
+ * Runs NPtcp (receiver on `receiverCpu`, transmitter here) over TCP loopback up to
  * `maxBytes`, `repeats` round trips per size, with its ±3-byte perturbations. Its output file
  * holds: bytes, Mbit/s, seconds per half round trip. Resolves with the rows, or rejects on
  * failure or after `timeoutMs`.
  */
-export async function runNptcp (exe: string, maxBytes: number, repeats: number, timeoutMs: number): Promise<NptcpRow[]> {
+export async function runNptcp (exe: string, maxBytes: number, repeats: number, timeoutMs: number, receiverCpu: number | null = null): Promise<NptcpRow[]> {
   const port = String(await freePort())
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastsock-nptcp-'))
   const out = path.join(dir, 'np.out')
   const quiet = { stdio: ['ignore', 'ignore', 'pipe'] as Array<'ignore' | 'pipe'> }
-  const receiver = track(spawn(exe, ['-P', port], quiet))
+  // The receiver is placed like the peer; the transmitter inherits this process's CPU.
+  const prefix = onCpu(receiverCpu)
+  const receiver = track(prefix.length > 0 ? spawn(prefix[0], [...prefix.slice(1), exe, '-P', port], quiet) : spawn(exe, ['-P', port], quiet))
   try {
     await new Promise((resolve) => setTimeout(resolve, 200)) // let the receiver bind
     // -p 3: NPtcp's default perturbation; with -p 0 this build stalls at 16 bytes.

@@ -4,21 +4,23 @@
  * from a benchmark, which would otherwise steal the vCPUs the spinning threads need.
  */
 import { execFile } from 'child_process'
+import { track } from '../children'
 import { probePlacement } from './limits'
 import type { PlacementProbe } from './types'
 
-/** Runs the probe in a child process; falls back to this process when that fails. */
+/** Runs the probe in a child process; null when it fails or takes longer than `timeoutMs`. */
 export async function probePlacementIsolated (timeoutMs = 10_000): Promise<PlacementProbe | null> {
   return await new Promise((resolve) => {
-    execFile(process.execPath, [__filename], { timeout: timeoutMs }, (err, stdout) => {
+    // Tracked: killed with this process if it is interrupted meanwhile.
+    track(execFile(process.execPath, [__filename], { timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout) => {
       if (err === null) {
         try {
           resolve(JSON.parse(stdout) as PlacementProbe | null)
           return
         } catch { /* fall through */ }
       }
-      resolve(probePlacement())
-    })
+      resolve(null)
+    }))
   })
 }
 
