@@ -14,6 +14,8 @@ export type FastsockErrorCode =
   | 'ERR_FASTSOCK_UNVERIFIED_PEER'
   | 'ERR_FASTSOCK_READINTO'
   | 'ERR_FASTSOCK_SYNC_UNAVAILABLE'
+  | 'ERR_FASTSOCK_SHM_ONLY'
+  | 'ERR_FASTSOCK_STALE_LOAN'
   | 'ERR_FASTSOCK_NATIVE_UNAVAILABLE'
 
 export class FastsockError extends Error {

@@ -65,6 +65,12 @@ export interface ShmEndpointNative {
   setPollUs (us: number): void
   /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
   counters (): [number, number]
+  /** One ArrayBuffer over the transmit ring's mirrored mapping (2 x ring bytes). */
+  txRegion (): ArrayBuffer
+  /** Offset in txRegion() of the next byte to send, in [0, ring bytes). */
+  txHeadOffset (): number
+  /** Publishes n bytes already placed at txHeadOffset(); 0 when n bytes are not free. */
+  commit (n: number): number
 }
 
 let loaded: NativeCore | null = null

@@ -361,6 +361,22 @@ export class Socket extends net.Socket {
     return filled + shm.readIntoSync(bytes.subarray(filled), opts.spinUs ?? 50, opts.timeoutMs ?? 0)
   }
 
+  /**
+   * Zero-copy send on `shm`: a Uint8Array of `byteLength` bytes inside the transmit ring, to
+   * fill and pass to `write()`, which then publishes it without copying. Returns null when the
+   * ring lacks the room now (or a write is queued): wait for 'drain' and retry. One loan at a
+   * time, written before any other write (else the write fails with ERR_FASTSOCK_STALE_LOAN).
+   * For a typed view of other elements, the ring head must be aligned (it is when every write
+   * so far was a multiple of that element size). Throws ERR_FASTSOCK_SHM_ONLY off shm,
+   * RangeError ERR_OUT_OF_RANGE when byteLength exceeds the ring.
+   */
+  allocShared (byteLength: number): Uint8Array | null {
+    if (!this._fsShm) {
+      throw new FastsockError('ERR_FASTSOCK_SHM_ONLY', `allocShared needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
+    }
+    return this._fsShm.allocShared(byteLength)
+  }
+
   private _fsSyncConnection (): ShmConnection {
     if (!this._fsShm) {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', `synchronous I/O needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)

@@ -69,6 +69,9 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("readIntoSync", &ShmEndpoint::ReadIntoSync),
                          InstanceMethod("counters", &ShmEndpoint::Counters),
                          InstanceMethod("setPollUs", &ShmEndpoint::SetPollUs),
+                         InstanceMethod("txRegion", &ShmEndpoint::TxRegion),
+                         InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
+                         InstanceMethod("commit", &ShmEndpoint::Commit),
                      });
 }
 
@@ -482,6 +485,32 @@ Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
   ssize_t w = write(self_efd_, &one, sizeof one);
   (void)w;
   return Napi::Number::New(env, static_cast<double>(done));
+}
+
+Napi::Value ShmEndpoint::TxRegion(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!tx_region_.IsEmpty()) return tx_region_.Value();
+  if (closed_) throw Napi::Error::New(env, "txRegion on a closed shm endpoint");
+  auto* keep = new std::shared_ptr<Segment>(seg_);
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, tx_.data(), 2 * tx_.size(),
+      [](Napi::Env, void*, std::shared_ptr<Segment>* k) { delete k; }, keep);
+  tx_region_ = Napi::Persistent(ab);
+  return ab;
+}
+
+// txHeadOffset() -> offset in txRegion() where the next byte goes, in [0, size)
+Napi::Value ShmEndpoint::TxHeadOffset(const Napi::CallbackInfo& info) {
+  if (closed_) return Napi::Number::New(info.Env(), -1);
+  return Napi::Number::New(info.Env(), static_cast<double>(tx_.WritePtr() - tx_.data()));
+}
+
+// commit(n) -> n, or 0 when fewer than n bytes are free (nothing published)
+Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
+  uint64_t n = info.Length() > 0 ? static_cast<uint64_t>(info[0].ToNumber().Int64Value()) : 0;
+  if (closed_ || n == 0 || n > tx_.Writable()) return Napi::Number::New(info.Env(), 0);
+  tx_.Commit(n);
+  if (tx_.ConsumerNeedsWake()) RingPeer();
+  return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {

@@ -12,6 +12,10 @@
 //   armWrite() / armRead(): false means "retry now", true means "onevent() will come".
 // - setPollUs(us) (default 0) lets armRead/armWrite poll the ring from the loop (uv_idle) for
 //   an adaptive budget of up to `us` before sleeping: lower latency for CPU; 0 never spins.
+// - txRegion() is one ArrayBuffer over this end's transmit ring (2 x size bytes: the mirror),
+//   made once and keeping the mapping alive for as long as JS holds it; txHeadOffset() is
+//   where the next byte goes; commit(n) publishes n bytes the caller already placed there
+//   (the zero-copy "loan" of allocShared).
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process.
@@ -51,6 +55,9 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
   Napi::Value Counters(const Napi::CallbackInfo& info);
   Napi::Value SetPollUs(const Napi::CallbackInfo& info);
+  Napi::Value TxRegion(const Napi::CallbackInfo& info);
+  Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
+  Napi::Value Commit(const Napi::CallbackInfo& info);
 
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   static void OnSide(uv_poll_t* h, int status, int events);
@@ -86,6 +93,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   bool refed_ = true;
   bool in_sync_ = false;
   Napi::FunctionReference onevent_;
+  Napi::Reference<Napi::ArrayBuffer> tx_region_;
   std::unique_ptr<Napi::AsyncContext> async_;
 };
 

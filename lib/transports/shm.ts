@@ -198,6 +198,10 @@ export class ShmConnection {
   private eofPushed = false
   private closed = false
   private pumping = false
+  /** The transmit ring as one ArrayBuffer (made on the first allocShared). */
+  private region: ArrayBuffer | null = null
+  /** The outstanding zero-copy loan: where it sits in `region`, and its length. */
+  private loan: { offset: number, length: number } | null = null
   /** Final counters, kept after close: [bytesWritten, bytesRead]. */
   private finalCounters: [number, number] = [0, 0]
 
@@ -297,6 +301,17 @@ export class ShmConnection {
         const p = this.pending
         while (p.i < p.bufs.length) {
           const b = p.bufs[p.i]
+          if (this.loan !== null && b.buffer === this.region && p.off === 0) {
+            const err = this.commitLoan(b)
+            if (err) {
+              this.pending = null
+              p.cb(err)
+              return
+            }
+            p.i++
+            progress = true
+            continue
+          }
           const n = p.off < b.length ? ep.write(p.off === 0 ? b : b.subarray(p.off)) : 0
           p.off += n
           if (p.off >= b.length) { p.i++; p.off = 0; progress = true; continue }
@@ -341,6 +356,39 @@ export class ShmConnection {
       if (this.pending && !ep.armWrite()) retry = true
       if (!retry) return
     }
+  }
+
+  /**
+   * A view of `n` free bytes at the ring's head, for the caller to fill and then `write()`
+   * without a copy (the iceoryx "loan"). Null when the ring has fewer than `n` free bytes now
+   * (wait for 'drain' and ask again) or a write is still queued. One loan at a time; write it
+   * before anything else.
+   */
+  allocShared (n: number): Uint8Array | null {
+    if (this.closed) throw errnoError(EPIPE, 'write')
+    if (this.region === null) this.region = this.ep.txRegion()
+    const size = this.region.byteLength / 2
+    if (!Number.isInteger(n) || n <= 0 || n > size) {
+      const e = new RangeError(`allocShared: byteLength must be an integer in [1, ${size}] (the ring size), got ${n}`) as RangeError & { code: string }
+      e.code = 'ERR_OUT_OF_RANGE'
+      throw e
+    }
+    if (this.loan !== null) throw new FastsockError('ERR_FASTSOCK_STALE_LOAN', 'allocShared: the previous loan was not written yet')
+    if (this.pending !== null || this.ep.writable() < n) return null
+    const offset = this.ep.txHeadOffset()
+    this.loan = { offset, length: n }
+    return new Uint8Array(this.region, offset, n)
+  }
+
+  /** Publishes a loaned buffer in place, or reports why it cannot be. */
+  private commitLoan (b: Buffer): Error | null {
+    const loan = this.loan!
+    this.loan = null
+    if (b.byteOffset !== loan.offset || b.length > loan.length || this.ep.txHeadOffset() !== loan.offset) {
+      return new FastsockError('ERR_FASTSOCK_STALE_LOAN', 'write of an allocShared view that is not the current loan (another write came first, or it was resized)')
+    }
+    this.ep.commit(b.length)
+    return null
   }
 
   /** writeSync: every byte into the ring, busy-polling then sleeping in this thread. */
