@@ -12,7 +12,7 @@
 import * as net from 'net'
 import * as dns from 'dns'
 import type { Socket } from './socket'
-import { TransportName } from './transports/names'
+import { TransportName, parseTransports } from './transports/names'
 import { availability } from './transports/availability'
 import { connectUnix, NotOffered } from './transports/unix'
 import { isLocalAddress } from './address'
@@ -90,7 +90,10 @@ export function connectThroughChain (socket: Socket, args: unknown[]): Socket {
   }
   const decline = declineReason(options)
   if (decline) debug('chain', 'fast rungs declined: %s', decline)
-  const rungs = socket._fsTransports.filter(t => {
+  const chain = (options as { transports?: unknown }).transports !== undefined
+    ? parseTransports((options as { transports?: unknown }).transports)
+    : socket._fsTransports
+  const rungs = chain.filter(t => {
     if (t === 'tcp') return true
     if (decline) return false
     const a = availability(t)
@@ -98,7 +101,8 @@ export function connectThroughChain (socket: Socket, args: unknown[]): Socket {
     return a.available
   })
   if (rungs.length === 1 && rungs[0] === 'tcp') {
-    socket.emit('transportAttempt', { transport: 'tcp' })
+    // After connect() returns, as Node emits 'connectionAttempt'.
+    process.nextTick(() => socket.emit('transportAttempt', { transport: 'tcp' }))
     return socket._fsNodeConnect(normalized)
   }
   if (cb !== null) socket.once('connect', cb)
@@ -130,6 +134,7 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
   const errors: Error[] = []
   let addresses: string[] | null = null
   let sideChannelTried = false
+  await new Promise<void>(resolve => process.nextTick(resolve)) // events after connect() returns
   for (const rung of rungs) {
     if (socket.destroyed) return
     if (rung === 'tcp') {

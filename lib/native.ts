@@ -73,12 +73,22 @@ export interface ShmEndpointNative {
   commit (n: number): number
 }
 
+/** What this JS needs from the binary: a binary without all of it is stale, and not used. */
+const REQUIRED: Array<keyof NativeCore> = [
+  'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
+  'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
+  'sendFds', 'recvFds', 'dupFd', 'waitReadable'
+]
+
 let loaded: NativeCore | null = null
 let error: Error | null = null
 try {
   // eslint-disable-next-line @typescript-eslint/no-var-requires
   const load = require('node-gyp-build') as (dir: string) => NativeCore
-  loaded = load(path.join(__dirname, '..'))
+  const addon = load(path.join(__dirname, '..'))
+  const missing = REQUIRED.filter(k => addon[k] === undefined)
+  if (missing.length) throw new Error(`the native addon is stale (no ${missing.join(', ')}): rebuild it (npm run build:native)`)
+  loaded = addon
 } catch (err) {
   error = err as Error
 }

@@ -65,6 +65,11 @@ export function feed (queue: ReadIntoRequest[], chunk: Uint8Array): number {
   return off
 }
 
+/** Completes the requests at the head of the queue that need no more bytes (zero-length). */
+export function settleFull (queue: ReadIntoRequest[]): void {
+  while (queue.length > 0 && queue[0].filled === queue[0].bytes.length) queue.shift()!.settle(null)
+}
+
 /** Fails every pending request (stream ended, errored or closed before they were filled). */
 export function failAll (queue: ReadIntoRequest[], why: string, cause?: Error | null): void {
   const pending = queue.splice(0)

@@ -13,7 +13,7 @@
 import * as net from 'net'
 import { TransportName, parseTransports, defaultTransports } from './transports/names'
 import { TcpView } from './address'
-import { ReadIntoRequest, targetBytes, feed, failAll } from './readinto'
+import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './readinto'
 import { FastsockError } from './errors'
 import type { Established, PipeHandle } from './transports/unix'
 import type { ShmEndpointNative } from './native'
@@ -52,6 +52,21 @@ export interface AcceptedInfo {
 }
 
 const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
+
+/** The onread option as fastsock keeps it: Node's shape plus the buffer in use (shm). */
+export interface OnreadSpec {
+  buffer: Uint8Array | null
+  gen: (() => Uint8Array) | null
+  /** shm: the buffer the next read goes into */
+  current: Uint8Array | null
+  callback: (n: number) => boolean | void
+}
+
+function outOfRange (name: string, what: string, got: unknown): RangeError {
+  const e = new RangeError(`${name} must be ${what}, got ${String(got)}`) as RangeError & { code: string }
+  e.code = 'ERR_OUT_OF_RANGE'
+  return e
+}
 const duplexWrite = net.Socket.prototype.write
 const noop = (): void => {}
 
@@ -89,10 +104,8 @@ export class Socket extends net.Socket {
   _fsReadQueue: ReadIntoRequest[] | null
   /** @internal what Node assigned to `this.write` (writeAfterFIN), or null for the default */
   _fsWriteImpl: AnyFn | null
-  /** @internal the onread buffer as Node sees it, when onread was given */
-  _fsOnreadU8: Uint8Array | null
-  /** @internal true when the socket reads through `onread` (no 'data', no readInto) */
-  _fsHasOnread: boolean
+  /** @internal the onread option as Node sees it (no 'data', no readInto then) */
+  _fsOnread: OnreadSpec | null
   /** @internal the shm connection when transport === 'shm' (no _handle then) */
   _fsShm: ShmConnection | null
   /** @internal */
@@ -104,41 +117,41 @@ export class Socket extends net.Socket {
     let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
     const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
     const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) {
-      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.transportTimeoutMs must be a positive number of ms')
-    }
-    let onreadU8: Uint8Array | null = null
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange('options.transportTimeoutMs', 'a positive number of ms', timeoutMs)
+    // Node's onread takes a Uint8Array (or a function returning one): hand it a byte view of
+    // the caller's typed array and give the caller's callback its own array back.
+    let fsOnread: OnreadSpec | null = null
     const onread = opts.onread
     if (onread && typeof onread === 'object' && typeof onread.callback === 'function') {
       const userCb = onread.callback
       if (ArrayBuffer.isView(onread.buffer)) {
         const view = onread.buffer
-        onreadU8 = asUint8(view)
-        opts = { ...opts, onread: { buffer: onreadU8, callback: (n: number) => userCb(n, view) } as never }
+        const spec: OnreadSpec = { buffer: asUint8(view), gen: null, current: null, callback: (n: number) => userCb(n, view) }
+        fsOnread = spec
+        opts = { ...opts, onread: { buffer: spec.buffer, callback: spec.callback } as never }
       } else if (typeof onread.buffer === 'function') {
         const gen = onread.buffer
         let last: ArrayBufferView | null = null
-        opts = {
-          ...opts,
-          onread: {
-            buffer: () => { last = gen(); return (onreadU8 = asUint8(last)) },
-            callback: (n: number) => userCb(n, last!)
-          } as never
+        const spec: OnreadSpec = {
+          buffer: null,
+          gen: () => { last = gen(); return asUint8(last) },
+          current: null,
+          callback: (n: number) => userCb(n, last!)
         }
+        fsOnread = spec
+        opts = { ...opts, onread: { buffer: spec.gen, callback: spec.callback } as never }
       }
     }
     const accepted = opts[kAccepted]
     const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
     if (!Number.isInteger(ringBytes) || ringBytes < 4096 || ringBytes > 256 * 1024 * 1024 || (ringBytes & (ringBytes - 1)) !== 0) {
-      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.shmRingBytes must be a power of two from 4096 to 268435456')
+      throw outOfRange('options.shmRingBytes', 'a power of two from 4096 to 268435456', ringBytes)
     }
     delete opts.transports
     delete opts.transportTimeoutMs
     delete opts.shmRingBytes
     const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
-    if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) {
-      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT', 'options.shmPollUs must be a number of µs in [0, 1e6]')
-    }
+    if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange('options.shmPollUs', 'a number of µs in [0, 1e6]', pollUs)
     delete opts.shmPollUs
     super(opts as net.SocketConstructorOpts)
     this.transport = accepted?.transport ?? (opts.fd !== undefined || (opts as { handle?: unknown }).handle ? 'tcp' : null)
@@ -149,8 +162,7 @@ export class Socket extends net.Socket {
     this._fsHsWritten = accepted?.handshakeWritten ?? 0
     this._fsReadQueue = null
     this._fsWriteImpl = null
-    this._fsOnreadU8 = onreadU8
-    this._fsHasOnread = onread != null && typeof onread === 'object' && typeof onread.callback === 'function'
+    this._fsOnread = fsOnread
     this._fsShm = null
     this._fsShmRingBytes = ringBytes
     this._fsShmPollUs = pollUs
@@ -227,7 +239,17 @@ export class Socket extends net.Socket {
     self._handle = handle
     const asyncId = nodeSymbol(this, 'async_id_symbol')
     if (asyncId) self[asyncId] = handle.getAsyncId()
-    if (this._fsOnreadU8) handle.useUserBuffer(this._fsOnreadU8)
+    const ob = this._fsOnread
+    if (ob) {
+      // What Node's initSocketHandle does for a handle it creates: the first buffer.
+      let u8 = ob.buffer
+      if (ob.gen) {
+        u8 = ob.gen()
+        const kBuffer = nodeSymbol(this, 'kBuffer')
+        if (kBuffer) self[kBuffer] = u8
+      }
+      handle.useUserBuffer(u8!)
+    }
     self._sockname = null
     self._peername = null
     this.transport = est.transport
@@ -290,6 +312,17 @@ export class Socket extends net.Socket {
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
     return (net.Socket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+  }
+
+  /** Node's; on shm with onread, also restarts the ring reads a callback's `false` stopped. */
+  override resume (): this {
+    if (this._fsShm && this._fsOnread && !this.connecting) this._fsShm.read()
+    return super.resume()
+  }
+
+  override pause (): this {
+    if (this._fsShm && this._fsOnread) this._fsShm.stopReading()
+    return super.pause()
   }
 
   override ref (): this {
@@ -439,7 +472,7 @@ export class Socket extends net.Socket {
     else if (typeof b === 'function') { cb = b as typeof cb; b = undefined }
     else if (typeof c === 'function') cb = c as typeof cb
     const bytes = targetBytes(view, a as number | undefined, b as number | undefined)
-    if (this._fsHasOnread) {
+    if (this._fsOnread !== null) {
       throw new FastsockError('ERR_FASTSOCK_READINTO', 'readInto is not available on a socket created with the onread option')
     }
     let promise: Promise<T> | undefined
@@ -475,6 +508,7 @@ export class Socket extends net.Socket {
   /** @internal Serves pending readInto requests from bytes already in the readable buffer. */
   _fsDrainBuffered (): void {
     const q = this._fsReadQueue!
+    settleFull(q)
     const flowingListeners = this.listenerCount('data') > 0
     while (q.length > 0 && this.readableLength > 0) {
       const want = q[0].bytes.length - q[0].filled
@@ -495,6 +529,7 @@ export class Socket extends net.Socket {
       }
       if (chunk === null) break
       feed(q, chunk)
+      settleFull(q)
     }
     if (q.length > 0 && this.readableEnded) failAll(q, 'the stream ended')
   }

@@ -13,7 +13,8 @@ import { native, ShmEndpointNative } from '../native'
 import { FastsockError, errnoError } from '../errors'
 import { debug } from '../debug'
 import * as wire from '../wire'
-import type { ReadIntoRequest } from '../readinto'
+import { ReadIntoRequest, settleFull } from '../readinto'
+import type { OnreadSpec } from '../socket'
 
 const EAGAIN = -11
 const ETIMEDOUT = -110
@@ -48,6 +49,7 @@ export interface ShmOwner {
   read (n: number): unknown
   destroy (err?: Error): unknown
   _fsReadQueue: ReadIntoRequest[] | null
+  _fsOnread: OnreadSpec | null
   _fsUnrefTimer (): void
 }
 
@@ -220,6 +222,11 @@ export class ShmConnection {
     this.pump()
   }
 
+  /** onread's callback returned false, or the socket paused: stop reading the ring. */
+  stopReading (): void {
+    this.reading = false
+  }
+
   /** Node's _writeGeneric for chunks (strings already encoded by the caller). */
   write (bufs: Buffer[], cb: (err?: Error | null) => void): void {
     if (this.closed) return cb(errnoError(EPIPE, 'write'))
@@ -276,6 +283,7 @@ export class ShmConnection {
       let progress = false
       // 1. readInto requests, straight from the ring into the caller's arrays.
       const q = owner._fsReadQueue
+      if (q !== null) settleFull(q)
       while (q !== null && q.length > 0 && owner.readableLength === 0) {
         const r = q[0]
         const n = ep.readInto(r.bytes.subarray(r.filled))
@@ -287,8 +295,20 @@ export class ShmConnection {
           r.settle(null)
         }
       }
-      // 2. 'data' for the stream, one Buffer per chunk.
-      while (this.reading && !(q !== null && q.length > 0)) {
+      // 2a. onread: straight into the caller's buffer, as libuv does for Node's onread.
+      const ob = owner._fsOnread
+      while (ob !== null && this.reading) {
+        const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
+        const n = ep.readInto(u8)
+        if (n === 0) break
+        progress = true
+        owner._fsUnrefTimer()
+        if (ob.gen) ob.current = null
+        if (ob.callback(n) === false) this.reading = false
+        if (this.closed || owner.destroyed) return
+      }
+      // 2b. 'data' for the stream, one Buffer per chunk.
+      while (ob === null && this.reading && !(q !== null && q.length > 0)) {
         const buf = ep.read(READ_CHUNK_BYTES)
         if (buf === null) break
         progress = true

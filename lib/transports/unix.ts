@@ -91,6 +91,9 @@ export interface UnixConnectRequest {
 export async function connectUnix (req: UnixConnectRequest): Promise<Established> {
   if (!native) throw new NotOffered('native addon not loaded')
   const euid = process.geteuid ? process.geteuid() : 0
+  // A name whose holder cannot be verified (a squatter) is passed over, not trusted; the next
+  // candidate may still be the real listener's (a wildcard one).
+  let unverified: FastsockError | null = null
   for (const target of req.addresses) {
     if (!isLocalAddress(target)) continue
     const address = dialedAddress(target) // 0.0.0.0 and :: reach 127.0.0.1 and ::1
@@ -102,13 +105,16 @@ export async function connectUnix (req: UnixConnectRequest): Promise<Established
       const v = native.verifyListener(fd, dialed.family, dialed.bytes, req.port, euid)
       if (!v.ok) {
         native.closeFd(fd)
-        throw new FastsockError('ERR_FASTSOCK_UNVERIFIED_PEER', `side channel ${name} not trusted: ${v.reason}`)
+        debug('unix', 'side channel %s not trusted: %s', name, v.reason)
+        unverified ??= new FastsockError('ERR_FASTSOCK_UNVERIFIED_PEER', `side channel ${name} not trusted: ${v.reason}`)
+        continue
       }
       debug('unix', 'side channel %s verified: pid %d (pidfd from socket: %s)', name, v.pid, v.pidfdFromSocket)
       native.growSocketBuffers(fd, UNIX_SOCKET_BUFFER_BYTES)
       return await handshake(fd, address, dialed, req)
     }
   }
+  if (unverified) throw unverified
   throw new NotOffered('no side channel answers for this destination')
 }
 

@@ -1,0 +1,70 @@
+'use strict'
+// Writes and end() issued before the connection is up are queued and delivered; end() right
+// after connect() still delivers everything and 'finish' fires.
+const t = require('tap')
+const { forEachRung, fastsock, ALL_RUNGS } = require('../helpers/rungs')
+const { once, collect, listen, within } = require('../helpers/util')
+
+async function server (t) {
+  const srv = fastsock.createServer({ transports: ALL_RUNGS })
+  const received = []
+  srv.on('connection', s => {
+    s.on('error', () => {})
+    received.push({ transport: s.transport, data: collect(s) })
+    s.on('end', () => s.end())
+  })
+  await listen(srv, 0, '127.0.0.1')
+  t.teardown(() => srv.close())
+  return { port: srv.address().port, received }
+}
+
+forEachRung(t, async (t, rung) => {
+  t.test('write() before connect, end() in the connect callback', async t => {
+    const { port, received } = await server(t)
+    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] }, () => c.end('third'))
+    t.teardown(() => c.destroy())
+    t.equal(c.connecting, true)
+    c.write('first,')
+    c.write(Buffer.from('second,'))
+    const finished = once(c, 'finish')
+    c.resume()
+    await finished
+    t.equal(c.transport, rung)
+    await once(c, 'close')
+    t.equal(received.length, 1)
+    t.equal(received[0].transport, rung)
+    t.equal((await received[0].data).toString(), 'first,second,third')
+  })
+
+  t.test('end(data) right after connect()', async t => {
+    const { port, received } = await server(t)
+    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+    t.teardown(() => c.destroy())
+    const events = []
+    c.on('connect', () => events.push('connect'))
+    c.on('finish', () => events.push('finish'))
+    c.end('all at once', () => events.push('end callback'))
+    c.resume()
+    await within(new Promise(resolve => c.once('close', resolve)), 5000, 'close')
+    t.equal(c.transport, rung)
+    t.same(events.filter(e => e !== 'end callback'), ['connect', 'finish'], "'connect' then 'finish'")
+    t.ok(events.includes('end callback'), 'the end() callback ran')
+    t.equal((await received[0].data).toString(), 'all at once')
+    t.equal(received[0].transport, rung)
+  })
+
+  t.test('many writes before connect keep their order', async t => {
+    const { port, received } = await server(t)
+    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+    t.teardown(() => c.destroy())
+    let expected = ''
+    for (let i = 0; i < 500; i++) {
+      c.write(`${i},`)
+      expected += `${i},`
+    }
+    c.end()
+    c.resume()
+    await within(new Promise(resolve => c.once('close', resolve)), 5000, 'close')
+    t.equal((await received[0].data).toString(), expected)
+  })
+})

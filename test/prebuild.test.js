@@ -1,0 +1,60 @@
+'use strict'
+// The native addon matches csrc/: the binary node-gyp-build loads carries the sha256 of the
+// sources it was built from (scripts/source-hash.js), and so does the prebuilt one in
+// prebuilds/<platform>-<arch>/. With PREBUILDS_ONLY=1 (npm run test:prebuild) only prebuilds/
+// may be used (node-gyp-build reads that variable); without a prebuild for this platform the
+// test is skipped, saying so.
+const t = require('tap')
+const path = require('path')
+const { ROOT, spawnNode } = require('./helpers/util')
+const { sourceHash } = require('../scripts/source-hash')
+
+const prebuildsOnly = !!process.env.PREBUILDS_ONLY
+const platformDir = `${process.platform}-${process.arch}`
+
+// Loads the addon in a child (PREBUILDS_ONLY as given) and reports what was loaded, directly and
+// by fastsock itself.
+const PROBE = `
+  const path = require('path')
+  const out = {}
+  try {
+    const ngb = require('node-gyp-build')
+    out.path = ngb.resolve(process.cwd())
+    out.sourceHash = require(out.path).sourceHash
+  } catch (e) { out.error = e.message }
+  const fastsock = require('.')
+  out.unix = fastsock.transports().find(a => a.name === 'unix')
+  out.loadedByFastsock = Object.keys(require.cache).filter(k => k.endsWith('.node'))
+  process.stdout.write(JSON.stringify(out) + '\\n')
+`
+
+async function probe (t, env) {
+  const child = spawnNode(t, ['-e', PROBE], { env })
+  const out = await child.waitFor(m => 'unix' in m || 'error' in m)
+  await child.exited
+  return out
+}
+
+t.test('the addon node-gyp-build picks was built from csrc/ as it is', async t => {
+  const expected = sourceHash()
+  const out = await probe(t, prebuildsOnly ? { PREBUILDS_ONLY: '1' } : {})
+  if (out.error && prebuildsOnly && /No native build was found/.test(out.error)) {
+    return t.skip(`PREBUILDS_ONLY=1 and prebuilds/ has no binary for ${platformDir}`)
+  }
+  t.notOk(out.error, `node-gyp-build found an addon (${out.error || out.path})`)
+  if (prebuildsOnly) t.ok(out.path.startsWith(path.join(ROOT, 'prebuilds') + path.sep), `PREBUILDS_ONLY: loaded from prebuilds/ (${out.path})`)
+  t.equal(out.sourceHash, expected, `sourceHash of ${path.relative(ROOT, out.path || '?')} matches csrc/`)
+  t.same(out.loadedByFastsock, [out.path], 'fastsock loads that same binary')
+  t.equal(out.unix.available, true, `the unix rung is available with it (${out.unix.reason})`)
+})
+
+t.test(`the prebuilt binary in prebuilds/${platformDir}`, { skip: prebuildsOnly ? 'covered by the test above (PREBUILDS_ONLY=1)' : false }, async t => {
+  const out = await probe(t, { PREBUILDS_ONLY: '1' })
+  if (out.error && /No native build was found/.test(out.error)) {
+    return t.skip(`prebuilds/ has no binary for ${platformDir} (npm run prebuild makes one)`)
+  }
+  t.notOk(out.error, 'it loads')
+  t.ok(out.path.startsWith(path.join(ROOT, 'prebuilds') + path.sep), `from prebuilds/ (${path.relative(ROOT, out.path)})`)
+  t.equal(out.sourceHash, sourceHash(), 'and was built from csrc/ as it is')
+  t.equal(out.unix.available, true, 'fastsock uses it: unix available')
+})
