@@ -1,5 +1,7 @@
 #include "fdpass.h"
 
+#include "callback.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -121,7 +123,8 @@ void Fire(Waiter* w, int status) {
     Napi::HandleScope scope(env);
     // Stop first, so the callback may close or hand over the fd.
     uv_poll_stop(&w->poll);
-    w->cb.MakeCallback(env.Global(), {Napi::Number::New(env, status)}, *w->ctx);
+    napi_value arg = Napi::Number::New(env, status);
+    CallFromLoop(env, w->cb.Value(), env.Global(), 1, &arg, *w->ctx);
   }
   CloseWaiter(w);
 }

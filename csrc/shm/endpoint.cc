@@ -1,5 +1,7 @@
 #include "shm/endpoint.h"
 
+#include "callback.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -122,9 +124,14 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
   side_poll_->data = this;
   uv_poll_start(doorbell_poll_, UV_READABLE, OnDoorbell);
   uv_poll_start(side_poll_, UV_READABLE | UV_DISCONNECT, OnSide);
+  napi_add_env_cleanup_hook(env, CleanupHook, this);
+  cleanup_env_ = env;
 }
 
-ShmEndpoint::~ShmEndpoint() { Teardown(); }
+ShmEndpoint::~ShmEndpoint() {
+  if (cleanup_env_) napi_remove_env_cleanup_hook(cleanup_env_, CleanupHook, this);
+  Teardown();
+}
 
 void ShmEndpoint::Teardown() {
   if (idle_) {
@@ -176,9 +183,22 @@ bool ShmEndpoint::CheckSide() {
 }
 
 void ShmEndpoint::Notify() {
+  if (closed_) return;
   Napi::Env env = onevent_.Env();
   Napi::HandleScope scope(env);
-  onevent_.MakeCallback(Value(), {}, *async_);
+  CallFromLoop(env, onevent_.Value(), Value(), 0, nullptr, *async_);
+}
+
+void ShmEndpoint::CleanupHook(void* arg) {
+  // The environment (a worker, or the process) is going away: release the loop handles and fds
+  // while the loop still exists; the JS object may never be finalized.
+  // Like the kernel closing a process's TCP sockets: a FIN, or a RST where bytes were left unread.
+  auto* self = static_cast<ShmEndpoint*>(arg);
+  if (!self->closed_) {
+    self->tx_.SetProducerFlag(self->rx_.Readable() > 0 ? wire::kRingReset : wire::kRingEof);
+    self->RingPeer();
+  }
+  self->Teardown();
 }
 
 void ShmEndpoint::OnDoorbell(uv_poll_t* h, int, int) {

@@ -65,6 +65,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   // Polls the ring from the loop (uv_idle) instead of sleeping, for up to the current budget.
   void StartPolling(bool for_read);
   void Notify();
+  static void CleanupHook(void* arg);
   void RingPeer();
   void DrainDoorbell();
   bool CheckSide();  // true when the peer is gone
@@ -89,6 +90,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   uint64_t poll_start_ns_ = 0;
   bool poll_read_ = false, poll_write_ = false;
   bool closed_ = false;
+  napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
   bool refed_ = true;
   bool in_sync_ = false;

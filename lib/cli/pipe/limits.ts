@@ -21,6 +21,8 @@ import { mbPerSec } from '../units'
 
 /** Half round trips below this (ns) mean the two threads' cores share a cache. */
 export const NEAR_THRESHOLD_NS = 110
+/** A run above this (ns) had a spinning thread preempted: the CPUs are not ours alone. */
+export const BUSY_THRESHOLD_NS = 1000
 
 /**
  * Runs the busy-poll ping-pong `runs` times of `iterations` round trips; returns the median half
@@ -34,7 +36,10 @@ export function probePlacement (runs = 7, iterations = 20_000): PlacementProbe |
   native.spinPingPongNs(iterations) // wake both vCPUs up first (a halted vCPU reads ~1 µs)
   for (let i = 0; i < runs; i++) runsNs.push(native.spinPingPongNs(iterations) / iterations / 2)
   const halfRttNs = median(runsNs)
-  const state = !Number.isFinite(halfRttNs) || halfRttNs <= 0 ? 'unknown' : halfRttNs < NEAR_THRESHOLD_NS ? 'near' : 'far'
+  const preempted = runsNs.filter((ns) => ns > BUSY_THRESHOLD_NS).length
+  const state = !Number.isFinite(halfRttNs) || halfRttNs <= 0
+    ? 'unknown'
+    : preempted >= 2 || halfRttNs > BUSY_THRESHOLD_NS ? 'busy' : halfRttNs < NEAR_THRESHOLD_NS ? 'near' : 'far'
   return { halfRttNs, state, runsNs }
 }
 
@@ -45,6 +50,7 @@ export function describePlacement (p: PlacementProbe | null): string {
   switch (p.state) {
     case 'near': return `near: core-to-core ${ns} ns (RTT/2), the two vCPUs share a cache (~50 ns state)`
     case 'far': return `far: core-to-core ${ns} ns (RTT/2), the vCPUs sit on cores without a shared cache (~200 ns state)`
+    case 'busy': return `busy: core-to-core runs of ${p.runsNs.map((x) => x.toFixed(0)).join(', ')} ns: other processes compete for the CPUs, figures are disturbed`
     default: return `unknown (${ns} ns)`
   }
 }

@@ -14,6 +14,8 @@ export interface RawPipeOptions {
   perturbations?: boolean
   quick?: boolean
   budgetMs?: number
+  rounds?: number
+  pin: 'auto' | 'split' | 'same' | 'none'
   minIters?: number
   maxIters?: number
   warmup?: number
@@ -110,6 +112,8 @@ export function resolveOptions (raw: RawPipeOptions): PipeOptions {
     perturbations,
     quick,
     budgetMs: raw.budgetMs ?? (quick ? 20 : 150),
+    rounds: raw.rounds ?? (quick ? 2 : 5),
+    pin: raw.pin,
     minIters: raw.minIters ?? (quick ? 5 : 20),
     maxIters: Math.max(raw.maxIters ?? (quick ? 2000 : 50_000), raw.minIters ?? 1),
     warmupIters: raw.warmup ?? (quick ? 200 : 10_000),

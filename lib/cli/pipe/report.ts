@@ -31,6 +31,7 @@ function header (r: PipeResult): string {
     (r.placement.after !== null && r.placement.after.state !== r.placement.before?.state ? `; after the run: ${describePlacement(r.placement.after)}` : ''))
   lines.push(`native limits: ${r.native.spinHalfRttNs === null ? 'addon not loaded' : `busy-poll shared-memory floor ${fmt(r.native.spinHalfRttNs)} ns RTT/2; memcpy per size beside each table`}` +
     `; NPtcp: ${r.nptcp.ran ? 'ran (column NPtcp)' : r.nptcp.note}`)
+  lines.push(`processes: ${r.pinning.note}`)
   const ch = r.channels.map((c) => `${c.id}${c.actual === null ? '' : c.kind === 'fastsock' ? ` (ran ${c.actual})` : ''}${c.error === null ? '' : ' (failed)'}`)
   lines.push(`channels: ${ch.join(', ')}`)
   lines.push('units: latency = half round trip RTT/2 in µs; MB/s with MB = 10^6 bytes; Gbit/s = 10^9 bit/s; sizes in B/KiB/MiB')

@@ -6,6 +6,7 @@
  * Cells fail one by one (recorded in `errors`), never the whole run: a broken rung must not hide
  * the others. Every wait is bounded (connect, IPC, watchdogs), so a run always ends.
  */
+import type { Socket } from 'net'
 import * as os from 'os'
 import { loadError as nativeLoadError, native } from '../../native'
 import { loadFastsock, type RungInfo } from '../fastsock'
@@ -14,15 +15,36 @@ import { ELEMENT_TYPES } from './codecs'
 import { Peer } from './control'
 import { findNptcp, measureMemcpy, runNptcp } from './limits'
 import { probePlacementIsolated } from './placement'
+import { pinSelf, planPinning } from './pinning'
 import { PingPongClient } from './pingpong'
 import type { Progress } from './progress'
-import { fitLinear, quantilesUs } from './stats'
+import { quantilesUs } from './stats'
+import { fitAll, headline, typedSpeedups } from './summary'
 import { StreamClient } from './stream'
 import { runTyped } from './typed'
 import type {
-  ChannelSpec, FitRow, HeadlineRow, PingPongRow, PipeOptions, PipeResult, RowBase, StreamRow, TypedMethod, TypedRow
+  ChannelSpec, PipeOptions, PipeResult, RowBase, StreamRow, TypedMethod, TypedRow
 } from './types'
 import { formatBytes, gbitPerSec, mbPerSec } from '../units'
+
+/** A channel's open connection during one mode. */
+interface Live<C> {
+  ch: ChannelSpec
+  base: RowBase
+  socket: Socket
+  client: C
+  /** CPU time (user + sys) of the timed runs of the current size, µs. */
+  cpuClientUs: number
+  cpuServerUs: number
+  failed: boolean
+}
+
+/** `items` starting at index `by` (mod length): each round starts with another channel. */
+function rotate<T> (items: T[], by: number): T[] {
+  if (items.length === 0) return items
+  const k = by % items.length
+  return [...items.slice(k), ...items.slice(0, k)]
+}
 
 /** Methods typed mode runs over Node `net` TCP: what a Node user does today. */
 const BASELINE_METHODS: TypedMethod[] = ['raw', 'v8', 'json']
@@ -72,10 +94,11 @@ class Run {
       version: packageVersion(),
       startedAt: new Date().toISOString(),
       durationMs: 0,
-      host: { hostname: os.hostname(), cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', kernel: `${os.type()} ${os.release()}`, node: process.version },
+      host: { hostname: os.hostname(), cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', kernel: `${os.type()} ${os.release()}`, node: process.version, loadAvg1: os.loadavg()[0] },
       options: opts,
       native: { loaded: native !== null, loadError: nativeLoadError?.message ?? null, spinHalfRttNs: null, memcpy: [] },
       placement: { before: null, after: null },
+      pinning: { requested: opts.pin, mode: 'none', selfCpu: null, peerCpu: null, note: '' },
       fastsock: { loaded: false, loadError: null, rungs: [] },
       channels: [],
       pingpong: [],
@@ -104,7 +127,10 @@ class Run {
     const { opts, result } = this
     // Native limits first, while the machine is quiet (no peer yet).
     result.placement.before = await probePlacementIsolated()
-    result.native.spinHalfRttNs = result.placement.before?.halfRttNs ?? null
+    // The floor is a lower bound: the best of the probe's runs (the median tells the placement).
+    result.native.spinHalfRttNs = result.placement.before === null ? null : Math.min(...result.placement.before.runsNs)
+    if (result.host.loadAvg1 > 0.5) this.warn(`load average ${result.host.loadAvg1.toFixed(2)} at start: other processes use the CPUs, figures are disturbed`)
+    if (result.placement.before?.state === 'busy') this.warn('the busy-poll probe was preempted: other processes use the CPUs, figures are disturbed')
     result.native.memcpy = measureMemcpy([...opts.sizes, ...opts.streamSizes, ...opts.typedBytes])
     for (const m of result.native.memcpy) this.memcpyNs.set(m.bytes, m.ns)
     if (native === null) this.warn(`native addon not loaded (${nativeLoadError?.message ?? 'unknown'}): no memcpy or busy-poll limits`)
@@ -122,11 +148,15 @@ class Run {
       (opts.modes.includes('typed') ? opts.typedTypes.length * opts.typedBytes.length * (fastChannels.length + BASELINE_METHODS.length) : 0) +
       (nptcpExe !== null ? 1 : 0))
 
+    this.pin()
     try {
-      this.peer = await Peer.start(10_000)
-      if (opts.modes.includes('pingpong')) for (const ch of channels) await this.channelCell(ch, 'ping-pong', async (a) => await this.pingpong(ch, a), opts.sizes.length)
-      if (opts.modes.includes('stream')) for (const ch of channels) await this.channelCell(ch, 'stream', async (a) => await this.stream(ch, a), opts.streamSizes.length)
-      if (opts.modes.includes('typed')) await this.typed(fastChannels)
+      this.peer = await Peer.start(10_000, result.pinning.peerCpu)
+      if (opts.modes.includes('pingpong')) await this.section(channels.length * opts.sizes.length, async () => await this.pingpongAll(channels))
+      if (opts.modes.includes('stream')) await this.section(channels.length * opts.streamSizes.length, async () => await this.streamAll(channels))
+      if (opts.modes.includes('typed')) {
+        const cells = opts.typedTypes.length * opts.typedBytes.length * (fastChannels.length + BASELINE_METHODS.length)
+        await this.section(cells, async () => await this.typed(fastChannels))
+      }
     } catch (err) {
       this.error('peer', err)
     } finally {
@@ -135,15 +165,16 @@ class Run {
     }
 
     if (nptcpExe !== null) await this.nptcp(nptcpExe)
+    this.unpin()
     // In a fresh process: this one's GC and compiler threads would read as a far placement.
     result.placement.after = await probePlacementIsolated()
     this.progress.stop()
     if (result.placement.before !== null && result.placement.after !== null &&
-        result.placement.before.state !== result.placement.after.state) {
+        result.placement.before.state !== result.placement.after.state && result.placement.after.state !== 'busy') {
       this.warn(`cross-core placement changed during the run: ${result.placement.before.state} → ${result.placement.after.state}`)
     }
-    result.fits = this.fits()
-    result.headline = this.headline()
+    result.fits = fitAll(result.pingpong)
+    result.headline = headline(result.pingpong, result.stream)
     for (const [i, ch] of channels.entries()) {
       const actual = result.channels[i].actual
       if (actual !== null && ch.kind === 'fastsock' && actual !== ch.transport) {
@@ -152,6 +183,32 @@ class Run {
     }
     result.durationMs = Date.now() - this.t0
     return result
+  }
+
+  /** Pins this process (the peer is pinned when forked) as planned; falls back to none. */
+  private pin (): void {
+    const plan = planPinning(this.opts.pin)
+    this.allowedCpus = plan.allowed
+    const { requested, mode, selfCpu, peerCpu, note } = plan
+    this.result.pinning = { requested, mode, selfCpu, peerCpu, note }
+    if (selfCpu === null) {
+      if (this.opts.pin !== 'none') this.warn(note)
+      return
+    }
+    try {
+      pinSelf([selfCpu])
+    } catch (err) {
+      this.result.pinning = { requested, mode: 'none', selfCpu: null, peerCpu: null, note: `not pinned: taskset failed (${(err as Error).message})` }
+      this.warn(this.result.pinning.note)
+    }
+  }
+
+  private allowedCpus: number[] = []
+
+  /** Gives this process its CPUs back (the placement probe after the run needs two). */
+  private unpin (): void {
+    if (this.result.pinning.selfCpu === null) return
+    try { pinSelf(this.allowedCpus) } catch { /* the probe then reports unknown */ }
   }
 
   private loadRungs (): RungInfo[] | null {
@@ -183,17 +240,12 @@ class Run {
     return exe
   }
 
-  /** Listens for `ch` once (lazily), then runs `body`; a failure marks the channel's cells done. */
-  private async channelCell (ch: ChannelSpec, what: string, body: (address: ChannelAddress) => Promise<void>, cells: number): Promise<void> {
+  /** Runs one mode; whatever happens, its `cells` count as done for the progress bar. */
+  private async section (cells: number, body: () => Promise<void>): Promise<void> {
     const before = this.progressCount
     try {
-      if (this.skipBroken(ch, what)) return
-      await body(await this.address(ch))
-    } catch (err) {
-      this.error(`${ch.id} ${what}`, err)
-      this.markBroken(ch, err)
+      await body()
     } finally {
-      // Cells a failed channel did not reach still count as done for the bar.
       while (this.progressCount < before + cells) this.tick()
     }
   }
@@ -233,7 +285,7 @@ class Run {
   }
 
   /** Connects and records which transport actually ran. */
-  private async open (ch: ChannelSpec, address: ChannelAddress): Promise<{ socket: import('net').Socket, base: RowBase }> {
+  private async open (ch: ChannelSpec, address: ChannelAddress): Promise<{ socket: Socket, base: RowBase }> {
     const { socket, transport } = await connect(ch, address, this.opts.timeoutMs)
     const entry = this.result.channels.find((c) => c.id === ch.id)
     if (entry !== undefined) {
@@ -248,83 +300,180 @@ class Run {
     return ns === undefined ? { memcpyNs: null, memcpyMbPerSec: null } : { memcpyNs: ns, memcpyMbPerSec: mbPerSec(bytes, ns) }
   }
 
-  private async pingpong (ch: ChannelSpec, address: ChannelAddress): Promise<void> {
+  /**
+   * Opens one connection per channel (skipping channels that stalled before) with `make` and
+   * returns those that connected; failures are recorded.
+   */
+  private async openAll<C> (channels: ChannelSpec[], what: string, make: (socket: Socket, base: RowBase) => Promise<C>): Promise<Array<Live<C>>> {
+    const live: Array<Live<C>> = []
+    for (const ch of channels) {
+      if (this.skipBroken(ch, what)) continue
+      let socket: Socket | null = null
+      try {
+        const opened = await this.open(ch, await this.address(ch))
+        socket = opened.socket
+        live.push({ ch, base: opened.base, socket, client: await make(socket, opened.base), cpuClientUs: 0, cpuServerUs: 0, failed: false })
+      } catch (err) {
+        socket?.destroy()
+        this.error(`${ch.id} ${what}`, err)
+        this.markBroken(ch, err)
+      }
+    }
+    return live
+  }
+
+  /** Takes a channel out of the current mode after `err`. */
+  private drop (l: Live<unknown>, what: string, err: unknown): void {
+    l.failed = true
+    l.socket.destroy()
+    this.error(`${l.ch.id} ${what}`, err)
+    this.markBroken(l.ch, err)
+  }
+
+  /**
+   * Ping-pong over every channel. Sizes go up one by one; at each size every channel gets the
+   * same number of slices of the time budget, in rotating order, so that all channels sample
+   * the same machine states (on a VM they drift within a second).
+   */
+  private async pingpongAll (channels: ChannelSpec[]): Promise<void> {
     const { opts } = this
     const peer = this.peer as Peer
     const maxBytes = Math.max(...opts.sizes)
+    const rounds = Math.max(1, opts.rounds)
     await peer.configure({ mode: 'pingpong', bytes: 1 })
-    const { socket, base } = await this.open(ch, address)
-    const client = new PingPongClient(socket, maxBytes, Math.max(opts.maxIters, opts.warmupIters))
-    try {
+    const live = await this.openAll(channels, 'ping-pong', async (socket, base) => {
+      const client = new PingPongClient(socket, maxBytes, opts.maxIters)
       this.progress.step(`${base.label} warm-up`)
       // JIT and connection warm-up (JFS: 10,000 round trips), bounded in time.
-      await client.run(1, { budgetNs: BigInt(opts.warmupMs) * 1_000_000n, minIters: 1, maxIters: opts.warmupIters }, opts.timeoutMs)
+      await client.run(1, { budgetNs: BigInt(opts.warmupMs) * 1_000_000n, minIters: 1, maxIters: opts.warmupIters }, opts.timeoutMs, false)
+      return client
+    })
+    const slice = {
+      budgetNs: BigInt(Math.round(opts.budgetMs * 1e6 / rounds)),
+      minIters: Math.ceil(opts.minIters / rounds),
+      maxIters: Math.ceil(opts.maxIters / rounds)
+    }
+    try {
       for (const bytes of opts.sizes) {
-        this.progress.step(`${base.label} ping-pong ${formatBytes(bytes)}`)
         await peer.configure({ mode: 'pingpong', bytes })
-        // A few untimed round trips at this size (buffers, socket windows).
-        await client.run(bytes, { budgetNs: BigInt(Math.round(opts.budgetMs * 1e5)), minIters: 2, maxIters: Math.min(50, opts.maxIters) }, opts.timeoutMs)
-        await peer.cpuMark()
-        const cpu0 = process.cpuUsage()
-        const count = await client.run(bytes, { budgetNs: BigInt(Math.round(opts.budgetMs * 1e6)), minIters: opts.minIters, maxIters: opts.maxIters }, opts.timeoutMs)
-        const cpuClientUs = cpuSinceUs(cpu0)
-        const cpuServerUs = await peer.cpuRead()
-        const halfRttUs = quantilesUs(client.samplesNs, count, 0.5)
-        const row: PingPongRow = {
-          ...base,
-          bytes,
-          iterations: count,
-          halfRttUs,
-          mbPerSec: mbPerSec(bytes, halfRttUs.median * 1e3),
-          gbitPerSec: gbitPerSec(bytes, halfRttUs.median * 1e3),
-          cpuUsPerMsg: (cpuClientUs + cpuServerUs) / (2 * count),
-          cpuClientUs,
-          cpuServerUs,
-          ...this.memcpy(bytes)
+        for (const l of live.filter((x) => !x.failed)) {
+          l.client.reset()
+          l.cpuClientUs = l.cpuServerUs = 0
+          // A few untimed round trips at this size (buffers, socket windows).
+          try {
+            await l.client.run(bytes, { budgetNs: slice.budgetNs / 10n, minIters: 2, maxIters: 50 }, opts.timeoutMs, false)
+          } catch (err) {
+            this.drop(l, `ping-pong ${formatBytes(bytes)}`, err)
+          }
         }
-        this.result.pingpong.push(row)
-        this.tick()
+        for (let round = 0; round < rounds; round++) {
+          for (const l of rotate(live, round)) {
+            if (l.failed) continue
+            this.progress.step(`ping-pong ${formatBytes(bytes)}, round ${round + 1}/${rounds}: ${l.base.label}`)
+            try {
+              await peer.cpuMark()
+              const cpu0 = process.cpuUsage()
+              await l.client.run(bytes, slice, opts.timeoutMs)
+              l.cpuClientUs += cpuSinceUs(cpu0)
+              l.cpuServerUs += await peer.cpuRead()
+            } catch (err) {
+              this.drop(l, `ping-pong ${formatBytes(bytes)}`, err)
+            }
+          }
+        }
+        for (const l of live) {
+          if (l.failed || l.client.count === 0) continue
+          const count = l.client.count
+          const halfRttUs = quantilesUs(l.client.samplesNs, count, 0.5)
+          this.result.pingpong.push({
+            ...l.base,
+            bytes,
+            iterations: count,
+            halfRttUs,
+            mbPerSec: mbPerSec(bytes, halfRttUs.median * 1e3),
+            gbitPerSec: gbitPerSec(bytes, halfRttUs.median * 1e3),
+            cpuUsPerMsg: (l.cpuClientUs + l.cpuServerUs) / (2 * count),
+            cpuClientUs: l.cpuClientUs,
+            cpuServerUs: l.cpuServerUs,
+            ...this.memcpy(bytes)
+          })
+        }
+        for (let i = 0; i < channels.length; i++) this.tick()
       }
     } finally {
-      socket.destroy()
+      for (const l of live) l.socket.destroy()
     }
   }
 
-  private async stream (ch: ChannelSpec, address: ChannelAddress): Promise<void> {
+  /**
+   * Streaming bandwidth over every channel: per size, a calibration run per channel, then
+   * `rounds` timed runs per channel in rotating order, pooled (bytes / time).
+   */
+  private async streamAll (channels: ChannelSpec[]): Promise<void> {
     const { opts } = this
     const peer = this.peer as Peer
-    await peer.configure({ mode: 'stream', expectBytes: 0 })
-    const { socket, base } = await this.open(ch, address)
-    const client = new StreamClient(socket, Math.max(...opts.streamSizes))
+    const rounds = Math.max(1, opts.rounds)
     const timeoutMs = opts.timeoutMs + 4 * opts.streamMs
+    await peer.configure({ mode: 'stream', expectBytes: 0 })
+    const maxBytes = Math.max(...opts.streamSizes)
+    const live = await this.openAll(channels, 'stream', async (socket) => new StreamClient(socket, maxBytes))
     try {
       for (const bytes of opts.streamSizes) {
-        this.progress.step(`${base.label} stream ${formatBytes(bytes)}`)
-        // Calibration (and warm-up): ~256 KiB worth of writes, then size the timed run to streamMs.
-        const probeMessages = Math.min(100_000, Math.max(8, Math.ceil(256 * 1024 / bytes)))
-        await peer.configure({ mode: 'stream', expectBytes: probeMessages * bytes })
-        const probeNs = await client.run(bytes, probeMessages, timeoutMs)
-        const messages = Math.min(5_000_000, Math.max(8, Math.round(probeMessages * opts.streamMs * 1e6 / probeNs)))
-        await peer.configure({ mode: 'stream', expectBytes: messages * bytes })
-        await peer.cpuMark()
-        const cpu0 = process.cpuUsage()
-        const ns = await client.run(bytes, messages, timeoutMs)
-        const cpuUs = cpuSinceUs(cpu0) + await peer.cpuRead()
-        const row: StreamRow = {
-          ...base,
-          bytes,
-          messages,
-          elapsedMs: ns / 1e6,
-          mbPerSec: mbPerSec(bytes * messages, ns),
-          gbitPerSec: gbitPerSec(bytes * messages, ns),
-          msgPerSec: messages / (ns / 1e9),
-          cpuUsPerMsg: cpuUs / messages
+        const perRound = new Map<Live<StreamClient>, number>()
+        const totals = new Map<Live<StreamClient>, { ns: number, messages: number }>()
+        for (const l of live.filter((x) => !x.failed)) {
+          this.progress.step(`stream ${formatBytes(bytes)}, calibration: ${l.base.label}`)
+          try {
+            // Calibration (and warm-up): ~256 KiB worth of writes sizes the timed runs.
+            const probeMessages = Math.min(100_000, Math.max(8, Math.ceil(256 * 1024 / bytes)))
+            await peer.configure({ mode: 'stream', expectBytes: probeMessages * bytes })
+            const probeNs = await l.client.run(bytes, probeMessages, timeoutMs)
+            perRound.set(l, Math.min(5_000_000, Math.max(4, Math.round(probeMessages * opts.streamMs * 1e6 / rounds / probeNs))))
+            totals.set(l, { ns: 0, messages: 0 })
+            l.cpuClientUs = l.cpuServerUs = 0
+          } catch (err) {
+            this.drop(l, `stream ${formatBytes(bytes)}`, err)
+          }
         }
-        this.result.stream.push(row)
-        this.tick()
+        for (let round = 0; round < rounds; round++) {
+          for (const l of rotate(live, round)) {
+            const messages = perRound.get(l)
+            const total = totals.get(l)
+            if (l.failed || messages === undefined || total === undefined) continue
+            this.progress.step(`stream ${formatBytes(bytes)}, round ${round + 1}/${rounds}: ${l.base.label}`)
+            try {
+              await peer.configure({ mode: 'stream', expectBytes: messages * bytes })
+              await peer.cpuMark()
+              const cpu0 = process.cpuUsage()
+              total.ns += await l.client.run(bytes, messages, timeoutMs)
+              total.messages += messages
+              l.cpuClientUs += cpuSinceUs(cpu0)
+              l.cpuServerUs += await peer.cpuRead()
+            } catch (err) {
+              this.drop(l, `stream ${formatBytes(bytes)}`, err)
+            }
+          }
+        }
+        for (const l of live) {
+          const total = totals.get(l)
+          if (l.failed || total === undefined || total.messages === 0) continue
+          const row: StreamRow = {
+            ...l.base,
+            bytes,
+            messages: total.messages,
+            elapsedMs: total.ns / 1e6,
+            rounds,
+            mbPerSec: mbPerSec(bytes * total.messages, total.ns),
+            gbitPerSec: gbitPerSec(bytes * total.messages, total.ns),
+            msgPerSec: total.messages / (total.ns / 1e9),
+            cpuUsPerMsg: (l.cpuClientUs + l.cpuServerUs) / total.messages
+          }
+          this.result.stream.push(row)
+        }
+        for (let i = 0; i < channels.length; i++) this.tick()
       }
     } finally {
-      socket.destroy()
+      for (const l of live) l.socket.destroy()
     }
   }
 
@@ -387,12 +536,7 @@ class Run {
           }
           this.tick()
         }
-        const json = rows.find((r) => r.method === 'json')?.perArrayUs.median
-        const v8 = rows.find((r) => r.method === 'v8')?.perArrayUs.median
-        for (const r of rows) {
-          r.speedupVsJson = json === undefined ? null : json / r.perArrayUs.median
-          r.speedupVsV8 = v8 === undefined ? null : v8 / r.perArrayUs.median
-        }
+        typedSpeedups(rows)
         this.result.typed.push(...rows)
       }
     }
@@ -403,7 +547,7 @@ class Run {
     const repeats = opts.quick ? 20 : 100
     this.progress.step('NPtcp')
     try {
-      const rows = await runNptcp(exe, Math.max(...opts.sizes), repeats, 60_000)
+      const rows = await runNptcp(exe, Math.max(...opts.sizes), repeats, 60_000, this.result.pinning.peerCpu)
       const wanted = new Set(opts.sizes)
       result.nptcp = {
         ran: true,
@@ -416,43 +560,6 @@ class Run {
       this.warn(result.nptcp.note)
     }
     this.tick()
-  }
-
-  private fits (): FitRow[] {
-    const byLabel = new Map<string, PingPongRow[]>()
-    for (const r of this.result.pingpong) byLabel.set(r.label, [...(byLabel.get(r.label) ?? []), r])
-    const fits: FitRow[] = []
-    for (const rows of byLabel.values()) {
-      const { channel, transport, label } = rows[0]
-      const fit = fitLinear({ channel, transport, label }, rows.map((r): [number, number] => [r.bytes, r.halfRttUs.median]))
-      if (fit !== null) fits.push(fit)
-    }
-    return fits
-  }
-
-  private headline (): HeadlineRow[] {
-    const { pingpong, stream } = this.result
-    const sizes = [...new Set(pingpong.map((r) => r.bytes))].sort((a, b) => a - b)
-    const isFast = (r: { channel: string }): boolean => r.channel.startsWith('fastsock:')
-    const rows: HeadlineRow[] = []
-    for (const bytes of sizes) {
-      const fast = pingpong.filter((r) => r.bytes === bytes && isFast(r))
-      if (fast.length === 0) continue
-      const best = fast.reduce((a, b) => (b.halfRttUs.median < a.halfRttUs.median ? b : a))
-      const netTcp = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:tcp')
-      const netUnix = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:unix')
-      const fastStream = stream.filter((r) => r.bytes === bytes && isFast(r))
-      const netStream = stream.find((r) => r.bytes === bytes && r.channel === 'net:tcp')
-      const bestStream = fastStream.length === 0 ? null : Math.max(...fastStream.map((r) => r.mbPerSec))
-      rows.push({
-        bytes,
-        best: best.label,
-        latencyRatio: netTcp === undefined ? null : netTcp.halfRttUs.median / best.halfRttUs.median,
-        latencyRatioVsUnix: netUnix === undefined ? null : netUnix.halfRttUs.median / best.halfRttUs.median,
-        streamBandwidthRatio: bestStream === null || netStream === undefined ? null : bestStream / netStream.mbPerSec
-      })
-    }
-    return rows
   }
 }
 

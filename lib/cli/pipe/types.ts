@@ -26,8 +26,14 @@ export interface PipeOptions {
   typedTypes: ElementType[]
   perturbations: boolean
   quick: boolean
-  /** Time budget per ping-pong size (ms): repetitions stop once it is spent and minIters ran. */
+  /**
+   * Time budget per ping-pong size and channel (ms), spent in `rounds` slices interleaved across
+   * the channels, so that every channel sees the same machine states.
+   */
   budgetMs: number
+  rounds: number
+  /** CPU placement of the two processes (see pinning.ts); auto = split when possible. */
+  pin: 'auto' | 'split' | 'same' | 'none'
   minIters: number
   maxIters: number
   /** Warm-up per connection before the first size: round trips (capped by warmupMs). */
@@ -110,9 +116,11 @@ export interface FitRow extends RowBase {
 /** One streaming size on one channel. */
 export interface StreamRow extends RowBase {
   bytes: number
-  /** Writes in the timed run. */
+  /** Writes in the timed runs (all rounds). */
   messages: number
+  /** Time of the timed runs, first write to ack, summed over the rounds. */
   elapsedMs: number
+  rounds: number
   /** One-way bandwidth, MB/s (10^6 bytes/s), and Gbit/s. */
   mbPerSec: number
   gbitPerSec: number
@@ -150,8 +158,11 @@ export interface NptcpRow {
 export interface PlacementProbe {
   /** Half round trip, ns (median of several runs). */
   halfRttNs: number
-  /** near: ~50 ns (cores share a cache); far: ~200 ns (across core complexes or sockets). */
-  state: 'near' | 'far' | 'unknown'
+  /**
+   * near: ~50 ns (cores share a cache); far: ~200 ns (across core complexes or sockets);
+   * busy: runs of µs or more, a spinning thread was preempted (other load on the machine).
+   */
+  state: 'near' | 'far' | 'busy' | 'unknown'
   runsNs: number[]
 }
 
@@ -173,16 +184,18 @@ export interface PipeResult {
   version: string
   startedAt: string
   durationMs: number
-  host: { hostname: string, cpus: number, cpuModel: string, kernel: string, node: string }
+  host: { hostname: string, cpus: number, cpuModel: string, kernel: string, node: string, loadAvg1: number }
   options: PipeOptions
   native: {
     loaded: boolean
     loadError: string | null
-    /** Busy-poll floor: half round trip between two threads, ns. */
+    /** Busy-poll floor: half round trip between two threads, ns (best of the probe's runs). */
     spinHalfRttNs: number | null
     memcpy: Array<{ bytes: number, ns: number, mbPerSec: number }>
   }
   placement: { before: PlacementProbe | null, after: PlacementProbe | null }
+  /** Where the two processes ran. */
+  pinning: { requested: string, mode: 'split' | 'same' | 'none', selfCpu: number | null, peerCpu: number | null, note: string }
   fastsock: { loaded: boolean, loadError: string | null, rungs: Array<{ name: string, available: boolean, reason: string }> }
   channels: Array<ChannelSpec & { actual: string | null, error: string | null }>
   pingpong: PingPongRow[]
