@@ -15,6 +15,8 @@
 namespace fastsock {
 namespace {
 
+constexpr unsigned kPollMissesBeforeDecay = 4;
+
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -316,16 +318,20 @@ void ShmEndpoint::OnIdle(uv_idle_t* h) {
   if (ready) {
     uv_idle_stop(h);
     self->poll_read_ = self->poll_write_ = false;
-    uint64_t b = self->budget_ns_ * 2;
-    self->budget_ns_ = b > self->poll_max_ns_ ? self->poll_max_ns_ : b;
+    self->budget_ns_ = self->poll_max_ns_;
+    self->poll_misses_ = 0;
     self->Notify();
     return;
   }
   if (now - self->poll_start_ns_ < self->budget_ns_) return;
-  // Budget spent: halve it (a quiet connection soon stops polling) and sleep on the doorbell.
+  // Budget spent: sleep on the doorbell. After kPollMissesBeforeDecay misses in a row, halve the
+  // budget (down to 1 µs), so a connection whose peer went quiet stops costing CPU.
   uv_idle_stop(h);
-  self->budget_ns_ /= 2;
-  if (self->budget_ns_ < 1000) self->budget_ns_ = self->poll_max_ns_ > 0 ? 1000 : 0;
+  if (++self->poll_misses_ >= kPollMissesBeforeDecay) {
+    self->poll_misses_ = 0;
+    self->budget_ns_ /= 2;
+    if (self->budget_ns_ < 1000) self->budget_ns_ = 1000;
+  }
   bool r = self->poll_read_, w = self->poll_write_;
   self->poll_read_ = self->poll_write_ = false;
   bool sleep = true;

@@ -82,12 +82,13 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   uv_poll_t* side_poll_ = nullptr;
   // Adaptive polling (iodev's poll-then-block, thesis 4.2.2): when poll_max_ns_ > 0, a side
   // about to sleep polls the ring from the loop for up to budget_ns_ first. A wait satisfied
-  // while polling doubles the budget (up to poll_max_ns_); one that times out halves it, so a
-  // connection that goes quiet stops costing CPU.
+  // while polling restores the full budget; four misses in a row halve it, so a connection
+  // whose peer went quiet soon stops costing CPU.
   uv_idle_t* idle_ = nullptr;
   uint64_t poll_max_ns_ = 0;
   uint64_t budget_ns_ = 0;
   uint64_t poll_start_ns_ = 0;
+  unsigned poll_misses_ = 0;
   bool poll_read_ = false, poll_write_ = false;
   bool closed_ = false;
   napi_env cleanup_env_ = nullptr;
