@@ -359,13 +359,14 @@ export class Socket extends net.Socket {
    * ERR_FASTSOCK_SYNC_UNAVAILABLE off the shm rung or with asynchronous writes still queued,
    * EPIPE/ECONNRESET when the peer is gone, ETIMEDOUT after timeoutMs (0: none).
    */
-  writeSync (view: ArrayBufferView, opts: { spinUs?: number, timeoutMs?: number } = {}): number {
+  writeSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
     const shm = this._fsSyncConnection()
     if (this.writableLength > 0) {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', 'writeSync with asynchronous writes still queued')
     }
+    if (!ArrayBuffer.isView(view)) throw new TypeError('writeSync: view must be a TypedArray, DataView or Buffer')
     this._fsUnrefTimer()
-    return shm.writeSync(view, opts.spinUs ?? 50, opts.timeoutMs ?? 0)
+    return shm.writeSync(view, opts?.spinUs ?? 50, opts?.timeoutMs ?? 0)
   }
 
   /**
@@ -373,25 +374,31 @@ export class Socket extends net.Socket {
    * polling the ring for up to `spinUs` (default 50) µs, then sleeping in this thread (see
    * writeSync). Bytes already buffered in the socket are taken first. Returns the byte count.
    */
-  readIntoSync (view: ArrayBufferView, opts: { spinUs?: number, timeoutMs?: number } = {}): number {
+  readIntoSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
     const shm = this._fsSyncConnection()
+    const spinUs = opts?.spinUs ?? 50
+    const timeoutMs = opts?.timeoutMs ?? 0
+    this._fsUnrefTimer()
+    if (this.readableLength === 0) {
+      if (!ArrayBuffer.isView(view)) targetBytes(view) // throws the TypeError
+      return shm.readIntoSync(view, spinUs, timeoutMs)
+    }
+    // Bytes already buffered in the stream come first.
     if (this._fsReadQueue !== null && this._fsReadQueue.length > 0) {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', 'readIntoSync with readInto() requests pending')
     }
     const bytes = targetBytes(view)
-    let filled = 0
-    if (this.readableLength > 0) {
-      const q: ReadIntoRequest[] = [{ view, bytes, filled: 0, settle: () => {} }]
-      this._fsReadQueue = this._fsReadQueue ?? []
-      const saved = this._fsReadQueue
-      this._fsReadQueue = q
+    const q: ReadIntoRequest[] = [{ view, bytes, filled: 0, settle: () => {} }]
+    const saved = this._fsReadQueue
+    this._fsReadQueue = q
+    try {
       this._fsDrainBuffered()
-      filled = q.length ? q[0].filled : bytes.length
+    } finally {
       this._fsReadQueue = saved
     }
-    this._fsUnrefTimer()
+    const filled = q.length ? q[0].filled : bytes.length
     if (filled === bytes.length) return filled
-    return filled + shm.readIntoSync(bytes.subarray(filled), opts.spinUs ?? 50, opts.timeoutMs ?? 0)
+    return filled + shm.readIntoSync(bytes.subarray(filled), spinUs, timeoutMs)
   }
 
   /**

@@ -168,6 +168,16 @@ void ShmEndpoint::RingPeer() {
   (void)r;  // EAGAIN: counter saturated, the peer will wake anyway
 }
 
+// A synchronous wait that consumed a doorbell may have taken a wake-up the loop's side was
+// owed (a write waiting for space): ring our own doorbell so the loop looks once more.
+void ShmEndpoint::RestoreDoorbell() {
+  if (!drained_doorbell_) return;
+  drained_doorbell_ = false;
+  uint64_t one = 1;
+  ssize_t w = write(self_efd_, &one, sizeof one);
+  (void)w;
+}
+
 void ShmEndpoint::DrainDoorbell() {
   uint64_t v;
   ssize_t r = read(self_efd_, &v, sizeof v);
@@ -432,7 +442,10 @@ int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t d
     pollfd p[2] = {{self_efd_, POLLIN, 0}, {side_fd_, POLLIN | POLLRDHUP, 0}};
     int r = poll(p, 2, timeout);
     if (r < 0 && errno != EINTR) return -errno;
-    if (p[0].revents & POLLIN) DrainDoorbell();
+    if (p[0].revents & POLLIN) {
+      DrainDoorbell();
+      drained_doorbell_ = true;
+    }
   }
 }
 
@@ -464,10 +477,7 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
       throw e;
     }
   }
-  // The doorbell may have been consumed here: let the loop look once more.
-  uint64_t one = 1;
-  ssize_t w = write(self_efd_, &one, sizeof one);
-  (void)w;
+  RestoreDoorbell();
   return Napi::Number::New(env, static_cast<double>(done));
 }
 
@@ -507,9 +517,7 @@ Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
       throw e;
     }
   }
-  uint64_t one = 1;
-  ssize_t w = write(self_efd_, &one, sizeof one);
-  (void)w;
+  RestoreDoorbell();
   return Napi::Number::New(env, static_cast<double>(done));
 }
 

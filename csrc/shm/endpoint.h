@@ -68,6 +68,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   static void CleanupHook(void* arg);
   void RingPeer();
   void DrainDoorbell();
+  void RestoreDoorbell();
   bool CheckSide();  // true when the peer is gone
   // Waits (spin then poll) until cond() or the peer is gone, deadline in ns (0: none).
   template <typename Cond>
@@ -94,7 +95,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
   bool refed_ = true;
-  bool in_sync_ = false;
+  bool drained_doorbell_ = false;
   Napi::FunctionReference onevent_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
   std::unique_ptr<Napi::AsyncContext> async_;

@@ -29,6 +29,8 @@ export interface FastsockSocket extends net.Socket {
 /** Options shared by connect and createServer: the rungs to try, in order. */
 export interface ChainOptions {
   transports?: string[]
+  /** shm: in-loop polling budget (µs) before sleeping on the doorbell. */
+  shmPollUs?: number
 }
 
 /** The part of the fastsock module the command line uses. */

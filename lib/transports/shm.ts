@@ -414,28 +414,30 @@ export class ShmConnection {
   /** writeSync: every byte into the ring, busy-polling then sleeping in this thread. */
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
     if (this.closed) throw errnoError(EPIPE, 'write')
-    return this.wrapSync(() => this.ep.writeSync(view, spinUs, timeoutMs))
+    try {
+      return this.ep.writeSync(view, spinUs, timeoutMs)
+    } catch (err) {
+      throw syncError(err)
+    }
   }
 
   /** readIntoSync: fill `view` from the ring (fewer bytes only at EOF). */
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
     if (this.closed) throw errnoError(ECONNRESET, 'read')
-    return this.wrapSync(() => this.ep.readIntoSync(view, spinUs, timeoutMs))
-  }
-
-  private wrapSync (fn: () => number): number {
     try {
-      return fn()
+      return this.ep.readIntoSync(view, spinUs, timeoutMs)
     } catch (err) {
-      const e = err as Error & { code?: string }
-      if (e.code === 'ECONNRESET' || e.code === 'ETIMEDOUT') {
-        const out = errnoError(e.code === 'ECONNRESET' ? ECONNRESET : ETIMEDOUT, 'read')
-        Object.assign(out, { bytesRead: (e as { bytesRead?: number }).bytesRead, bytesWritten: (e as { bytesWritten?: number }).bytesWritten })
-        throw out
-      }
-      throw err
+      throw syncError(err)
     }
   }
+}
+
+/** The native sync calls' errors in Node's shape (code, errno, syscall), counts kept. */
+function syncError (err: unknown): Error {
+  const e = err as Error & { code?: string, bytesRead?: number, bytesWritten?: number }
+  if (e.code !== 'ECONNRESET' && e.code !== 'ETIMEDOUT') return e
+  const out = errnoError(e.code === 'ECONNRESET' ? ECONNRESET : ETIMEDOUT, 'read')
+  return Object.assign(out, { bytesRead: e.bytesRead, bytesWritten: e.bytesWritten })
 }
 
 export function debugShm (fmt: string, ...args: unknown[]): void { debug('shm', fmt, ...args) }

@@ -26,12 +26,18 @@ const LOOPBACK = '127.0.0.1'
  * Normalizes one `--transports` entry: `unix` or `fastsock:unix` is the fastsock rung;
  * `net-tcp`, `net:tcp`, `net-unix`, `net:unix` are the baselines.
  */
-export function parseSelector (text: string): ChannelSpec {
+export function parseSelector (text: string, shmPollUs: number): ChannelSpec {
   const s = text.trim().toLowerCase()
   const m = /^net[-:](tcp|unix)$/.exec(s)
   if (m !== null) return { id: `net:${m[1]}`, kind: 'net', transport: m[1] }
   const rung = s.startsWith('fastsock:') ? s.slice('fastsock:'.length) : s
+  if (rung === 'shm+poll') return shmPoll(shmPollUs)
   return { id: `fastsock:${rung}`, kind: 'fastsock', transport: rung }
+}
+
+/** The shm rung with in-loop polling on both ends. */
+function shmPoll (shmPollUs: number): ChannelSpec {
+  return { id: 'fastsock:shm+poll', kind: 'fastsock', transport: 'shm', shmPollUs: shmPollUs > 0 ? shmPollUs : 200 }
 }
 
 /**
@@ -41,17 +47,20 @@ export function parseSelector (text: string): ChannelSpec {
  * A selected rung that is unknown or unavailable is still tried (the row will say what ran), with
  * a warning.
  */
-export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | null): { channels: ChannelSpec[], warnings: string[] } {
+export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | null, shmPollUs = 0): { channels: ChannelSpec[], warnings: string[] } {
   const warnings: string[] = []
   if (selectors === null) {
     const env = envTransports()
     const fast = (rungs ?? []).filter((r) => r.available && (env === null || env.includes(r.name)))
-      .map((r): ChannelSpec => ({ id: `fastsock:${r.name}`, kind: 'fastsock', transport: r.name }))
+      .flatMap((r): ChannelSpec[] => [
+        { id: `fastsock:${r.name}`, kind: 'fastsock', transport: r.name },
+        ...(r.name === 'shm' && shmPollUs > 0 ? [shmPoll(shmPollUs)] : [])
+      ])
     return { channels: [...fast, ...BASELINES], warnings }
   }
   const picked = new Map<string, ChannelSpec>()
   for (const sel of selectors) {
-    const spec = parseSelector(sel)
+    const spec = parseSelector(sel, shmPollUs)
     if (spec.kind === 'fastsock') {
       const rung = rungs?.find((r) => r.name === spec.transport)
       if (rungs === null) warnings.push(`${spec.id}: the fastsock library did not load`)
@@ -63,9 +72,14 @@ export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | 
   const order = (c: ChannelSpec): number => {
     if (c.kind === 'net') return 1000 + BASELINES.findIndex((b) => b.id === c.id)
     const i = rungs?.findIndex((r) => r.name === c.transport) ?? -1
-    return i < 0 ? 500 : i
+    return i < 0 ? 500 : i + (c.shmPollUs !== undefined ? 0.5 : 0)
   }
   return { channels: [...picked.values()].sort((a, b) => order(a) - order(b)), warnings }
+}
+
+/** `{ shmPollUs }` for a polled shm channel, else nothing (the library's default). */
+function pollOption (spec: ChannelSpec): { shmPollUs?: number } {
+  return spec.shmPollUs === undefined ? {} : { shmPollUs: spec.shmPollUs }
 }
 
 let pathCounter = 0
@@ -84,7 +98,7 @@ export async function listen (spec: ChannelSpec, onConnection: (socket: net.Sock
   if (spec.kind === 'fastsock') {
     const lib = loadFastsock()
     if (lib.mod === null) throw new Error(`fastsock did not load: ${lib.error?.message ?? 'unknown'}`)
-    server = lib.mod.createServer({ transports: [spec.transport] }, accept)
+    server = lib.mod.createServer({ transports: [spec.transport], ...pollOption(spec) }, accept)
     address = { port: 0, host: LOOPBACK }
   } else if (spec.transport === 'tcp') {
     server = net.createServer(accept)
@@ -119,7 +133,7 @@ export async function connect (spec: ChannelSpec, address: ChannelAddress, timeo
     const lib = loadFastsock()
     if (lib.mod === null) throw new Error(`fastsock did not load: ${lib.error?.message ?? 'unknown'}`)
     if ('path' in address) throw new Error(`${spec.id}: fastsock listens on TCP, got a path`)
-    socket = lib.mod.connect({ port: address.port, host: address.host, transports: [spec.transport] })
+    socket = lib.mod.connect({ port: address.port, host: address.host, transports: [spec.transport], ...pollOption(spec) })
   } else {
     socket = 'path' in address ? net.connect({ path: address.path }) : net.connect({ port: address.port, host: address.host })
   }

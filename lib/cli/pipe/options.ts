@@ -22,6 +22,7 @@ export interface RawPipeOptions {
   streamMs?: number
   typedSizes?: number[]
   timeout?: number
+  shmPollUs: number
   json?: string
   csv?: string
   plot: string | false
@@ -36,6 +37,13 @@ const MODE_ALIASES: Record<string, PipeMode[]> = {
   bandwidth: ['pingpong'],
   stream: ['stream'],
   typed: ['typed']
+}
+
+/** commander parser: an integer ≥ 0. */
+export function nonNegativeInt (value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected an integer ≥ 0')
+  return n
 }
 
 /** commander parser: a positive integer. */
@@ -106,7 +114,7 @@ export function resolveOptions (raw: RawPipeOptions): PipeOptions {
     modes: raw.mode,
     transports: raw.transports === undefined ? null : raw.transports.split(',').map((s) => s.trim()).filter((s) => s !== ''),
     sizes: quick ? (perturbations ? [...new Set(quickSizes.flatMap((n) => [n - 3, n, n + 3]).filter((n) => n > 0))].sort((a, b) => a - b) : quickSizes) : pingpongSizes(max, perturbations),
-    streamSizes: quick ? [64, 65536].filter((n) => n <= max) : streamSizes(max),
+    streamSizes: quick ? [...new Set([64, 65536].map((n) => Math.min(n, max)))] : streamSizes(max),
     typedBytes: raw.typedSizes ?? typedDefault.filter((n) => n <= Math.max(max, KiB)),
     typedTypes,
     perturbations,
@@ -122,6 +130,7 @@ export function resolveOptions (raw: RawPipeOptions): PipeOptions {
     typedMs: quick ? 20 : 120,
     typedMinIters: quick ? 3 : 5,
     timeoutMs: (raw.timeout ?? 5) * 1000,
+    shmPollUs: raw.shmPollUs,
     nptcp: raw.nptcp ?? null,
     json: raw.json ?? null,
     csv: raw.csv ?? null,

@@ -45,6 +45,8 @@ function points (r: PipeResult): { latency: Point[], bandwidth: Point[] } {
   return { latency, bandwidth }
 }
 
+const DASH: Record<Point['kind'], number[]> = { measured: [1, 0], limit: [6, 4], nptcp: [2, 3] }
+
 const SIZE_TICKS = [1, 16, 256, 4096, 65536, 1048576, 4194304, 16777216]
 const SIZE_LABEL = "datum.value >= 1048576 ? (datum.value / 1048576) + ' MiB' : datum.value >= 1024 ? (datum.value / 1024) + ' KiB' : datum.value + ' B'"
 
@@ -81,7 +83,7 @@ function panel (name: 'latency' | 'bandwidth', x: number, width: number, height:
                 y: { scale: 'y', field: 'value' },
                 stroke: { scale: 'color', field: 'series' },
                 strokeWidth: { signal: "datum.kind === 'measured' ? 2 : 1.5" },
-                strokeDash: { signal: "datum.kind === 'limit' ? [6, 4] : datum.kind === 'nptcp' ? [2, 3] : [1, 0]" }
+                strokeDash: { scale: 'dash', field: 'series' }
               }
             }
           },
@@ -106,6 +108,13 @@ function panel (name: 'latency' | 'bandwidth', x: number, width: number, height:
 /** The Vega spec of the two-panel plot. */
 export function buildSpec (r: PipeResult): object {
   const { latency, bandwidth } = points(r)
+  // Legend order: measured channels, then NPtcp, then the native limits.
+  const series: Array<{ name: string, kind: Point['kind'] }> = []
+  for (const kind of ['measured', 'nptcp', 'limit'] as const) {
+    for (const p of [...latency, ...bandwidth]) {
+      if (p.kind === kind && !series.some((x) => x.name === p.series)) series.push({ name: p.series, kind })
+    }
+  }
   const width = 400
   const height = 300
   const placement = r.placement.before === null ? 'placement unknown' : `placement ${r.placement.before.state} (${r.placement.before.halfRttNs.toFixed(0)} ns core-to-core)`
@@ -128,17 +137,13 @@ export function buildSpec (r: PipeResult): object {
       { name: 'bandwidth', values: bandwidth }
     ],
     scales: [
-      {
-        name: 'color',
-        type: 'ordinal',
-        range: 'category',
-        domain: { fields: [{ data: 'latency', field: 'series' }, { data: 'bandwidth', field: 'series' }] }
-      }
+      { name: 'color', type: 'ordinal', range: 'category', domain: series.map((x) => x.name) },
+      { name: 'dash', type: 'ordinal', range: series.map((x) => DASH[x.kind]), domain: series.map((x) => x.name) }
     ],
     legends: [{
-      stroke: 'color', orient: 'bottom', direction: 'horizontal', columns: 3, columnPadding: 24,
-      title: 'channel (→ transport that ran when another than asked); dashed: native limits; dotted: NPtcp',
-      titleLimit: 900, labelLimit: 300, symbolType: 'stroke'
+      stroke: 'color', strokeDash: 'dash', orient: 'bottom', direction: 'horizontal', columns: 3, columnPadding: 24,
+      title: 'channel (→ transport that ran, when another than asked); dashed: native limits; dotted: NPtcp',
+      titleLimit: 900, labelLimit: 300, symbolType: 'stroke', symbolSize: 400
     }],
     marks: [
       panel('latency', 0, width, height, 'Half round-trip latency RTT/2 (µs), log-log', 'RTT/2 (µs)'),

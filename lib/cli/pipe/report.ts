@@ -32,7 +32,14 @@ function header (r: PipeResult): string {
   lines.push(`native limits: ${r.native.spinHalfRttNs === null ? 'addon not loaded' : `busy-poll shared-memory floor ${fmt(r.native.spinHalfRttNs)} ns RTT/2; memcpy per size beside each table`}` +
     `; NPtcp: ${r.nptcp.ran ? 'ran (column NPtcp)' : r.nptcp.note}`)
   lines.push(`processes: ${r.pinning.note}`)
-  const ch = r.channels.map((c) => `${c.id}${c.actual === null ? '' : c.kind === 'fastsock' ? ` (ran ${c.actual})` : ''}${c.error === null ? '' : ' (failed)'}`)
+  const ch = r.channels.map((c) => {
+    const notes = [
+      ...(c.actual !== null && c.kind === 'fastsock' ? [`ran ${c.actual}`] : []),
+      ...(c.shmPollUs !== undefined ? [`polls ${c.shmPollUs} µs`] : []),
+      ...(c.error !== null ? ['failed'] : [])
+    ]
+    return notes.length > 0 ? `${c.id} (${notes.join(', ')})` : c.id
+  })
   lines.push(`channels: ${ch.join(', ')}`)
   lines.push('units: latency = half round trip RTT/2 in µs; MB/s with MB = 10^6 bytes; Gbit/s = 10^9 bit/s; sizes in B/KiB/MiB')
   return lines.join('\n')
@@ -95,8 +102,10 @@ function typedTable (r: PipeResult): string {
 function headline (r: PipeResult): string {
   const lines: string[] = []
   if (r.headline.length > 0) {
-    const t = table(['size', 'best fastsock rung', 'latency × vs net:tcp', '× vs net:unix', 'stream bandwidth × vs net:tcp'])
-    for (const h of r.headline) t.push([formatBytes(h.bytes), h.best, fmtRatio(h.latencyRatio), fmtRatio(h.latencyRatioVsUnix), fmtRatio(h.streamBandwidthRatio)])
+    const t = table(['size', 'best fastsock rung', 'latency × vs net:tcp', '× vs net:unix', 'best without polling', '× vs net:tcp', 'stream bandwidth × vs net:tcp'])
+    for (const h of r.headline) {
+      t.push([formatBytes(h.bytes), h.best, fmtRatio(h.latencyRatio), fmtRatio(h.latencyRatioVsUnix), h.bestNoPoll ?? '—', fmtRatio(h.latencyRatioNoPoll), fmtRatio(h.streamBandwidthRatio)])
+    }
     lines.push('Headline: fastsock\'s best rung vs Node net (× > 1: fastsock faster; ping-pong bandwidth ratio = latency ratio)')
     lines.push(t.toString())
   } else if (r.pingpong.length > 0) {

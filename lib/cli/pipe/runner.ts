@@ -13,7 +13,7 @@ import { loadFastsock, type RungInfo } from '../fastsock'
 import { connect, labelFor, selectChannels, type ChannelAddress } from './channels'
 import { ELEMENT_TYPES } from './codecs'
 import { Peer } from './control'
-import { findNptcp, measureMemcpy, runNptcp } from './limits'
+import { findNptcp, measureMemcpy, otherCpuLoad, runNptcp } from './limits'
 import { probePlacementIsolated } from './placement'
 import { pinSelf, planPinning } from './pinning'
 import { PingPongClient } from './pingpong'
@@ -94,7 +94,7 @@ class Run {
       version: packageVersion(),
       startedAt: new Date().toISOString(),
       durationMs: 0,
-      host: { hostname: os.hostname(), cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', kernel: `${os.type()} ${os.release()}`, node: process.version, loadAvg1: os.loadavg()[0] },
+      host: { hostname: os.hostname(), cpus: cpus.length, cpuModel: cpus[0]?.model ?? 'unknown', kernel: `${os.type()} ${os.release()}`, node: process.version, loadAvg1: os.loadavg()[0], otherCpuLoad: NaN },
       options: opts,
       native: { loaded: native !== null, loadError: nativeLoadError?.message ?? null, spinHalfRttNs: null, memcpy: [] },
       placement: { before: null, after: null },
@@ -129,14 +129,15 @@ class Run {
     result.placement.before = await probePlacementIsolated()
     // The floor is a lower bound: the best of the probe's runs (the median tells the placement).
     result.native.spinHalfRttNs = result.placement.before === null ? null : Math.min(...result.placement.before.runsNs)
-    if (result.host.loadAvg1 > 0.5) this.warn(`load average ${result.host.loadAvg1.toFixed(2)} at start: other processes use the CPUs, figures are disturbed`)
+    result.host.otherCpuLoad = await otherCpuLoad()
+    if (result.host.otherCpuLoad > 0.1) this.warn(`other processes kept the CPUs ${(result.host.otherCpuLoad * 100).toFixed(0)}% busy before the run: figures are disturbed`)
     if (result.placement.before?.state === 'busy') this.warn('the busy-poll probe was preempted: other processes use the CPUs, figures are disturbed')
     result.native.memcpy = measureMemcpy([...opts.sizes, ...opts.streamSizes, ...opts.typedBytes])
     for (const m of result.native.memcpy) this.memcpyNs.set(m.bytes, m.ns)
     if (native === null) this.warn(`native addon not loaded (${nativeLoadError?.message ?? 'unknown'}): no memcpy or busy-poll limits`)
 
     const rungs = this.loadRungs()
-    const { channels, warnings } = selectChannels(opts.transports, rungs)
+    const { channels, warnings } = selectChannels(opts.transports, rungs, opts.shmPollUs)
     for (const w of warnings) this.warn(w)
     result.channels = channels.map((c) => ({ ...c, actual: null, error: null }))
     const fastChannels = channels.filter((c) => c.kind === 'fastsock')
@@ -489,6 +490,11 @@ class Run {
       for (const bytes of opts.typedBytes) {
         const elements = Math.floor(bytes / ELEMENT_TYPES[elementType].BYTES_PER_ELEMENT)
         const rows: TypedRow[] = []
+        if (elements < 1) {
+          this.warn(`typed ${elementType} ${formatBytes(bytes)}: smaller than one element, skipped`)
+          for (let i = 0; i < plan.length; i++) this.tick()
+          continue
+        }
         for (const { ch, method } of plan) {
           const what = `${ch.id} ${method} ${elementType} ${formatBytes(bytes)}`
           this.progress.step(what)

@@ -44,6 +44,11 @@ export interface PipeOptions {
   /** Time budget per typed-array cell (ms), with at least typedMinIters arrays. */
   typedMs: number
   typedMinIters: number
+  /**
+   * When > 0 and the shm rung is measured, also measure `fastsock:shm+poll`: shm with this
+   * in-loop polling budget (µs) on both ends: lower latency, paid in CPU.
+   */
+  shmPollUs: number
   /** Watchdog per measured cell (ms): a cell that makes no progress for this long fails. */
   timeoutMs: number
   /** Run NPtcp: true, false, or null = when found on PATH and not --quick. */
@@ -56,11 +61,13 @@ export interface PipeOptions {
 
 /** A channel between the two processes: a fastsock rung or a plain `net` baseline. */
 export interface ChannelSpec {
-  /** 'fastsock:unix', 'fastsock:tcp', 'net:tcp', 'net:unix' */
+  /** 'fastsock:shm', 'fastsock:shm+poll', 'fastsock:unix', 'fastsock:tcp', 'net:tcp', 'net:unix' */
   id: string
   kind: 'fastsock' | 'net'
   /** The rung asked for (fastsock) or the socket family (net). */
   transport: string
+  /** shm only: the in-loop polling budget of both ends (the `shmPollUs` option), µs. */
+  shmPollUs?: number
 }
 
 /** Quantiles of one sample set, in µs. */
@@ -174,6 +181,9 @@ export interface HeadlineRow {
   latencyRatio: number | null
   /** Same against net:unix. */
   latencyRatioVsUnix: number | null
+  /** The best rung that does not spin (no shm polling), and its latency ratio vs net:tcp. */
+  bestNoPoll: string | null
+  latencyRatioNoPoll: number | null
   /** Streaming bandwidth, best fastsock ÷ net:tcp (>1: fastsock moves more), when streamed. */
   streamBandwidthRatio: number | null
 }
@@ -184,7 +194,16 @@ export interface PipeResult {
   version: string
   startedAt: string
   durationMs: number
-  host: { hostname: string, cpus: number, cpuModel: string, kernel: string, node: string, loadAvg1: number }
+  host: {
+    hostname: string
+    cpus: number
+    cpuModel: string
+    kernel: string
+    node: string
+    loadAvg1: number
+    /** Busy fraction of all CPUs over 300 ms before the run, while this process waited (0..1). */
+    otherCpuLoad: number
+  }
   options: PipeOptions
   native: {
     loaded: boolean
