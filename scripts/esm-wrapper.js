@@ -14,4 +14,7 @@ const src = [
   ''
 ].join('\n')
 fs.writeFileSync(path.join(dist, 'index.mjs'), src)
+// tsc keeps the CLI's shebang but not its executable bit (npm sets it when installing a
+// package, not in a git checkout).
+fs.chmodSync(path.join(dist, 'cli', 'main.js'), 0o755)
 fs.writeFileSync(path.join(dist, 'index.d.mts'), "export * from './index.js'\nimport fastsock = require('./index.js')\nexport default fastsock\n")

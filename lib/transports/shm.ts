@@ -347,7 +347,9 @@ export class ShmConnection {
         }
       }
       // 4. End of stream and peer state, once the ring is drained.
-      const wantsData = this.reading || (owner._fsReadQueue !== null && owner._fsReadQueue.length > 0)
+      // Data steps 1-2 would take now (so that "readable() > 0" below is work they can do).
+      const queued = owner._fsReadQueue !== null && owner._fsReadQueue.length > 0
+      const wantsData = (queued && owner.readableLength === 0) || (this.reading && (ob !== null || !queued))
       const st = ep.state()
       if (ep.readable() === 0 && (wantsData || (st & (STATE_RESET | STATE_GONE)) !== 0)) {
         if (st & STATE_RESET) return void owner.destroy(errnoError(ECONNRESET, 'read'))
@@ -372,7 +374,9 @@ export class ShmConnection {
       if (progress) continue
       // 5. Nothing moves: sleep on the doorbell, unless arming finds work after all.
       let retry = false
-      if (wantsData && !this.eofPushed && ep.readable() === 0 && !ep.armRead()) retry = true
+      // Bytes that landed after step 1/2 looked are work now: the producer did not ring (we
+      // had not armed), so returning here would strand them.
+      if (wantsData && !this.eofPushed && (ep.readable() > 0 || !ep.armRead())) retry = true
       if (this.pending && !ep.armWrite()) retry = true
       if (!retry) return
     }

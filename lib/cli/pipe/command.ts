@@ -42,7 +42,7 @@ export function pipeCommand (): Command {
     .description('NetPIPE-style latency and bandwidth sweep over every fastsock transport and Node net baselines')
     .addOption(new Option('--mode <mode>', 'pingpong | stream | typed | all, or a comma-separated list').default(['pingpong', 'stream', 'typed'], 'all').argParser(parseModes))
     .option('--transports <list>', 'channels to measure, comma-separated (rungs such as unix,tcp; net-tcp, net-unix)')
-    .option('--max-size <bytes>', 'largest message, e.g. 65536, 64KiB, 4MiB', byteCount, 4 * 1024 * 1024)
+    .addOption(new Option('--max-size <bytes>', 'largest message, e.g. 65536, 64KiB, 4MiB').default(4 * 1024 * 1024, '4MiB').argParser(byteCount))
     .option('--perturbations', 'also measure n-3 and n+3 around each size (NetPIPE), 3× the time')
     .option('--quick', 'few sizes and iterations: a few seconds (CI, tests)')
     .option('--budget-ms <ms>', 'time budget per ping-pong size and channel (default 150, --quick 20)', positiveInt)

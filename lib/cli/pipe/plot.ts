@@ -105,8 +105,8 @@ function panel (name: 'latency' | 'bandwidth', x: number, width: number, height:
   }
 }
 
-/** The Vega spec of the two-panel plot. */
-export function buildSpec (r: PipeResult): object {
+/** The Vega spec of the two-panel plot. `runs`: set by bench/median-of-runs.js on a merge. */
+export function buildSpec (r: PipeResult & { runs?: unknown[] }): object {
   const { latency, bandwidth } = points(r)
   // Legend order: measured channels, then NPtcp, then the native limits.
   const series: Array<{ name: string, kind: Point['kind'] }> = []
@@ -128,7 +128,10 @@ export function buildSpec (r: PipeResult): object {
     autosize: 'pad',
     title: {
       text: 'fastsock pipe: ping-pong between two processes',
-      subtitle: `${r.host.cpus} × ${r.host.cpuModel}, node ${r.host.node}, ${placement}, ${r.startedAt.slice(0, 10)}. MB = 10^6 bytes`,
+      subtitle: [
+        `${r.runs !== undefined ? `median of ${r.runs.length} runs, ` : ''}${r.host.cpus} × ${r.host.cpuModel}, node ${r.host.node}, ${r.startedAt.slice(0, 10)}`,
+        `${placement}, processes ${r.pinning.mode === 'none' ? 'not pinned' : `pinned (${r.pinning.mode})`}. MB = 10^6 bytes`
+      ],
       anchor: 'start',
       fontSize: 15
     },

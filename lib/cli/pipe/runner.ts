@@ -83,7 +83,7 @@ class Run {
   private peer: Peer | null = null
   private readonly addresses = new Map<string, ChannelAddress>()
   private readonly memcpyNs = new Map<number, number>()
-  /** Channels that failed: later modes skip them (a stalled rung would cost a timeout per cell). */
+  /** Channels that stalled in the current mode: its later cells skip them (a timeout each otherwise). */
   private readonly broken = new Map<string, string>()
   private readonly t0 = Date.now()
 
@@ -244,6 +244,9 @@ class Run {
   /** Runs one mode; whatever happens, its `cells` count as done for the progress bar. */
   private async section (cells: number, body: () => Promise<void>): Promise<void> {
     const before = this.progressCount
+    // A channel that stalled in one mode gets another chance in the next (a stall under
+    // streaming says little about a ping-pong of arrays); within a mode it is skipped.
+    this.broken.clear()
     try {
       await body()
     } finally {
@@ -252,8 +255,8 @@ class Run {
   }
 
   /**
-   * Records the channel's first error; a failure that cost a timeout (a stall) also makes later
-   * cells of the channel be skipped, so a dead rung costs one timeout, not one per cell.
+   * Records the channel's first error; a failure that cost a timeout (a stall) also makes the
+   * channel's later cells in this mode be skipped, so a dead rung costs one timeout per mode.
    */
   private markBroken (ch: ChannelSpec, err: unknown): void {
     const message = (err as Error)?.message ?? String(err)
