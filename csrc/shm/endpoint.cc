@@ -236,8 +236,9 @@ Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
   size_t len = 0;
   uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
   if (!p && len) throw Napi::TypeError::New(info.Env(), "write(view)");
-  uint64_t n = p ? tx_.Push(p, len) : 0;
-  if (n && tx_.ConsumerNeedsWake()) RingPeer();
+  uint64_t n = p ? tx_.Push(p, len, [this] {
+    if (tx_.ConsumerNeedsWake()) RingPeer();
+  }) : 0;
   return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
@@ -462,10 +463,11 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
   uint64_t deadline = tmo > 0 ? NowNs() + static_cast<uint64_t>(tmo * 1e6) : 0;
   size_t done = 0;
   while (done < len) {
-    uint64_t n = tx_.Push(p + done, len - done);
+    uint64_t n = tx_.Push(p + done, len - done, [this] {
+      if (tx_.ConsumerNeedsWake()) RingPeer();
+    });
     if (n) {
       done += n;
-      if (tx_.ConsumerNeedsWake()) RingPeer();
       continue;
     }
     if (rx_.ProducerFlags() & wire::kRingReset) break;

@@ -36,13 +36,23 @@ class RingView {
   }
   // Where the next byte goes (contiguous for Writable() bytes, thanks to the mirror).
   uint8_t* WritePtr() const { return data_ + (ctl_->head.load(std::memory_order_relaxed) & (size_ - 1)); }
-  // Copies up to n bytes in; returns how many. Does not ring the doorbell (see Publish*).
-  uint64_t Push(const uint8_t* src, uint64_t n) {
+  // Copies up to n bytes in; returns how many. Large copies are published kPublishChunk bytes
+  // at a time, and `on_publish` runs after each (the caller rings a sleeping consumer there), so
+  // the consumer copies out while the producer still copies in: a large message costs about
+  // one memcpy of latency, not two.
+  static constexpr uint64_t kPublishChunk = 64 * 1024;
+  template <typename OnPublish>
+  uint64_t Push(const uint8_t* src, uint64_t n, OnPublish on_publish) {
     uint64_t w = Writable();
     if (n > w) n = w;
-    if (n == 0) return 0;
-    memcpy(WritePtr(), src, n);
-    Commit(n);
+    uint64_t done = 0;
+    while (done < n) {
+      uint64_t k = n - done > kPublishChunk ? kPublishChunk : n - done;
+      memcpy(WritePtr(), src + done, k);
+      Commit(k);
+      done += k;
+      on_publish();
+    }
     return n;
   }
   void Commit(uint64_t n) {
