@@ -417,6 +417,34 @@ Napi::Value ShmEndpoint::Counters(const Napi::CallbackInfo& info) {
   return a;
 }
 
+namespace {
+// The arguments of writeSync/readIntoSync: (view, spinUs = 50, timeoutMs = 0).
+struct SyncArgs {
+  uint8_t* data = nullptr;
+  size_t len = 0;
+  uint64_t spin_ns = 50000;
+  uint64_t deadline_ns = 0;  // 0: none
+};
+
+SyncArgs ParseSyncArgs(const Napi::CallbackInfo& info, const char* usage) {
+  SyncArgs a;
+  a.data = info.Length() > 0 ? BytesOf(info[0], &a.len) : nullptr;
+  if (!a.data && a.len) throw Napi::TypeError::New(info.Env(), usage);
+  if (info.Length() > 1) a.spin_ns = static_cast<uint64_t>(info[1].ToNumber().DoubleValue() * 1000);
+  double tmo = info.Length() > 2 ? info[2].ToNumber().DoubleValue() : 0;
+  if (tmo > 0) a.deadline_ns = NowNs() + static_cast<uint64_t>(tmo * 1e6);
+  return a;
+}
+
+// A sync call's failure: `code` ECONNRESET or ETIMEDOUT, and how far it got.
+Napi::Error SyncError(Napi::Env env, const std::string& message, const char* code, const char* count_name, size_t count) {
+  Napi::Error e = Napi::Error::New(env, message);
+  e.Set("code", Napi::String::New(env, code));
+  e.Set(count_name, Napi::Number::New(env, static_cast<double>(count)));
+  return e;
+}
+}  // namespace
+
 template <typename Cond>
 int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns) {
   uint64_t start = NowNs();
@@ -454,16 +482,11 @@ int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t d
 // (ECONNRESET when the peer is gone, ETIMEDOUT).
 Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  size_t len = 0;
-  uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw Napi::TypeError::New(env, "writeSync(view, spinUs, timeoutMs)");
+  SyncArgs a = ParseSyncArgs(info, "writeSync(view, spinUs, timeoutMs)");
   if (closed_) throw Napi::Error::New(env, "writeSync on a closed shm endpoint");
-  uint64_t spin_ns = static_cast<uint64_t>(info.Length() > 1 ? info[1].ToNumber().DoubleValue() * 1000 : 50000);
-  double tmo = info.Length() > 2 ? info[2].ToNumber().DoubleValue() : 0;
-  uint64_t deadline = tmo > 0 ? NowNs() + static_cast<uint64_t>(tmo * 1e6) : 0;
   size_t done = 0;
-  while (done < len) {
-    uint64_t n = tx_.Push(p + done, len - done, [this] {
+  while (done < a.len) {
+    uint64_t n = tx_.Push(a.data + done, a.len - done, [this] {
       if (tx_.ConsumerNeedsWake()) RingPeer();
     });
     if (n) {
@@ -471,13 +494,10 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
       continue;
     }
     if (rx_.ProducerFlags() & wire::kRingReset) break;
-    int r = WaitSync([&] { return tx_.Writable() > 0; }, false, spin_ns, deadline);
-    if (r < 0) {
-      Napi::Error e = Napi::Error::New(env, std::string("writeSync: ") + strerror(-r));
-      e.Set("code", Napi::String::New(env, r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET"));
-      e.Set("bytesWritten", Napi::Number::New(env, static_cast<double>(done)));
-      throw e;
-    }
+    int r = WaitSync([&] { return tx_.Writable() > 0; }, false, a.spin_ns, a.deadline_ns);
+    if (r < 0)
+      throw SyncError(env, std::string("writeSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
+                      "bytesWritten", done);
   }
   RestoreDoorbell();
   return Napi::Number::New(env, static_cast<double>(done));
@@ -487,36 +507,24 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
 // Throws ECONNRESET (peer reset or gone) or ETIMEDOUT.
 Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  size_t len = 0;
-  uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw Napi::TypeError::New(env, "readIntoSync(view, spinUs, timeoutMs)");
+  SyncArgs a = ParseSyncArgs(info, "readIntoSync(view, spinUs, timeoutMs)");
   if (closed_) throw Napi::Error::New(env, "readIntoSync on a closed shm endpoint");
-  uint64_t spin_ns = static_cast<uint64_t>(info.Length() > 1 ? info[1].ToNumber().DoubleValue() * 1000 : 50000);
-  double tmo = info.Length() > 2 ? info[2].ToNumber().DoubleValue() : 0;
-  uint64_t deadline = tmo > 0 ? NowNs() + static_cast<uint64_t>(tmo * 1e6) : 0;
   size_t done = 0;
-  while (done < len) {
-    uint64_t n = rx_.Pop(p + done, len - done);
+  while (done < a.len) {
+    uint64_t n = rx_.Pop(a.data + done, a.len - done);
     if (n) {
       done += n;
       if (rx_.ProducerNeedsWake()) RingPeer();
       continue;
     }
     uint32_t f = rx_.ProducerFlags();
-    if (f & wire::kRingReset) {
-      Napi::Error e = Napi::Error::New(env, "readIntoSync: connection reset by peer");
-      e.Set("code", Napi::String::New(env, "ECONNRESET"));
-      e.Set("bytesRead", Napi::Number::New(env, static_cast<double>(done)));
-      throw e;
-    }
+    if (f & wire::kRingReset) throw SyncError(env, "readIntoSync: connection reset by peer", "ECONNRESET", "bytesRead", done);
     if (f & wire::kRingEof) break;
-    int r = WaitSync([&] { return rx_.Readable() > 0 || rx_.ProducerFlags() != 0; }, true, spin_ns, deadline);
+    int r = WaitSync([&] { return rx_.Readable() > 0 || rx_.ProducerFlags() != 0; }, true, a.spin_ns, a.deadline_ns);
     if (r < 0) {
       if (rx_.Readable() > 0) continue;  // the peer left data behind: deliver it first
-      Napi::Error e = Napi::Error::New(env, std::string("readIntoSync: ") + strerror(-r));
-      e.Set("code", Napi::String::New(env, r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET"));
-      e.Set("bytesRead", Napi::Number::New(env, static_cast<double>(done)));
-      throw e;
+      throw SyncError(env, std::string("readIntoSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
+                      "bytesRead", done);
     }
   }
   RestoreDoorbell();
