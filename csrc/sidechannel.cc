@@ -12,8 +12,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <set>
+#include <tuple>
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
@@ -51,18 +60,81 @@ bool ParseProcAddr(const char* hex, size_t words, unsigned char* out) {
   return true;
 }
 
-// Collects inodes of LISTEN sockets on `port` in one /proc/net file whose local address is
-// acceptable for a connection to `addr`.
-void CollectListenInodes(const char* file, bool v6file, int family, const unsigned char* addr,
-                         int port, std::set<unsigned long>* inodes) {
+static const unsigned char kZero16[16] = {0};
+static const unsigned char kMapped12[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+// Whether a listener bound to `la` (v6 == it is an AF_INET6 socket) accepts a connection to
+// `addr` of `family`: the same address, the wildcard of its family, or a dual-stack :: (or
+// ::ffff:addr) for IPv4.
+bool ListenerAccepts(bool v6, const unsigned char* la, int family, const unsigned char* addr) {
+  if (!v6) return family == 4 && (memcmp(la, addr, 4) == 0 || memcmp(la, kZero16, 4) == 0);
+  if (family == 6) return memcmp(la, addr, 16) == 0 || memcmp(la, kZero16, 16) == 0;
+  return memcmp(la, kZero16, 16) == 0 || (memcmp(la, kMapped12, 12) == 0 && memcmp(la + 12, addr, 4) == 0);
+}
+
+// LISTEN sockets on `port` through NETLINK_SOCK_DIAG (what `ss -ltn` uses): the kernel walks only
+// its listening hash, so the cost does not grow with the host's established or TIME_WAIT
+// sockets (reading /proc/net/tcp does: milliseconds with a few hundred of them). Returns false
+// when netlink is unavailable (the caller falls back to /proc).
+bool CollectListenInodesNetlink(int af, int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
+  int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) return false;
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.nlh.nlmsg_len = sizeof msg;
+  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  msg.req.sdiag_family = static_cast<uint8_t>(af);
+  msg.req.sdiag_protocol = IPPROTO_TCP;
+  msg.req.idiag_states = 1u << TCP_LISTEN;
+  sockaddr_nl sa;
+  memset(&sa, 0, sizeof sa);
+  sa.nl_family = AF_NETLINK;
+  if (sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
+    close(nl);
+    return false;
+  }
+  bool ok = false;
+  alignas(nlmsghdr) char buf[16384];
+  for (bool done = false; !done;) {
+    ssize_t n = recv(nl, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    for (nlmsghdr* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, static_cast<unsigned>(n)); h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_type == NLMSG_DONE) {
+        ok = done = true;
+        break;
+      }
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        done = true;
+        break;
+      }
+      const inet_diag_msg* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+      if (ntohs(m->id.idiag_sport) != port) continue;
+      unsigned char la[16];
+      memcpy(la, m->id.idiag_src, 16);  // network order; IPv4 in the first 4 bytes
+      if (ListenerAccepts(m->idiag_family == AF_INET6, la, family, addr)) inodes->insert(m->idiag_inode);
+    }
+  }
+  close(nl);
+  return ok;
+}
+
+// Fallback: inodes of LISTEN sockets on `port` in one /proc/net file.
+void CollectListenInodesProc(const char* file, bool v6file, int family, const unsigned char* addr,
+                             int port, std::set<unsigned long>* inodes) {
   FILE* f = fopen(file, "re");
   if (!f) return;
+  // One large read per walk: the kernel restarts its walk for every read() of this file.
+  static thread_local char big[1 << 20];
+  setvbuf(f, big, _IOFBF, sizeof big);
   char line[512];
   if (!fgets(line, sizeof line, f)) {  // header
     fclose(f);
     return;
   }
-  static const unsigned char kZero[16] = {0};
   while (fgets(line, sizeof line, f)) {
     char local[64], remote[64];
     unsigned st = 0;
@@ -77,19 +149,43 @@ void CollectListenInodes(const char* file, bool v6file, int family, const unsign
     if (lport != port) continue;
     unsigned char la[16];
     if (!ParseProcAddr(local, v6file ? 4 : 1, la)) continue;
-    bool ok = false;
-    if (!v6file) {
-      ok = family == 4 && (memcmp(la, addr, 4) == 0 || memcmp(la, kZero, 4) == 0);
-    } else if (family == 6) {
-      ok = memcmp(la, addr, 16) == 0 || memcmp(la, kZero, 16) == 0;
-    } else {
-      static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-      ok = memcmp(la, kZero, 16) == 0 || (memcmp(la, kMapped, 12) == 0 && memcmp(la + 12, addr, 4) == 0);
-    }
-    if (ok) inodes->insert(inode);
+    if (ListenerAccepts(v6file, la, family, addr)) inodes->insert(inode);
   }
   fclose(f);
 }
+
+void CollectListenInodes(int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
+  bool ok4 = CollectListenInodesNetlink(AF_INET, family, addr, port, inodes);
+  bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes);
+  if (!ok4) CollectListenInodesProc("/proc/net/tcp", false, family, addr, port, inodes);
+  if (!ok6) CollectListenInodesProc("/proc/net/tcp6", true, family, addr, port, inodes);
+}
+
+// The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot): with the
+// pid, a process identity that pid reuse cannot fake. 0 when unreadable.
+unsigned long long ProcessStartTime(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');  // comm may contain spaces and parentheses
+  if (!p) return 0;
+  unsigned long long start = 0;
+  // after ") ": state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+  // cutime cstime priority nice threads itrealvalue starttime(22)
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) != 1) return 0;
+  return start;
+}
+
+// Verified (process, listener inode) pairs: a connect to a server already verified needs no new
+// scan of its fds (a busy server has thousands). Keyed by pid and start time, so a new process
+// that reuses the pid is a miss.
+std::mutex verified_mu;
+std::map<std::tuple<pid_t, unsigned long long, unsigned long>, bool> verified;
 
 bool ProcessHoldsInode(pid_t pid, const std::set<unsigned long>& inodes) {
   char dir[64];
@@ -169,10 +265,15 @@ std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, i
   if (cred->uid != uid)
     return "peer runs as uid " + std::to_string(cred->uid) + ", not " + std::to_string(uid);
   std::set<unsigned long> inodes;
-  CollectListenInodes("/proc/net/tcp", false, family, addr, port, &inodes);
-  CollectListenInodes("/proc/net/tcp6", true, family, addr, port, &inodes);
+  CollectListenInodes(family, addr, port, &inodes);
   if (inodes.empty()) return "no TCP listener on port " + std::to_string(port);
-  bool holds = ProcessHoldsInode(cred->pid, inodes);
+  unsigned long long start = ProcessStartTime(cred->pid);
+  bool cached = false;
+  if (start != 0) {
+    std::lock_guard<std::mutex> lock(verified_mu);
+    for (unsigned long ino : inodes) cached = cached || verified.count({cred->pid, start, ino}) > 0;
+  }
+  bool holds = cached || ProcessHoldsInode(cred->pid, inodes);
   // The pidfd pins the peer's identity: if it is still alive after the scan, the PID we scanned
   // was not reused by another process in between.
   bool alive = cred->pidfd >= 0 && syscall(SYS_pidfd_send_signal, cred->pidfd, 0, nullptr, 0) == 0;
@@ -180,6 +281,11 @@ std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, i
     return "peer pid " + std::to_string(cred->pid) + " does not own the TCP listener on port " +
            std::to_string(port);
   if (!alive) return "peer pid " + std::to_string(cred->pid) + " could not be pinned (pidfd)";
+  if (!cached && start != 0 && start == ProcessStartTime(cred->pid)) {
+    std::lock_guard<std::mutex> lock(verified_mu);
+    if (verified.size() > 4096) verified.clear();
+    for (unsigned long ino : inodes) verified[{cred->pid, start, ino}] = true;
+  }
   return "";
 }
 

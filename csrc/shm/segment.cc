@@ -78,18 +78,20 @@ std::shared_ptr<Segment> Segment::Create(uint32_t c2s, uint32_t s2c, std::string
     *err = std::string("sizing/sealing the memfd failed: ") + strerror(errno);
     return nullptr;
   }
+  // Only the header is written, with pwrite: the rings are zero (a fresh memfd) and each end
+  // maps them itself when it attaches, so creating costs no mapping at all.
   seg->c2s_bytes_ = c2s;
   seg->s2c_bytes_ = s2c;
-  if (!seg->Map(err)) return nullptr;
-  wire::SegmentHeader* hd = seg->header_;
-  new (&hd->c2s) wire::RingControl();
-  new (&hd->s2c) wire::RingControl();
-  hd->header_bytes = wire::kSegmentHeaderBytes;
-  hd->ring_bytes_c2s = c2s;
-  hd->ring_bytes_s2c = s2c;
-  hd->version = wire::kSegmentVersion;
-  std::atomic_thread_fence(std::memory_order_release);
-  hd->magic = wire::kSegmentMagic;
+  wire::SegmentHeader hd{};  // value-initialized: every counter and flag zero
+  hd.magic = wire::kSegmentMagic;
+  hd.version = wire::kSegmentVersion;
+  hd.header_bytes = wire::kSegmentHeaderBytes;
+  hd.ring_bytes_c2s = c2s;
+  hd.ring_bytes_s2c = s2c;
+  if (pwrite(seg->memfd_, &hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd)) {
+    *err = std::string("writing the segment header failed: ") + strerror(errno);
+    return nullptr;
+  }
   return seg;
 }
 

@@ -15,8 +15,8 @@ namespace fastsock {
 class Segment {
  public:
   ~Segment();
-  // Creates a sealed memfd for rings of c2s/s2c bytes (powers of two, >= 4 KiB) and maps it.
-  // Returns null and sets *err on failure.
+  // Creates a sealed memfd for rings of c2s/s2c bytes (powers of two, >= 4 KiB) and writes its
+  // header; it is not mapped (use Attach). Returns null and sets *err on failure.
   static std::shared_ptr<Segment> Create(uint32_t c2s, uint32_t s2c, std::string* err);
   // Maps a memfd received from a peer after checking everything a hostile peer could get wrong:
   // it is a memfd sealed against shrinking and growing, its size is exactly header + rings,

@@ -110,7 +110,6 @@ export async function connectUnix (req: UnixConnectRequest): Promise<Established
         continue
       }
       debug('unix', 'side channel %s verified: pid %d (pidfd from socket: %s)', name, v.pid, v.pidfdFromSocket)
-      native.growSocketBuffers(fd, UNIX_SOCKET_BUFFER_BYTES)
       return await handshake(fd, address, dialed, req)
     }
   }
@@ -202,6 +201,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
           }), reject)
         return
       }
+      native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES) // it carries the data: size it like TCP's
       finish(null, {
         transport: 'unix',
         probe,
@@ -323,7 +323,6 @@ export class SideChannelListener {
     const handle = (raw as unknown as { _handle: PipeHandle | null })._handle
     if (!handle || !native) return void raw.destroy()
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
-    native.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
     if (this.opts.sameUidOnly) {
       let uid = -1
       try {
@@ -387,6 +386,7 @@ export class SideChannelListener {
           }, e => debug('unix', 'shm setup with a client failed: %s', (e as Error).message))
           return
         }
+        native!.growSocketBuffers(h.fd, UNIX_SOCKET_BUFFER_BYTES) // it carries the data: size it like TCP's
         ;(raw as unknown as { _handle: PipeHandle | null })._handle = null
         raw.destroy()
         this.opts.accept({
