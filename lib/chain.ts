@@ -58,9 +58,12 @@ interface ConnectOptions {
  * A caller asking for a local address or port, or an fd, gets TCP as it asked.
  */
 function declineReason (o: ConnectOptions): string | null {
-  if (o.localAddress !== undefined) return 'localAddress requested'
-  if (o.localPort !== undefined) return 'localPort requested'
+  if (o.localAddress != null && (o.localAddress as unknown) !== '') return 'localAddress requested'
+  if (o.localPort != null && (o.localPort as unknown) !== 0) return 'localPort requested'
   if (o.fd !== undefined) return 'fd given'
+  // A family the host literal does not have: Node's connect decides (TCP), as without fastsock.
+  const lit = typeof o.host === 'string' ? net.isIP(o.host) : 0
+  if ((o.family === 4 || o.family === 6) && lit !== 0 && lit !== o.family) return `family ${o.family} requested for an IPv${lit} address`
   return null
 }
 
@@ -84,7 +87,10 @@ export function connectThroughChain (socket: Socket, args: unknown[]): Socket {
     return s
   }
   const hostOk = options.host === undefined || options.host === null || typeof options.host === 'string'
-  if (!validPort(options.port) || !hostOk || socket.destroyed || (socket as unknown as { _parent: Socket | null })._parent) {
+  const preset = socket as unknown as { _parent: Socket | null, _handle: unknown }
+  // A socket that already has a handle (a TLSSocket's TLSWrap, a socket made from an fd) or a
+  // parent stream connects that handle: Node's own connect.
+  if (!validPort(options.port) || !hostOk || socket.destroyed || preset._parent || preset._handle) {
     // Node's own connect throws or handles these exactly as net does.
     return socket._fsNodeConnect(normalized)
   }

@@ -17,6 +17,7 @@ export type FastsockErrorCode =
   | 'ERR_FASTSOCK_SHM_ONLY'
   | 'ERR_FASTSOCK_STALE_LOAN'
   | 'ERR_FASTSOCK_NATIVE_UNAVAILABLE'
+  | 'ERR_FASTSOCK_NOT_TRANSFERABLE'
 
 export class FastsockError extends Error {
   readonly code: FastsockErrorCode

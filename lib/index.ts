@@ -14,6 +14,7 @@ export { Socket, Socket as Stream, Server }
 export type { SocketOptions, ServerOptions }
 export { transports, TransportAvailability } from './transports/availability'
 export { TRANSPORT_NAMES, TransportName } from './transports/names'
+import type { TransportName } from './transports/names'
 export { FastsockError } from './errors'
 export { clearNegativeCache } from './chain'
 
@@ -42,4 +43,20 @@ export function createServer (connectionListener?: (socket: Socket) => void): Se
 export function createServer (options?: ServerOptions, connectionListener?: (socket: Socket) => void): Server
 export function createServer (options?: ServerOptions | ((socket: Socket) => void), connectionListener?: (socket: Socket) => void): Server {
   return new Server(options as ServerOptions, connectionListener)
+}
+
+/**
+ * The rung carrying `socket`'s connection: its `transport` for a fastsock socket, else the
+ * transport of the socket it wraps (a TLSSocket's `_parent`, followed down), else `'tcp'` for a
+ * connected socket of Node's own with a TCP peer, else null (not connected, or not a socket).
+ * For http, `transportOf(req.socket)` / `transportOf(res.socket)`.
+ */
+export function transportOf (socket: net.Socket | null | undefined): TransportName | null {
+  let s = socket as (net.Socket & { transport?: TransportName | null, _parent?: net.Socket | null }) | null | undefined
+  for (let depth = 0; s && depth < 8; depth++) {
+    if (typeof s.transport === 'string') return s.transport
+    if (s._parent) { s = s._parent; continue }
+    return s.remotePort !== undefined ? 'tcp' : null
+  }
+  return null
 }

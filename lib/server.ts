@@ -16,6 +16,8 @@ import { Socket, kAccepted, AcceptedInfo } from './socket'
 import { TransportName, parseTransports, defaultTransports } from './transports/names'
 import { availability } from './transports/availability'
 import { SideChannelListener, AcceptedFast } from './transports/unix'
+import { originals } from './originals'
+import { debug } from './debug'
 
 const serverSocketChannel = diagnostics.channel('net.server.socket')
 
@@ -48,17 +50,193 @@ interface ClientHandle {
 
 const UV_TCP_IPV6ONLY = 1
 
+/** The fastsock state a net.Server carries (absent on a server core made before the hook). */
+interface FsServerFields {
+  _fsTransports?: TransportName[]
+  _fsSideChannel?: SideChannelListener | null
+  _fsSameUidOnly?: boolean
+  _fsHandshakeTimeoutMs?: number
+  _fsShmPollUs?: number | undefined
+}
+type AnyServer = net.Server & FsServerFields
+
+const nodeListen2 = originals.serverProto._listen2
+const nodeClose = originals.serverProto.close
+
+/**
+ * Node's setupListenHandle (`_listen2`), then fastsock's accept path (connections become fastsock
+ * Sockets) and, for a TCP listener, the side channel. Works on any net.Server: fastsock's own,
+ * and, with the preload hook, every server core makes (http.Server, tls.Server, ...), whose
+ * fastsock settings are then the process defaults (FASTSOCK_TRANSPORTS, same uid only, 2 s).
+ */
+export function listen2 (server: net.Server, args: unknown[]): void {
+  const self = server as unknown as NodeServerInternals
+  nodeListen2.apply(server, args)
+  if (!self._handle) return // listen failed: Node emits the error
+  // A UNIX path or fd listener (no TCP address) keeps Node's accept path: nothing to add there.
+  const addr = server.address()
+  if (addr === null || typeof addr === 'string') return
+  self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server, err, clientHandle)
+  const flags = (args[5] as number | undefined) ?? 0
+  startSideChannel(server as AnyServer, (flags & UV_TCP_IPV6ONLY) !== 0)
+}
+
+/** Stops accepting on every rung (the side channel too), then Node's close(). */
+export function close (server: net.Server, cb?: (err?: Error) => void): net.Server {
+  const s = server as AnyServer
+  s._fsSideChannel?.close()
+  s._fsSideChannel = null
+  return nodeClose.call(server, cb)
+}
+
+/**
+ * Why this server cannot take side-channel clients itself, or null. A cluster worker under
+ * round-robin scheduling listens on a stand-in handle without a kernel socket (the primary owns
+ * the listen socket and hands accepted TCP connections over), so it could not prove it owns the
+ * listener and a client would not trust it: it offers no side channel (docs/transparency.md,
+ * "Cluster").
+ */
+function listenHandleReason (server: net.Server): string | null {
+  const h = (server as unknown as { _handle: { fd?: unknown } | null })._handle
+  if (h && !(typeof h.fd === 'number' && h.fd >= 0)) return 'the listen handle is not a kernel socket here (cluster round-robin worker: the primary owns the listen socket)'
+  // With scheduling 'none' the worker does own the listen socket, but the side channel's own
+  // listen({ fd }) would be routed through the primary (net.js listenInCluster) and fail, leaving
+  // a bound name nobody accepts on: clients would wait out their timeout. TCP, until that is fixed.
+  if ((require('cluster') as import('cluster').Cluster).isWorker) return 'cluster worker (the side channel cannot listen from a worker yet)'
+  return null
+}
+
+function startSideChannel (server: AnyServer, v6only: boolean): void {
+  const transports = server._fsTransports ?? defaultTransports()
+  const offer = {
+    shm: transports.includes('shm') && availability('shm').available,
+    unix: transports.includes('unix') && availability('unix').available
+  }
+  if (!offer.shm && !offer.unix) return
+  const addr = server.address()
+  if (addr === null || typeof addr === 'string') return
+  const why = listenHandleReason(server)
+  if (why) return void debug('server', 'no side channel for %s:%d: %s', addr.address, addr.port, why)
+  server._fsSideChannel?.close()
+  const sc = new SideChannelListener({
+    address: addr.address,
+    port: addr.port,
+    v6only,
+    offer,
+    sameUidOnly: server._fsSameUidOnly ?? true,
+    handshakeTimeoutMs: server._fsHandshakeTimeoutMs ?? 2000,
+    busy: () => {
+      const s = server as unknown as NodeServerInternals
+      if (!s._handle) {
+        // Someone took the listen handle away (cluster's round-robin primary does, to accept
+        // and distribute itself): this server no longer accepts, so neither does its side channel.
+        if (server._fsSideChannel === sc) server._fsSideChannel = null
+        setImmediate(() => sc.close())
+        return 'the server is not accepting connections'
+      }
+      return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
+    },
+    accept: a => acceptFast(server, a)
+  })
+  server._fsSideChannel = sc.listen() ? sc : null
+  if (server._fsSideChannel) {
+    // cluster's round-robin primary takes the listen handle away in its own 'listening'
+    // listener (registered after this one) to accept and distribute connections itself.
+    server.once('listening', () => process.nextTick(() => {
+      if (!(server as unknown as NodeServerInternals)._handle && server._fsSideChannel === sc) {
+        debug('server', 'listen handle taken over (cluster round-robin primary): side channel %s closed', sc.name)
+        sc.close()
+        server._fsSideChannel = null
+      }
+    }))
+  }
+}
+
+function newSocket (server: AnyServer, handle: unknown, accepted: AcceptedInfo): Socket {
+  const hwm = (server as unknown as NodeServerInternals).highWaterMark
+  return new Socket({
+    handle,
+    allowHalfOpen: (server as unknown as { allowHalfOpen: boolean }).allowHalfOpen,
+    pauseOnCreate: (server as unknown as { pauseOnConnect: boolean }).pauseOnConnect,
+    readable: true,
+    writable: true,
+    readableHighWaterMark: hwm,
+    writableHighWaterMark: hwm,
+    [kAccepted]: accepted
+  } as never)
+}
+
+function admit (server: AnyServer, socket: Socket): void {
+  const s = server as unknown as NodeServerInternals
+  s._connections++
+  ;(socket as unknown as { server: net.Server, _server: net.Server }).server = server
+  ;(socket as unknown as { _server: net.Server })._server = server
+  server.emit('connection', socket)
+  if (serverSocketChannel.hasSubscribers) serverSocketChannel.publish({ socket })
+  // A TLSSocket made over a socket without a handle (shm) counts it as connecting until that
+  // socket emits 'connect' (_tls_wrap.js _init): a TLS server would hang. Give it its 'connect'.
+  const h = socket as unknown as { _handle: unknown }
+  if (!h._handle && !socket.destroyed && socket.listenerCount('connect') > 0) socket.emit('connect')
+}
+
+/** Node's onconnection, creating a fastsock Socket. */
+function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHandle): void {
+  if (err) {
+    const e = new Error(`accept ${util.getSystemErrorName(err)}`) as NodeJS.ErrnoException
+    e.errno = err
+    e.code = util.getSystemErrorName(err)
+    e.syscall = 'accept'
+    server.emit('error', e)
+    return
+  }
+  const s = server as unknown as NodeServerInternals
+  if (server.maxConnections && s._connections >= server.maxConnections) {
+    const data: Record<string, unknown> = Object.create(null)
+    if (clientHandle.getsockname) {
+      const l: Record<string, unknown> = {}
+      clientHandle.getsockname(l)
+      data.localAddress = l.address; data.localPort = l.port; data.localFamily = l.family
+    }
+    if (clientHandle.getpeername) {
+      const r: Record<string, unknown> = {}
+      clientHandle.getpeername(r)
+      data.remoteAddress = r.address; data.remotePort = r.port; data.remoteFamily = r.family
+    }
+    server.emit('drop', data)
+    clientHandle.close()
+    return
+  }
+  const socket = newSocket(server, clientHandle, { transport: 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
+  const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
+  if (o.noDelay) socket.setNoDelay(true)
+  if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)
+  admit(server, socket)
+}
+
+/** A connection the side channel verified and handshook: adopt it like a TCP one. */
+function acceptFast (server: AnyServer, a: AcceptedFast): void {
+  if (!server.listening) {
+    ;(a.handle as unknown as ClientHandle | null)?.close()
+    a.shm?.close(true)
+    return
+  }
+  const socket = newSocket(server, a.handle ?? undefined, {
+    transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm, shmPollUs: server._fsShmPollUs
+  })
+  admit(server, socket)
+}
+
 export class Server extends net.Server {
   /** @internal */
-  _fsTransports: TransportName[]
+  declare _fsTransports: TransportName[]
   /** @internal */
-  _fsSideChannel: SideChannelListener | null = null
+  declare _fsSideChannel: SideChannelListener | null
   /** @internal */
-  _fsSameUidOnly: boolean
+  declare _fsSameUidOnly: boolean
   /** @internal */
-  _fsHandshakeTimeoutMs: number
+  declare _fsHandshakeTimeoutMs: number
   /** @internal */
-  _fsShmPollUs: number | undefined
+  declare _fsShmPollUs: number | undefined
 
   constructor (listener?: (socket: Socket) => void)
   constructor (options?: ServerOptions, listener?: (socket: Socket) => void)
@@ -75,6 +253,7 @@ export class Server extends net.Server {
     delete opts.handshakeTimeoutMs
     delete opts.shmPollUs
     super(opts, listener as (socket: net.Socket) => void)
+    this._fsSideChannel = null
     this._fsTransports = transports ?? defaultTransports()
     this._fsSameUidOnly = sameUidOnly
     this._fsHandshakeTimeoutMs = handshakeTimeoutMs
@@ -83,113 +262,12 @@ export class Server extends net.Server {
 
   /** @internal Node's setupListenHandle, then fastsock's accept path and side channel. */
   _listen2 (...args: unknown[]): void {
-    const self = this as unknown as NodeServerInternals
-    ;(net.Server.prototype as unknown as NodeServerInternals)._listen2.apply(this, args)
-    if (!self._handle) return // listen failed: Node emits the error
-    self._handle.onconnection = (err: number, clientHandle: ClientHandle) => this._fsOnTcpConnection(err, clientHandle)
-    const flags = (args[5] as number | undefined) ?? 0
-    this._fsStartSideChannel((flags & UV_TCP_IPV6ONLY) !== 0)
-  }
-
-  private _fsStartSideChannel (v6only: boolean): void {
-    const offer = {
-      shm: this._fsTransports.includes('shm') && availability('shm').available,
-      unix: this._fsTransports.includes('unix') && availability('unix').available
-    }
-    if (!offer.shm && !offer.unix) return
-    const addr = this.address()
-    if (addr === null || typeof addr === 'string') return
-    this._fsSideChannel?.close()
-    const sc = new SideChannelListener({
-      address: addr.address,
-      port: addr.port,
-      v6only,
-      offer,
-      sameUidOnly: this._fsSameUidOnly,
-      handshakeTimeoutMs: this._fsHandshakeTimeoutMs,
-      busy: () => {
-        const s = this as unknown as NodeServerInternals
-        return this.maxConnections && s._connections >= this.maxConnections ? 'maxConnections reached' : null
-      },
-      accept: a => this._fsAcceptFast(a)
-    })
-    this._fsSideChannel = sc.listen() ? sc : null
-  }
-
-  private _fsNewSocket (handle: unknown, accepted: AcceptedInfo): Socket {
-    const hwm = (this as unknown as NodeServerInternals).highWaterMark
-    return new Socket({
-      handle,
-      allowHalfOpen: (this as unknown as { allowHalfOpen: boolean }).allowHalfOpen,
-      pauseOnCreate: (this as unknown as { pauseOnConnect: boolean }).pauseOnConnect,
-      readable: true,
-      writable: true,
-      readableHighWaterMark: hwm,
-      writableHighWaterMark: hwm,
-      [kAccepted]: accepted
-    } as never)
-  }
-
-  private _fsAdmit (socket: Socket): void {
-    const s = this as unknown as NodeServerInternals
-    s._connections++
-    ;(socket as unknown as { server: Server, _server: Server }).server = this
-    ;(socket as unknown as { _server: Server })._server = this
-    this.emit('connection', socket)
-    if (serverSocketChannel.hasSubscribers) serverSocketChannel.publish({ socket })
-  }
-
-  /** Node's onconnection, creating a fastsock Socket. */
-  private _fsOnTcpConnection (err: number, clientHandle: ClientHandle): void {
-    if (err) {
-      const e = new Error(`accept ${util.getSystemErrorName(err)}`) as NodeJS.ErrnoException
-      e.errno = err
-      e.code = util.getSystemErrorName(err)
-      e.syscall = 'accept'
-      this.emit('error', e)
-      return
-    }
-    const s = this as unknown as NodeServerInternals
-    if (this.maxConnections && s._connections >= this.maxConnections) {
-      const data: Record<string, unknown> = Object.create(null)
-      if (clientHandle.getsockname) {
-        const l: Record<string, unknown> = {}
-        clientHandle.getsockname(l)
-        data.localAddress = l.address; data.localPort = l.port; data.localFamily = l.family
-      }
-      if (clientHandle.getpeername) {
-        const r: Record<string, unknown> = {}
-        clientHandle.getpeername(r)
-        data.remoteAddress = r.address; data.remotePort = r.port; data.remoteFamily = r.family
-      }
-      this.emit('drop', data)
-      clientHandle.close()
-      return
-    }
-    const socket = this._fsNewSocket(clientHandle, { transport: 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
-    const o = this as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
-    if (o.noDelay) socket.setNoDelay(true)
-    if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)
-    this._fsAdmit(socket)
-  }
-
-  /** A connection the side channel verified and handshook: adopt it like a TCP one. */
-  private _fsAcceptFast (a: AcceptedFast): void {
-    if (!this.listening) {
-      ;(a.handle as unknown as ClientHandle | null)?.close()
-      a.shm?.close(true)
-      return
-    }
-    const socket = this._fsNewSocket(a.handle ?? undefined, {
-      transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm, shmPollUs: this._fsShmPollUs
-    })
-    this._fsAdmit(socket)
+    listen2(this, args)
   }
 
   /** Stops accepting on every rung (the side channel too); 'close' once all connections end. */
   override close (cb?: (err?: Error) => void): this {
-    this._fsSideChannel?.close()
-    this._fsSideChannel = null
-    return super.close(cb)
+    close(this, cb)
+    return this
   }
 }

@@ -19,6 +19,10 @@ import type { Established, PipeHandle } from './transports/unix'
 import type { ShmEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { errnoError } from './errors'
+import { originals } from './originals'
+
+/** Node's own net.Socket (never the preload hook's replacement). */
+const NodeSocket = originals.Socket
 
 /** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
 export interface SocketOptions extends net.SocketConstructorOpts {
@@ -67,7 +71,7 @@ function outOfRange (name: string, what: string, got: unknown): RangeError {
   e.code = 'ERR_OUT_OF_RANGE'
   return e
 }
-const duplexWrite = net.Socket.prototype.write
+const duplexWrite = NodeSocket.prototype.write
 const noop = (): void => {}
 
 /** A Node-internal symbol found by its description on an object that carries it. */
@@ -88,91 +92,118 @@ function asUint8 (view: ArrayBufferView): Uint8Array {
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 
-export class Socket extends net.Socket {
-  /** The rung carrying this connection: null until connected (or when never connected). */
-  transport: TransportName | null
-  /** @internal chain configuration */
-  _fsTransports: TransportName[]
-  /** @internal */
-  _fsTimeoutMs: number
-  /** @internal TCP view on a rung without a TCP socket */
-  _fsView: TcpView | null
-  /** @internal handshake bytes on the handle's counters */
-  _fsHsRead: number
-  _fsHsWritten: number
-  /** @internal pending readInto requests */
-  _fsReadQueue: ReadIntoRequest[] | null
-  /** @internal what Node assigned to `this.write` (writeAfterFIN), or null for the default */
-  _fsWriteImpl: AnyFn | null
-  /** @internal the onread option as Node sees it (no 'data', no readInto then) */
-  _fsOnread: OnreadSpec | null
-  /** @internal the shm connection when transport === 'shm' (no _handle then) */
-  _fsShm: ShmConnection | null
-  /** @internal */
-  _fsShmRingBytes: number
-  /** @internal */
-  _fsShmPollUs: number
+/** What the constructor keeps from the options until Node's own initialization has run. */
+interface PreparedOptions {
+  nodeOptions: net.SocketConstructorOpts
+  transports: TransportName[] | null
+  timeoutMs: number
+  fsOnread: OnreadSpec | null
+  accepted: AcceptedInfo | undefined
+  ringBytes: number
+  pollUs: number
+}
 
-  constructor (options?: SocketOptions | number) {
-    let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
-    const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
-    const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange('options.transportTimeoutMs', 'a positive number of ms', timeoutMs)
-    // Node's onread takes a Uint8Array (or a function returning one): hand it a byte view of
-    // the caller's typed array and give the caller's callback its own array back.
-    let fsOnread: OnreadSpec | null = null
-    const onread = opts.onread
-    if (onread && typeof onread === 'object' && typeof onread.callback === 'function') {
-      const userCb = onread.callback
-      if (ArrayBuffer.isView(onread.buffer)) {
-        const view = onread.buffer
-        const spec: OnreadSpec = { buffer: asUint8(view), gen: null, current: null, callback: (n: number) => userCb(n, view) }
-        fsOnread = spec
-        opts = { ...opts, onread: { buffer: spec.buffer, callback: spec.callback } as never }
-      } else if (typeof onread.buffer === 'function') {
-        const gen = onread.buffer
-        let last: ArrayBufferView | null = null
-        const spec: OnreadSpec = {
-          buffer: null,
-          gen: () => { last = gen(); return asUint8(last) },
-          current: null,
-          callback: (n: number) => userCb(n, last!)
-        }
-        fsOnread = spec
-        opts = { ...opts, onread: { buffer: spec.gen, callback: spec.callback } as never }
+/**
+ * Validates fastsock's options (throws ERR_FASTSOCK_UNKNOWN_TRANSPORT, RangeError
+ * ERR_OUT_OF_RANGE) and splits them from Node's, before any stream state exists.
+ */
+function prepareOptions (options?: SocketOptions | number): PreparedOptions {
+  let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
+  const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
+  const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange('options.transportTimeoutMs', 'a positive number of ms', timeoutMs)
+  // Node's onread takes a Uint8Array (or a function returning one): hand it a byte view of
+  // the caller's typed array and give the caller's callback its own array back.
+  let fsOnread: OnreadSpec | null = null
+  const onread = opts.onread
+  if (onread && typeof onread === 'object' && typeof onread.callback === 'function') {
+    const userCb = onread.callback
+    if (ArrayBuffer.isView(onread.buffer)) {
+      const view = onread.buffer
+      const spec: OnreadSpec = { buffer: asUint8(view), gen: null, current: null, callback: (n: number) => userCb(n, view) }
+      fsOnread = spec
+      opts = { ...opts, onread: { buffer: spec.buffer, callback: spec.callback } as never }
+    } else if (typeof onread.buffer === 'function') {
+      const gen = onread.buffer
+      let last: ArrayBufferView | null = null
+      const spec: OnreadSpec = {
+        buffer: null,
+        gen: () => { last = gen(); return asUint8(last) },
+        current: null,
+        callback: (n: number) => userCb(n, last!)
       }
-    }
-    const accepted = opts[kAccepted]
-    const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
-    if (!Number.isInteger(ringBytes) || ringBytes < 4096 || ringBytes > 256 * 1024 * 1024 || (ringBytes & (ringBytes - 1)) !== 0) {
-      throw outOfRange('options.shmRingBytes', 'a power of two from 4096 to 268435456', ringBytes)
-    }
-    delete opts.transports
-    delete opts.transportTimeoutMs
-    delete opts.shmRingBytes
-    const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
-    if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange('options.shmPollUs', 'a number of µs in [0, 1e6]', pollUs)
-    delete opts.shmPollUs
-    super(opts as net.SocketConstructorOpts)
-    this.transport = accepted?.transport ?? (opts.fd !== undefined || (opts as { handle?: unknown }).handle ? 'tcp' : null)
-    this._fsTransports = transports ?? defaultTransports()
-    this._fsTimeoutMs = timeoutMs
-    this._fsView = accepted?.view ?? null
-    this._fsHsRead = accepted?.handshakeRead ?? 0
-    this._fsHsWritten = accepted?.handshakeWritten ?? 0
-    this._fsReadQueue = null
-    this._fsWriteImpl = null
-    this._fsOnread = fsOnread
-    this._fsShm = null
-    this._fsShmRingBytes = ringBytes
-    this._fsShmPollUs = pollUs
-    if (accepted?.shm) {
-      // Accepted on shm: no handle, so start the flow Node would start for one.
-      this._fsAttachShm(accepted.shm, accepted.bindShm!)
-      if ((opts as { pauseOnCreate?: boolean }).pauseOnCreate) this.pause()
-      else this.read(0)
+      fsOnread = spec
+      opts = { ...opts, onread: { buffer: spec.gen, callback: spec.callback } as never }
     }
   }
+  const accepted = opts[kAccepted]
+  const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
+  if (!Number.isInteger(ringBytes) || ringBytes < 4096 || ringBytes > 256 * 1024 * 1024 || (ringBytes & (ringBytes - 1)) !== 0) {
+    throw outOfRange('options.shmRingBytes', 'a power of two from 4096 to 268435456', ringBytes)
+  }
+  delete opts.transports
+  delete opts.transportTimeoutMs
+  delete opts.shmRingBytes
+  const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
+  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange('options.shmPollUs', 'a number of µs in [0, 1e6]', pollUs)
+  delete opts.shmPollUs
+  return { nodeOptions: opts as net.SocketConstructorOpts, transports, timeoutMs, fsOnread, accepted, ringBytes, pollUs }
+}
+
+/** fastsock's part of the constructor, once Node's net.Socket constructor has run on `self`. */
+function initFastsock (self: SocketImpl, p: PreparedOptions): void {
+  const opts = p.nodeOptions as net.SocketConstructorOpts & { handle?: unknown, pauseOnCreate?: boolean }
+  const accepted = p.accepted
+  self.transport = accepted?.transport ?? (opts.fd !== undefined || opts.handle ? 'tcp' : null)
+  self._fsTransports = p.transports ?? defaultTransports()
+  self._fsTimeoutMs = p.timeoutMs
+  self._fsView = accepted?.view ?? null
+  self._fsHsRead = accepted?.handshakeRead ?? 0
+  self._fsHsWritten = accepted?.handshakeWritten ?? 0
+  self._fsReadQueue = null
+  self._fsWriteImpl = null
+  self._fsOnread = p.fsOnread
+  self._fsShm = null
+  self._fsShmRingBytes = p.ringBytes
+  self._fsShmPollUs = p.pollUs
+  if (accepted?.shm) {
+    // Accepted on shm: no handle, so start the flow Node would start for one.
+    self._fsAttachShm(accepted.shm, accepted.bindShm!)
+    if (opts.pauseOnCreate) self.pause()
+    else self.read(0)
+  }
+}
+
+/**
+ * The methods and accessors of fastsock's Socket. Never constructed itself: `Socket` (below) is
+ * the constructor, an ES5-style function (core calls `ReflectApply(net.Socket, this, ...)` and
+ * `net.Socket.call(this)` on the replacement, which an ES class constructor refuses), whose
+ * prototype is this class's prototype.
+ */
+export class SocketImpl extends NodeSocket {
+  /** The rung carrying this connection: null until connected (or when never connected). */
+  declare transport: TransportName | null
+  /** @internal chain configuration */
+  declare _fsTransports: TransportName[]
+  /** @internal */
+  declare _fsTimeoutMs: number
+  /** @internal TCP view on a rung without a TCP socket */
+  declare _fsView: TcpView | null
+  /** @internal handshake bytes on the handle's counters */
+  declare _fsHsRead: number
+  declare _fsHsWritten: number
+  /** @internal pending readInto requests */
+  declare _fsReadQueue: ReadIntoRequest[] | null
+  /** @internal what Node assigned to `this.write` (writeAfterFIN), or null for the default */
+  declare _fsWriteImpl: AnyFn | null
+  /** @internal the onread option as Node sees it (no 'data', no readInto then) */
+  declare _fsOnread: OnreadSpec | null
+  /** @internal the shm connection when transport === 'shm' (no _handle then) */
+  declare _fsShm: ShmConnection | null
+  /** @internal */
+  declare _fsShmRingBytes: number
+  /** @internal */
+  declare _fsShmPollUs: number
 
   /** @internal */
   _fsAttachShm (ep: ShmEndpointNative, bind: (onevent: () => void) => void): void {
@@ -201,7 +232,7 @@ export class Socket extends net.Socket {
     const self = this as unknown as { _undestroy: AnyFn }
     if (this.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
     try {
-      ;(net.Socket.prototype.connect as AnyFn).call(this, normalized)
+      ;(NodeSocket.prototype.connect as AnyFn).call(this, normalized)
     } finally {
       delete (self as { _undestroy?: AnyFn })._undestroy
     }
@@ -296,7 +327,22 @@ export class Socket extends net.Socket {
   _writeGeneric (writev: boolean, data: unknown, encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
     const shm = this._fsShm
     if (shm === null || this.connecting) {
-      return (net.Socket.prototype as unknown as { _writeGeneric: AnyFn })._writeGeneric.call(this, writev, data, encoding, cb)
+      if (this.transport === 'unix' && this._fsView !== null) {
+        // A UNIX socket fails a write at once (EPIPE) when the peer has closed; TCP accepts the
+        // first such write (the peer answers with a RST) and fails the next. Do as TCP: the first
+        // EPIPE is a write whose bytes are lost (a TLS close_notify to a peer that already left
+        // must not error), later ones are errors.
+        const done = cb
+        cb = (err?: Error | null) => {
+          const self = this as unknown as { _fsPeerGone?: boolean }
+          if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !self._fsPeerGone) {
+            self._fsPeerGone = true
+            return done(null)
+          }
+          done(err)
+        }
+      }
+      return (NodeSocket.prototype as unknown as { _writeGeneric: AnyFn })._writeGeneric.call(this, writev, data, encoding, cb)
     }
     let bufs: Buffer[]
     if (writev) {
@@ -311,7 +357,7 @@ export class Socket extends net.Socket {
   /** Node's _final; on shm, publishes EOF once every write is in the ring. */
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
-    return (net.Socket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+    return (NodeSocket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
   }
 
   /** Node's; on shm with onread, also restarts the ring reads a callback's `false` stopped. */
@@ -341,10 +387,18 @@ export class Socket extends net.Socket {
     return super.unref()
   }
 
-  /** On shm: destroys with a reset (the peer gets ECONNRESET), like a TCP RST. */
+  /**
+   * On shm: destroys with a reset (the peer gets ECONNRESET), like a TCP RST. On unix (a UNIX
+   * stream socket, which has no RST): destroys, and the peer sees an orderly close (Node's would
+   * throw ERR_INVALID_HANDLE_TYPE for the pipe handle). Otherwise Node's.
+   */
   override resetAndDestroy (): this {
     if (this._fsShm) {
       ;(this as unknown as { resetAndClosing: boolean }).resetAndClosing = true
+      this.destroy()
+      return this
+    }
+    if (this.transport === 'unix' && this._fsView) {
       this.destroy()
       return this
     }
@@ -430,17 +484,17 @@ export class Socket extends net.Socket {
     (this as unknown as { _unrefTimer: AnyFn })._unrefTimer()
   }
 
-  _getpeername (this: Socket): object {
-    return this._fsView ? this._fsView.remote : (net.Socket.prototype as unknown as { _getpeername: AnyFn })._getpeername.call(this)
+  _getpeername (this: SocketImpl): object {
+    return this._fsView ? this._fsView.remote : (NodeSocket.prototype as unknown as { _getpeername: AnyFn })._getpeername.call(this)
   }
 
-  _getsockname (this: Socket): object {
-    return this._fsView ? this._fsView.local : (net.Socket.prototype as unknown as { _getsockname: AnyFn })._getsockname.call(this)
+  _getsockname (this: SocketImpl): object {
+    return this._fsView ? this._fsView.local : (NodeSocket.prototype as unknown as { _getsockname: AnyFn })._getsockname.call(this)
   }
 
   /** Like net's `end()`, and `data` may be any TypedArray or DataView. */
   override end (data?: unknown, encoding?: unknown, cb?: unknown): this {
-    return (net.Socket.prototype.end as AnyFn).call(this, asBuffer(data), encoding, cb)
+    return (NodeSocket.prototype.end as AnyFn).call(this, asBuffer(data), encoding, cb)
   }
 
   /**
@@ -523,7 +577,7 @@ export class Socket extends net.Socket {
       let chunk: Buffer | null
       if (flowingListeners) {
         const emit = this.emit
-        this.emit = function (this: Socket, ev: string | symbol, ...rest: unknown[]) {
+        this.emit = function (this: SocketImpl, ev: string | symbol, ...rest: unknown[]) {
           return ev === 'data' ? false : emit.apply(this, [ev, ...rest] as Parameters<typeof emit>)
         } as typeof this.emit
         try {
@@ -543,25 +597,25 @@ export class Socket extends net.Socket {
 }
 
 const kBytesWrittenName = 'kBytesWritten'
-const nodePending = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'pending')!.get!
-const nodeBufferSize = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'bufferSize')!.get!
-Object.defineProperties(Socket.prototype, {
+const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
+const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
+Object.defineProperties(SocketImpl.prototype, {
   /** Node's: no handle or connecting. On shm (no handle by design): connecting. */
   pending: {
     configurable: true,
     enumerable: true,
-    get (this: Socket): boolean { return this._fsShm ? this.connecting : nodePending.call(this) }
+    get (this: SocketImpl): boolean { return this._fsShm ? this.connecting : nodePending.call(this) }
   },
   bufferSize: {
     configurable: true,
     enumerable: true,
-    get (this: Socket): number | undefined { return this._fsShm ? this.writableLength : nodeBufferSize.call(this) }
+    get (this: SocketImpl): number | undefined { return this._fsShm ? this.writableLength : nodeBufferSize.call(this) }
   },
   /** Bytes received from the peer: application bytes only (handshakes are not counted). */
   bytesRead: {
     configurable: true,
     enumerable: true,
-    get (this: Socket): number {
+    get (this: SocketImpl): number {
       if (this._fsShm) return this._fsShm.bytesRead
       const h = (this as unknown as { _handle: PipeHandle | null })._handle
       const got = h ? h.bytesRead : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, 'kBytesRead')!] ?? 0)
@@ -572,7 +626,7 @@ Object.defineProperties(Socket.prototype, {
   _bytesDispatched: {
     configurable: true,
     enumerable: false,
-    get (this: Socket): number {
+    get (this: SocketImpl): number {
       if (this._fsShm) return this._fsShm.bytesWritten
       const h = (this as unknown as { _handle: PipeHandle | null })._handle
       const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
@@ -586,18 +640,79 @@ Object.defineProperties(Socket.prototype, {
  * `socket.write` itself (on connect, and `writeAfterFIN` after the peer's FIN): the assigned
  * function is kept and called with the converted chunk.
  */
-function fastWrite (this: Socket, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
+function fastWrite (this: SocketImpl, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
   return (this._fsWriteImpl ?? duplexWrite).call(this, asBuffer(chunk), encoding, cb)
 }
-Object.defineProperty(Socket.prototype, 'write', {
+Object.defineProperty(SocketImpl.prototype, 'write', {
   configurable: true,
   enumerable: false,
   get () { return fastWrite },
-  set (this: Socket, fn: AnyFn) { this._fsWriteImpl = fn === duplexWrite ? null : fn }
+  set (this: SocketImpl, fn: AnyFn) { this._fsWriteImpl = fn === duplexWrite ? null : fn }
 })
 
-export interface Socket {
+export interface SocketImpl {
   /** Like net's `write()`, and `chunk` may be any TypedArray or DataView (its raw bytes). */
   write (chunk: string | ArrayBufferView, cb?: (err?: Error | null) => void): boolean
   write (chunk: string | ArrayBufferView, encoding?: BufferEncoding, cb?: (err?: Error | null) => void): boolean
+}
+
+/** A fastsock socket: a `net.Socket` with the failover chain and typed arrays (see SocketImpl). */
+export interface Socket extends SocketImpl {}
+
+/** `Socket` as a value: `new Socket(options)`, `Socket(options)`, `Socket.call(this, options)`. */
+export interface SocketConstructor {
+  new (options?: SocketOptions | number): Socket
+  (options?: SocketOptions | number): Socket
+  readonly prototype: Socket
+}
+
+const fsProto = SocketImpl.prototype
+
+/**
+ * fastsock's Socket constructor. ES5-style, so that it can stand in for `net.Socket` (the preload
+ * hook): `new Socket(opts)`, `Socket(opts)` (returns a new socket, as net.Socket does),
+ * `Socket.call(this, opts)` from an ES5 subclass, `class X extends Socket`, and
+ * `ReflectApply(net.Socket, this, [opts])` as core's own subclasses (TLSSocket, tty streams) do.
+ * On an object whose prototype chain lacks fastsock's prototype (a core subclass set up before
+ * the hook), it runs Node's constructor alone, so that object stays exactly Node's.
+ * Throws ERR_FASTSOCK_UNKNOWN_TRANSPORT and RangeError ERR_OUT_OF_RANGE on bad options.
+ */
+function SocketCtor (this: unknown, options?: SocketOptions | number): Socket | void {
+  const self = this as object | undefined
+  if (new.target === undefined) {
+    if (self !== null && typeof self === 'object' && !fsProto.isPrototypeOf(self) &&
+        Function.prototype[Symbol.hasInstance].call(NodeSocket, self)) {
+      return Reflect.apply(NodeSocket, self, [options]) as void
+    }
+    if (self === null || typeof self !== 'object' || !fsProto.isPrototypeOf(self)) {
+      return new (SocketCtor as unknown as SocketConstructor)(options)
+    }
+  }
+  const prepared = prepareOptions(options)
+  Reflect.apply(NodeSocket, self, [prepared.nodeOptions])
+  initFastsock(self as SocketImpl, prepared)
+}
+SocketCtor.prototype = fsProto
+Object.defineProperty(fsProto, 'constructor', { value: SocketCtor, writable: true, configurable: true, enumerable: false })
+Object.setPrototypeOf(SocketCtor, NodeSocket) // statics, as class inheritance would give
+Object.defineProperty(SocketCtor, 'name', { value: 'Socket' })
+
+export const Socket = SocketCtor as unknown as SocketConstructor
+
+/**
+ * Installed by the preload hook when `net.Socket` becomes fastsock's: sockets core made with
+ * Node's original class (a server's accepted sockets before the hook, stdio streams) still pass
+ * `instanceof net.Socket`. Only for `Socket` itself: a subclass (`class X extends Socket`) keeps
+ * the ordinary check.
+ */
+export function installHasInstance (): void {
+  if (Object.prototype.hasOwnProperty.call(SocketCtor, Symbol.hasInstance)) return
+  Object.defineProperty(SocketCtor, Symbol.hasInstance, {
+    configurable: true,
+    value: function (this: unknown, obj: unknown): boolean {
+      const ordinary = Function.prototype[Symbol.hasInstance]
+      if (this === SocketCtor) return ordinary.call(NodeSocket, obj)
+      return ordinary.call(this, obj)
+    }
+  })
 }

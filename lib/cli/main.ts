@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
- * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport) and
- * `fastsock probe` (which transports this host offers). Exit status: 0 success, 1 failure,
+ * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport),
+ * `fastsock probe` (which transports this host offers) and `fastsock run -- <command>` (runs a
+ * command with fastsock as its `net`). Exit status: 0 success, 1 failure,
  * 2 bad usage (commander's message on stderr).
  */
 import { Command, CommanderError } from 'commander'
 import { killAll } from './children'
 import { pipeCommand } from './pipe/command'
 import { probeCommand } from './probe'
+import { runCommand } from './run'
 
 function program (): Command {
   const version = (() => {
@@ -27,6 +29,9 @@ function program (): Command {
     .exitOverride()
   p.addCommand(copyInherited(p, pipeCommand()))
   p.addCommand(copyInherited(p, probeCommand()))
+  // `run -- cmd --opt`: options after the command are the command's, not fastsock's.
+  p.enablePositionalOptions()
+  p.addCommand(copyInherited(p, runCommand()))
   return p
 }
 

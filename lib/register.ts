@@ -1,0 +1,220 @@
+/**
+ * The preload hook: `node -r fastsock/register app.js`, `node --import fastsock/register app.mjs`,
+ * or `fastsock run -- <command>` (lib/cli/run.ts, which puts it in NODE_OPTIONS). It makes an
+ * unmodified application's `net` fastsock's, so that every connection, including those core and
+ * libraries make (http, https/tls, ws, undici, fetch), goes through the failover chain.
+ *
+ * What it changes, once per process (registering again is a no-op):
+ * - `net.Socket` / `net.Stream`: fastsock's Socket (an ES5-style constructor, with
+ *   `Symbol.hasInstance` so sockets made from Node's original class still pass `instanceof`);
+ * - `net.connect` / `net.createConnection`: fastsock's connect;
+ * - `net.Server.prototype._listen2` and `.close`, in place (http.Server, tls.Server and every
+ *   other core server inherit them): a TCP listener also gets the side channel, and accepted
+ *   connections become fastsock Sockets on every rung;
+ * - `http.Agent.prototype.createConnection` when `http` was loaded before the hook (Node <= 20
+ *   copies net.createConnection into it when `_http_agent` loads);
+ * - `tls.connect`: a client whose destination is on this host, with a fast rung possible, gets a
+ *   TLSSocket over a fastsock socket (`tls.connect({ socket })`); a TLSSocket over a fast rung
+ *   reports the TCP view of the socket under it (remoteAddress, ...);
+ * - `child_process` `send(msg, socket)`: a socket that cannot travel (no kernel handle: shm, or
+ *   still running the chain) throws ERR_FASTSOCK_NOT_TRANSFERABLE instead of being dropped;
+ * - then `module.syncBuiltinESMExports()`, so ESM named imports of `node:net` see all this.
+ * `net.createServer` and `net.Server` stay Node's own (their prototype is patched).
+ *
+ * If the native addon cannot load, the hook warns once (process warning, code
+ * FASTSOCK_NATIVE_UNAVAILABLE) and leaves `net` untouched.
+ */
+import net = require('net')
+import * as nodeModule from 'module'
+import { native, loadError } from './native'
+import { Socket, installHasInstance } from './socket'
+import { listen2, close } from './server'
+import { originals } from './originals'
+import { connect, transportOf } from './index'
+import { FastsockError } from './errors'
+import { defaultTransports } from './transports/names'
+import { availability } from './transports/availability'
+import { isLocalAddress } from './address'
+import { debug } from './debug'
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** What `register()` did in this process. */
+export interface RegisterState {
+  /** True when `net` is fastsock's. */
+  patched: boolean
+  /** Why not, when not patched (the native addon's load error). */
+  reason: string | null
+  /** The file that patched it (two copies of fastsock: the first one wins). */
+  by: string
+}
+
+const STATE = Symbol.for('fastsock.register.state')
+const holder = net as unknown as Record<symbol, RegisterState | undefined>
+
+/**
+ * Patches `net` (and http's agent, tls.connect, child_process send) for this process; see the
+ * module comment. Idempotent: returns the state of the first call. Never throws: without the
+ * native addon it warns once and returns `{ patched: false, reason }`.
+ */
+export function register (): RegisterState {
+  const prev = holder[STATE]
+  if (prev) return prev
+  let state: RegisterState
+  if (!native) {
+    const reason = loadError?.message ?? 'unknown error'
+    state = { patched: false, reason, by: __filename }
+    process.emitWarning(`fastsock: the native addon did not load (${reason}); net is left untouched, connections use Node's TCP`,
+      { code: 'FASTSOCK_NATIVE_UNAVAILABLE' })
+  } else {
+    patch()
+    state = { patched: true, reason: null, by: __filename }
+  }
+  Object.defineProperty(net, STATE, { value: state, enumerable: false })
+  return state
+}
+
+function patch (): void {
+  // Core modules that subclass net.Socket copy its prototype when they load: load them now, so
+  // their classes (TLSSocket, tty streams) stay exactly Node's; they call the replacement
+  // constructor, which runs Node's alone for them (lib/socket.ts).
+  const tls = require('tls') as typeof import('tls')
+  require('tty')
+
+  const n = net as unknown as Record<string, unknown>
+  n.Socket = Socket
+  n.Stream = Socket
+  installHasInstance()
+  n.connect = connect
+  n.createConnection = connect
+
+  const proto = net.Server.prototype as unknown as Record<string, AnyFn>
+  proto._listen2 = function _listen2 (this: net.Server, ...args: unknown[]) { listen2(this, args) }
+  proto.close = function close_ (this: net.Server, cb?: (err?: Error) => void) { return close(this, cb) }
+
+  // Node <= 20: _http_agent copied net.createConnection when it loaded.
+  if ((process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule _http_agent')) {
+    const http = require('http') as typeof import('http')
+    const ap = http.Agent.prototype as unknown as { createConnection: AnyFn }
+    if (ap.createConnection === originals.createConnection) ap.createConnection = connect
+  }
+
+  const nodeTlsConnect = tls.connect as AnyFn
+  ;(tls as unknown as { connect: AnyFn }).connect = function connect_ (...args: unknown[]) {
+    return tlsConnect(nodeTlsConnect, args)
+  }
+
+  // A TLSSocket over a fastsock socket on a fast rung (its _parent) reports that socket's TCP
+  // view: Node's would ask the TLS handle, which has no address there.
+  const tp = tls.TLSSocket.prototype as unknown as Record<string, AnyFn>
+  for (const name of ['_getpeername', '_getsockname']) {
+    const nodeFn = tp[name]
+    tp[name] = function (this: { _parent?: { _fsView?: unknown } & Record<string, AnyFn> | null }) {
+      const parent = this._parent
+      return parent && parent._fsView ? parent[name]() : nodeFn.call(this)
+    }
+  }
+
+  guardChildProcessSend()
+  nodeModule.syncBuiltinESMExports()
+  debug('register', 'net is fastsock\'s (pid %d)', process.pid)
+}
+
+/** tls's normalizeConnectArgs: [options, cb?], options merged from an options argument. */
+function normalizeTlsArgs (list: unknown[]): [Record<string, unknown>, AnyFn | undefined] {
+  const args = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs(list)
+  const options = args[0] as Record<string, unknown>
+  const cb = args[1] as AnyFn | undefined
+  if (typeof list[1] === 'object' && list[1] !== null) Object.assign(options, list[1])
+  else if (typeof list[2] === 'object' && list[2] !== null) Object.assign(options, list[2])
+  return [options, cb ?? undefined]
+}
+
+const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'allowHalfOpen', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
+
+/** Why a TLS client to these options cannot take a fast rung (Node's tls.connect then), or null. */
+function tlsDecline (o: Record<string, unknown>): string | null {
+  if (o.socket) return 'a socket was given'
+  if (o.path != null) return 'a UNIX path'
+  if (o.localAddress != null || o.localPort != null || o.fd != null) return 'localAddress/localPort/fd requested'
+  if (o.port === undefined || o.port === null) return 'no port'
+  const host = typeof o.host === 'string' && o.host !== '' ? o.host : 'localhost'
+  if (host !== 'localhost' && !(net.isIP(host) && isLocalAddress(host))) return `${host} is not known to be local`
+  const chain = o.transports !== undefined ? String(o.transports).split(',') : defaultTransports()
+  const fast = chain.some(t => t !== 'tcp' && availability(t as never)?.available)
+  return fast ? null : 'no fast rung available'
+}
+
+/**
+ * tls.connect over fastsock: when the destination is on this host and a fast rung is possible,
+ * a fastsock socket runs the chain and Node's TLS runs over it (`tls.connect({ socket })`);
+ * otherwise Node's tls.connect, unchanged.
+ */
+function tlsConnect (nodeTlsConnect: AnyFn, args: unknown[]): unknown {
+  const [options, cb] = normalizeTlsArgs(args)
+  const why = tlsDecline(options)
+  if (why) {
+    debug('register', 'tls.connect: Node\'s (%s)', why)
+    return nodeTlsConnect(...args)
+  }
+  const sockOpts: Record<string, unknown> = {}
+  for (const k of TLS_SOCKET_OPTIONS) if (options[k] !== undefined) sockOpts[k] = options[k]
+  const socket = connect(sockOpts as never)
+  const tlsOpts: Record<string, unknown> = { ...options, socket }
+  if (tlsOpts.servername === undefined && typeof options.host === 'string' && !net.isIP(options.host)) tlsOpts.servername = options.host
+  const tlssock = nodeTlsConnect(tlsOpts, cb) as import('tls').TLSSocket
+  if (typeof options.timeout === 'number' && options.timeout > 0) tlssock.setTimeout(options.timeout)
+  // tls.connect leaves a socket it was given to the caller: this one is ours, close it with
+  // tlssock. Its errors reach tlssock (through the JSStreamSocket wrapping it); once tlssock is
+  // gone, a late one (EPIPE on a close_notify to a peer that already left) is only logged.
+  tlssock.once('close', () => socket.destroy())
+  socket.on('error', err => { if (tlssock.destroyed) debug('register', 'tls: inner socket error after close: %s', err.message) })
+  return tlssock
+}
+
+/** Why `handle` cannot be passed to another process, or null (Node handles everything else). */
+function untransferable (handle: unknown): string | null {
+  if (!(handle instanceof originals.Socket)) return null
+  const s = handle as unknown as { _fsShm?: unknown, _handle?: unknown, connecting?: boolean, transport?: string | null }
+  if (s._fsShm) return 'an shm socket has no kernel handle to pass'
+  if (!s._handle && s.connecting) return 'the socket is still connecting (no kernel handle yet)'
+  return null
+}
+
+function guardedSend (send: AnyFn): AnyFn {
+  if ((send as { fastsockGuarded?: boolean }).fastsockGuarded) return send
+  const guarded = function send_ (this: unknown, message: unknown, handle?: unknown, ...rest: unknown[]): unknown {
+    const why = handle != null && typeof handle === 'object' ? untransferable(handle) : null
+    if (why) {
+      throw new FastsockError('ERR_FASTSOCK_NOT_TRANSFERABLE',
+        `fastsock: cannot send this socket to another process: ${why} (transport ${transportOf(handle as net.Socket) ?? 'none'})`)
+    }
+    return send.call(this, message, handle, ...rest)
+  }
+  ;(guarded as { fastsockGuarded?: boolean }).fastsockGuarded = true
+  return guarded
+}
+
+/**
+ * Node's IPC silently drops a socket without a kernel handle (`send(msg, socket)`): make it
+ * throw. `process.send` (this process is a child) is wrapped now; a ChildProcess's `send` is an
+ * own property assigned when its channel is set up, caught by a setter on the prototype.
+ */
+function guardChildProcessSend (): void {
+  const p = process as unknown as { send?: AnyFn }
+  if (typeof p.send === 'function') p.send = guardedSend(p.send)
+  const { ChildProcess } = require('child_process') as typeof import('child_process')
+  const proto = ChildProcess.prototype as object
+  if (Object.getOwnPropertyDescriptor(proto, 'send')) return
+  Object.defineProperty(proto, 'send', {
+    configurable: true,
+    enumerable: false,
+    get () { return undefined },
+    set (this: object, fn: AnyFn) {
+      Object.defineProperty(this, 'send', { value: typeof fn === 'function' ? guardedSend(fn) : fn, writable: true, configurable: true, enumerable: true })
+    }
+  })
+}
+
+/** The state of this process's registration (registering on load: `require('fastsock/register')`). */
+export const state: RegisterState = register()
