@@ -18,6 +18,7 @@ import { availability } from './transports/availability'
 import { SideChannelListener, AcceptedFast } from './transports/unix'
 import { originals } from './originals'
 import { debug } from './debug'
+import { dispatchToWorkers, serveFromPrimary, isRoundRobinWorker, keyOf } from './cluster'
 
 const serverSocketChannel = diagnostics.channel('net.server.socket')
 
@@ -98,11 +99,7 @@ export function close (server: net.Server, cb?: (err?: Error) => void): net.Serv
  */
 function listenHandleReason (server: net.Server): string | null {
   const h = (server as unknown as { _handle: { fd?: unknown } | null })._handle
-  if (h && !(typeof h.fd === 'number' && h.fd >= 0)) return 'the listen handle is not a kernel socket here (cluster round-robin worker: the primary owns the listen socket)'
-  // With scheduling 'none' the worker does own the listen socket, but the side channel's own
-  // listen({ fd }) would be routed through the primary (net.js listenInCluster) and fail, leaving
-  // a bound name nobody accepts on: clients would wait out their timeout. TCP, until that is fixed.
-  if ((require('cluster') as import('cluster').Cluster).isWorker) return 'cluster worker (the side channel cannot listen from a worker yet)'
+  if (h && !(typeof h.fd === 'number' && h.fd >= 0)) return 'the listen handle is not a kernel socket here'
   return null
 }
 
@@ -115,7 +112,8 @@ function startSideChannel (server: AnyServer, v6only: boolean): void {
   if (!offer.shm && !offer.unix) return
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
-  const why = listenHandleReason(server)
+  const rrWorker = isRoundRobinWorker(server)
+  const why = rrWorker ? null : listenHandleReason(server)
   if (why) return void debug('server', 'no side channel for %s:%d: %s', addr.address, addr.port, why)
   server._fsSideChannel?.close()
   const sc = new SideChannelListener({
@@ -138,15 +136,19 @@ function startSideChannel (server: AnyServer, v6only: boolean): void {
     },
     accept: a => acceptFast(server, a)
   })
+  if (rrWorker) {
+    // Round-robin worker: the primary owns the name and hands its clients over (lib/cluster.ts).
+    serveFromPrimary(server, sc, keyOf(addr.address, addr.port))
+    return
+  }
   server._fsSideChannel = sc.listen() ? sc : null
   if (server._fsSideChannel) {
     // cluster's round-robin primary takes the listen handle away in its own 'listening'
-    // listener (registered after this one) to accept and distribute connections itself.
+    // listener (registered after this one) to accept and distribute connections itself: the
+    // side channel then hands its clients to the workers the same way (lib/cluster.ts).
     server.once('listening', () => process.nextTick(() => {
       if (!(server as unknown as NodeServerInternals)._handle && server._fsSideChannel === sc) {
-        debug('server', 'listen handle taken over (cluster round-robin primary): side channel %s closed', sc.name)
-        sc.close()
-        server._fsSideChannel = null
+        dispatchToWorkers(sc, keyOf(addr.address, addr.port))
       }
     }))
   }

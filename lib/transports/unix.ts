@@ -299,7 +299,13 @@ export class SideChannelListener {
     }
     const server = net.createServer({ pauseOnConnect: true }, raw => this.onRaw(raw))
     server.on('error', err => debug('unix', 'side channel %s error: %s', this.name, err.message))
-    server.listen({ fd })
+    if ((require('cluster') as import('cluster').Cluster).isWorker) {
+      // listen({ fd }) would go through the cluster primary (net.js listenInCluster), which
+      // cannot take this fd: set the handle up here, as a lone process's listen would.
+      ;(server as unknown as { _listen2: (...a: unknown[]) => void })._listen2(null, null, null, 511, fd)
+    } else {
+      server.listen({ fd })
+    }
     server.unref()
     this.server = server
     debug('unix', 'side channel listening on @%s', this.name)
@@ -319,7 +325,19 @@ export class SideChannelListener {
     raw.destroySoon()
   }
 
+  /**
+   * Set in a cluster primary whose TCP handle cluster took over (lib/cluster.ts): each client is
+   * handed, unread, to a worker instead of being served here.
+   */
+  handoff: ((raw: net.Socket) => void) | null = null
+
+  /** Serves one side-channel client: `raw` is its connected socket, nothing read yet. */
+  serve (raw: net.Socket): void {
+    this.onRaw(raw)
+  }
+
   private onRaw (raw: net.Socket): void {
+    if (this.handoff) return this.handoff(raw)
     const handle = (raw as unknown as { _handle: PipeHandle | null })._handle
     if (!handle || !native) return void raw.destroy()
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
