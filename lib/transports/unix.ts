@@ -16,6 +16,7 @@ import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmap
 import * as wire from '../wire'
 import { ShmEndpointNative } from '../native'
 import { clientSetup, serverSetup } from './shm'
+import { originals } from '../originals'
 
 /**
  * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
@@ -297,7 +298,7 @@ export class SideChannelListener {
       debug('unix', 'no side channel for %s:%d: %s (clients will use TCP)', this.opts.address, this.opts.port, (err as Error).message)
       return false
     }
-    const server = net.createServer({ pauseOnConnect: true }, raw => this.onRaw(raw))
+    const server = (originals.createServer as typeof net.createServer)({ pauseOnConnect: true })
     server.on('error', err => debug('unix', 'side channel %s error: %s', this.name, err.message))
     if ((require('cluster') as import('cluster').Cluster).isWorker) {
       // listen({ fd }) would go through the cluster primary (net.js listenInCluster), which
@@ -305,6 +306,17 @@ export class SideChannelListener {
       ;(server as unknown as { _listen2: (...a: unknown[]) => void })._listen2(null, null, null, 511, fd)
     } else {
       server.listen({ fd })
+    }
+    // Accept here rather than through Node's onconnection: these internal connections are not
+    // the application's, so they do not go on the 'net.server.socket' diagnostics channel (the
+    // connection the handshake yields is published, as the server's own, when it is adopted).
+    const h = (server as unknown as { _handle: { onconnection: unknown } | null })._handle
+    if (h) {
+      h.onconnection = (err: number, clientHandle: unknown) => {
+        if (err || !clientHandle) return
+        const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
+        this.onRaw(new NodeSocket({ handle: clientHandle, pauseOnCreate: true, readable: true, writable: true }))
+      }
     }
     server.unref()
     this.server = server
