@@ -55,3 +55,31 @@ t.test('the sync pair is refused off shm and with async writes queued', async t 
   t.throws(() => client.writeSync(new Uint8Array(1)), { code: 'ERR_FASTSOCK_SYNC_UNAVAILABLE' })
   t.throws(() => client.readIntoSync(new Uint8Array(1)), { code: 'ERR_FASTSOCK_SYNC_UNAVAILABLE' })
 })
+
+t.test('a worker blocked in readIntoSync can be terminated (no abort)', { skip }, async t => {
+  const { spawnNode } = require('../helpers/util')
+  const child = spawnNode(t, ['-e', `
+    const { Worker } = require('worker_threads')
+    const fastsock = require(${JSON.stringify(require.resolve('../..'))})
+    const w = new Worker(\`
+      const { parentPort } = require('worker_threads')
+      const fastsock = require(${JSON.stringify(require.resolve('../..'))})
+      const server = fastsock.createServer({ transports: ['shm'] }, s => setImmediate(() => {
+        const b = new Uint8Array(8)
+        try { for (;;) { if (s.readIntoSync(b, { spinUs: 1000 }) < 8) break; s.writeSync(b) } } catch {}
+      }))
+      server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
+    \`, { eval: true })
+    w.once('message', port => {
+      const c = fastsock.connect({ port, host: '127.0.0.1', transports: ['shm'] }, () => {
+        c.writeSync(new Uint8Array(8)); c.readIntoSync(new Uint8Array(8))
+        c.destroy()
+        w.terminate().then(() => { console.log(JSON.stringify({ terminated: true })); process.exit(0) })
+      })
+    })
+  `])
+  await child.waitFor(m => m.terminated)
+  const { code, signal } = await child.exited
+  t.equal(signal, null, 'no abort')
+  t.equal(code, 0)
+})
