@@ -6,6 +6,7 @@
  * option, `socket.transport`) and typed arrays (`write(view)`, `readInto(view)`).
  */
 import * as net from 'net'
+import * as diagnostics from 'diagnostics_channel'
 import { Socket, SocketOptions } from './socket'
 import { Server, ServerOptions } from './server'
 
@@ -20,6 +21,7 @@ export { clearNegativeCache } from './chain'
 
 type ConnectListener = () => void
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+const clientSocketChannel = diagnostics.channel('net.client.socket')
 const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
 
 /**
@@ -33,6 +35,8 @@ export function connect (...args: unknown[]): Socket {
   const normalized = normalizeArgs(args)
   const options = normalized[0] as SocketOptions & { timeout?: number }
   const socket = new Socket(options)
+  // As Node's net.connect does: APM tools see every client socket, on every rung.
+  if (clientSocketChannel.hasSubscribers) clientSocketChannel.publish({ socket })
   if (options.timeout) socket.setTimeout(options.timeout)
   return (socket.connect as AnyFn)(normalized)
 }

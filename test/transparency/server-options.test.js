@@ -63,17 +63,15 @@ t.test('close() waits for connections; getConnections() counts every rung', asyn
 t.test('diagnostics_channel: net.server.socket and net.client.socket', async t => {
   forEachRung(t, async (t, rung) => {
     const seen = []
-    // Only TCP-addressed sockets: the side channel's own UNIX listener also publishes its raw
-    // connections there (Node's onconnection does, for every net.Server).
-    const onServer = ({ socket }) => { if (socket.remotePort !== undefined) seen.push(['server', socket.transport]) }
+    // The side channel's own internal connections must not show up here.
+    const onServer = ({ socket }) => seen.push(['server', socket.transport])
     const onClient = ({ socket }) => seen.push(['client', socket instanceof net.Socket])
     dc.subscribe('net.server.socket', onServer)
     dc.subscribe('net.client.socket', onClient)
     t.teardown(() => { dc.unsubscribe('net.server.socket', onServer); dc.unsubscribe('net.client.socket', onClient) })
     await netPair(t, rung)
     t.same(seen.filter(e => e[0] === 'server'), [['server', rung]], 'net.server.socket once, with the fastsock socket')
-    // net.client.socket is published by Node's net.connect for its own sockets; fastsock's chain
-    // publishes nothing there for fast rungs (documented in docs/transparency.md).
+    t.same(seen.filter(e => e[0] === 'client'), [['client', true]], 'net.client.socket once, with a net.Socket')
   })
 })
 
