@@ -29,16 +29,26 @@ const STATE_EOF = 1
 const STATE_RESET = 2
 const STATE_GONE = 4
 
+// Read once per process (every Socket consults them; process.env is a slow lookup).
+let pollUsFromEnv: number | null = null
+let ringBytesFromEnv: number | null = null
+
 /** In-loop polling budget from FASTSOCK_SHM_POLL_US (µs), else 0: never spin unless asked. */
 export function configuredPollUs (): number {
-  const v = Number(process.env.FASTSOCK_SHM_POLL_US ?? 0)
-  return Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : 0
+  if (pollUsFromEnv === null) {
+    const v = Number(process.env.FASTSOCK_SHM_POLL_US ?? 0)
+    pollUsFromEnv = Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : 0
+  }
+  return pollUsFromEnv
 }
 
 /** Ring size from FASTSOCK_SHM_RING_BYTES, else the default. */
 export function configuredRingBytes (): number {
-  const v = Number(process.env.FASTSOCK_SHM_RING_BYTES)
-  return Number.isInteger(v) && v >= 4096 && v <= 256 * 1024 * 1024 && (v & (v - 1)) === 0 ? v : DEFAULT_SHM_RING_BYTES
+  if (ringBytesFromEnv === null) {
+    const v = Number(process.env.FASTSOCK_SHM_RING_BYTES)
+    ringBytesFromEnv = Number.isInteger(v) && v >= 4096 && v <= 256 * 1024 * 1024 && (v & (v - 1)) === 0 ? v : DEFAULT_SHM_RING_BYTES
+  }
+  return ringBytesFromEnv
 }
 
 /** The socket-side hooks a ShmConnection drives (implemented by lib/socket.ts). */
