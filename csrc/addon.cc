@@ -143,22 +143,22 @@ Napi::Value SpinPingPongNsJs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("listenAbstract", Napi::Function::New(env, ListenAbstractJs, "listenAbstract"));
-  exports.Set("connectAbstract", Napi::Function::New(env, ConnectAbstractJs, "connectAbstract"));
-  exports.Set("peerCred", Napi::Function::New(env, PeerCredJs, "peerCred"));
-  exports.Set("verifyListener", Napi::Function::New(env, VerifyListenerJs, "verifyListener"));
-  exports.Set("closeFd", Napi::Function::New(env, CloseFdJs, "closeFd"));
-  exports.Set("growSocketBuffers", Napi::Function::New(env, GrowSocketBuffersJs, "growSocketBuffers"));
-  exports.Set("probeSocketFamily", Napi::Function::New(env, ProbeSocketFamilyJs, "probeSocketFamily"));
-  exports.Set("memcpyTimeNs", Napi::Function::New(env, MemcpyTimeNsJs, "memcpyTimeNs"));
-  exports.Set("spinPingPongNs", Napi::Function::New(env, SpinPingPongNsJs, "spinPingPongNs"));
+  struct Binding {
+    const char* name;
+    Napi::Function::Callback fn;
+  };
+  static const Binding kBindings[] = {
+      {"listenAbstract", ListenAbstractJs},     {"connectAbstract", ConnectAbstractJs},
+      {"peerCred", PeerCredJs},                 {"verifyListener", VerifyListenerJs},
+      {"closeFd", CloseFdJs},                   {"growSocketBuffers", GrowSocketBuffersJs},
+      {"probeSocketFamily", ProbeSocketFamilyJs}, {"memcpyTimeNs", MemcpyTimeNsJs},
+      {"spinPingPongNs", SpinPingPongNsJs},     {"shmCreateSegment", ShmCreateSegment},
+      {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
+      {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
+      {"waitReadable", WaitReadableJs},
+  };
+  for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));
-  exports.Set("shmCreateSegment", Napi::Function::New(env, ShmCreateSegment, "shmCreateSegment"));
-  exports.Set("isEventfd", Napi::Function::New(env, IsEventfd, "isEventfd"));
-  exports.Set("sendFds", Napi::Function::New(env, SendFdsJs, "sendFds"));
-  exports.Set("recvFds", Napi::Function::New(env, RecvFdsJs, "recvFds"));
-  exports.Set("dupFd", Napi::Function::New(env, DupFdJs, "dupFd"));
-  exports.Set("waitReadable", Napi::Function::New(env, WaitReadableJs, "waitReadable"));
   exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;

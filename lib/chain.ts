@@ -217,4 +217,3 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
   socket.destroy(agg)
 }
 
-export { FastsockError }

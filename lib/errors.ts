@@ -28,6 +28,13 @@ export class FastsockError extends Error {
   }
 }
 
+/** Node's shape for an argument outside its range: a RangeError with code ERR_OUT_OF_RANGE. */
+export function outOfRange (message: string): RangeError {
+  const e = new RangeError(message) as RangeError & { code: string }
+  e.code = 'ERR_OUT_OF_RANGE'
+  return e
+}
+
 /** An error shaped like Node's system errors (`code`, `errno`, `syscall`) from a -errno value. */
 export function errnoError (negErrno: number, syscall: string, extra?: string): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(negErrno)

@@ -53,7 +53,7 @@ export interface ShmEndpointNative {
   writable (): number
   armRead (): boolean
   armWrite (): boolean
-  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed. */
+  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes in the ring. */
   state (): number
   shutdown (): void
   close (reset: boolean): void

@@ -9,7 +9,7 @@
  * request is pending stay with the stream ('data' listeners, read(), pipe()), and the next
  * readInto takes those first.
  */
-import { FastsockError } from './errors'
+import { FastsockError, outOfRange } from './errors'
 
 /** One pending readInto: `bytes` is the caller's element range seen as bytes. */
 export interface ReadIntoRequest {
@@ -29,19 +29,14 @@ export function targetBytes (view: unknown, offsetElements?: number, lengthEleme
   const off = offsetElements ?? 0
   const len = lengthElements ?? totalElements - off
   if (!Number.isInteger(off) || off < 0 || off > totalElements) {
-    throw rangeError(`offsetElements must be an integer in [0, ${totalElements}], got ${off}`)
+    throw outOfRange(`readInto: offsetElements must be an integer in [0, ${totalElements}], got ${off}`)
   }
   if (!Number.isInteger(len) || len < 0 || off + len > totalElements) {
-    throw rangeError(`lengthElements must be an integer in [0, ${totalElements - off}], got ${len}`)
+    throw outOfRange(`readInto: lengthElements must be an integer in [0, ${totalElements - off}], got ${len}`)
   }
   return new Uint8Array(view.buffer, view.byteOffset + off * elementSize, len * elementSize)
 }
 
-function rangeError (msg: string): RangeError {
-  const e = new RangeError(`readInto: ${msg}`) as RangeError & { code: string }
-  e.code = 'ERR_OUT_OF_RANGE'
-  return e
-}
 
 /**
  * Copies as much of `chunk` as the queue wants, completing requests in order.

@@ -14,11 +14,10 @@ import * as net from 'net'
 import { TransportName, parseTransports, defaultTransports } from './transports/names'
 import { TcpView } from './address'
 import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './readinto'
-import { FastsockError } from './errors'
 import type { Established, PipeHandle } from './transports/unix'
 import type { ShmEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
-import { errnoError } from './errors'
+import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
 
 /** Node's own net.Socket (never the preload hook's replacement). */
@@ -66,11 +65,6 @@ export interface OnreadSpec {
   callback: (n: number) => boolean | void
 }
 
-function outOfRange (name: string, what: string, got: unknown): RangeError {
-  const e = new RangeError(`${name} must be ${what}, got ${String(got)}`) as RangeError & { code: string }
-  e.code = 'ERR_OUT_OF_RANGE'
-  return e
-}
 const duplexWrite = NodeSocket.prototype.write
 const noop = (): void => {}
 
@@ -111,7 +105,7 @@ function prepareOptions (options?: SocketOptions | number): PreparedOptions {
   let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
   const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
   const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
-  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange('options.transportTimeoutMs', 'a positive number of ms', timeoutMs)
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange(`options.transportTimeoutMs must be a positive number of ms, got ${String(timeoutMs)}`)
   // Node's onread takes a Uint8Array (or a function returning one): hand it a byte view of
   // the caller's typed array and give the caller's callback its own array back.
   let fsOnread: OnreadSpec | null = null
@@ -139,13 +133,13 @@ function prepareOptions (options?: SocketOptions | number): PreparedOptions {
   const accepted = opts[kAccepted]
   const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
   if (!Number.isInteger(ringBytes) || ringBytes < 4096 || ringBytes > 256 * 1024 * 1024 || (ringBytes & (ringBytes - 1)) !== 0) {
-    throw outOfRange('options.shmRingBytes', 'a power of two from 4096 to 268435456', ringBytes)
+    throw outOfRange(`options.shmRingBytes must be a power of two from 4096 to 268435456, got ${String(ringBytes)}`)
   }
   delete opts.transports
   delete opts.transportTimeoutMs
   delete opts.shmRingBytes
   const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
-  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange('options.shmPollUs', 'a number of µs in [0, 1e6]', pollUs)
+  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
   delete opts.shmPollUs
   return { nodeOptions: opts as net.SocketConstructorOpts, transports, timeoutMs, fsOnread, accepted, ringBytes, pollUs }
 }

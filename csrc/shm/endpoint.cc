@@ -205,12 +205,7 @@ void ShmEndpoint::CleanupHook(void* arg) {
   // The environment (a worker, or the process) is going away: release the loop handles and fds
   // while the loop still exists; the JS object may never be finalized.
   // Like the kernel closing a process's TCP sockets: a FIN, or a RST where bytes were left unread.
-  auto* self = static_cast<ShmEndpoint*>(arg);
-  if (!self->closed_) {
-    self->tx_.SetProducerFlag(self->rx_.Readable() > 0 ? wire::kRingReset : wire::kRingEof);
-    self->RingPeer();
-  }
-  self->Teardown();
+  static_cast<ShmEndpoint*>(arg)->PublishCloseAndTeardown(false);
 }
 
 void ShmEndpoint::OnDoorbell(uv_poll_t* h, int, int) {
@@ -352,14 +347,16 @@ void ShmEndpoint::OnIdle(uv_idle_t* h) {
 }
 
 // state() -> bit field: 1 the peer sent EOF, 2 the peer reset, 4 the peer is gone (side channel
-// closed), 8 this endpoint is closed
+// closed), 8 this endpoint is closed, 16 unread bytes in the receive ring. One call, no syscall:
+// what the pump needs to decide between "more work", "end of stream" and "sleep".
 Napi::Value ShmEndpoint::State(const Napi::CallbackInfo& info) {
   uint32_t s = 0;
   if (!closed_) {
     uint32_t f = rx_.ProducerFlags();
     if (f & wire::kRingEof) s |= 1;
     if (f & wire::kRingReset) s |= 2;
-    if (peer_gone_) s |= 4;  // set by the side channel's watcher: no syscall here
+    if (peer_gone_) s |= 4;  // set by the side channel's watcher
+    if (rx_.Readable() > 0) s |= 16;
   } else {
     s |= 8;
   }
@@ -375,31 +372,40 @@ Napi::Value ShmEndpoint::Shutdown(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// close(reset: boolean): reset publishes a RST (the peer errors with ECONNRESET).
+// Publishes the end of this side, as the kernel does when a TCP socket is closed: a RST when
+// asked (`reset`) or when bytes were left unread in the receive ring, else a FIN (EOF; the peer
+// still reads what is in the ring). Then rings the peer and tears down.
+void ShmEndpoint::PublishCloseAndTeardown(bool reset) {
+  if (closed_) return;
+  tx_.SetProducerFlag(reset || rx_.Readable() > 0 ? wire::kRingReset : wire::kRingEof);
+  RingPeer();
+  if (side_fd_ >= 0) shutdown(side_fd_, SHUT_RDWR);
+  Teardown();
+}
+
+// close(reset: boolean): see PublishCloseAndTeardown.
 Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
-  if (!closed_) {
-    bool reset = info.Length() > 0 && info[0].ToBoolean().Value();
-    tx_.SetProducerFlag(reset ? wire::kRingReset : wire::kRingEof);
-    RingPeer();
-    if (side_fd_ >= 0) shutdown(side_fd_, SHUT_RDWR);
-    Teardown();
-  }
+  PublishCloseAndTeardown(info.Length() > 0 && info[0].ToBoolean().Value());
   return info.Env().Undefined();
 }
 
+void ShmEndpoint::SetRefed(bool on) {
+  refed_ = on;
+  for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(idle_), reinterpret_cast<uv_handle_t*>(doorbell_poll_),
+                         reinterpret_cast<uv_handle_t*>(side_poll_)}) {
+    if (!h) continue;
+    if (on) uv_ref(h);
+    else uv_unref(h);
+  }
+}
+
 Napi::Value ShmEndpoint::Ref(const Napi::CallbackInfo& info) {
-  refed_ = true;
-  if (idle_) uv_ref(reinterpret_cast<uv_handle_t*>(idle_));
-  if (doorbell_poll_) uv_ref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
-  if (side_poll_) uv_ref(reinterpret_cast<uv_handle_t*>(side_poll_));
+  SetRefed(true);
   return info.Env().Undefined();
 }
 
 Napi::Value ShmEndpoint::Unref(const Napi::CallbackInfo& info) {
-  refed_ = false;
-  if (idle_) uv_unref(reinterpret_cast<uv_handle_t*>(idle_));
-  if (doorbell_poll_) uv_unref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
-  if (side_poll_) uv_unref(reinterpret_cast<uv_handle_t*>(side_poll_));
+  SetRefed(false);
   return info.Env().Undefined();
 }
 

@@ -19,8 +19,9 @@
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process.
-// - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset the peer sees a
-//   reset (ECONNRESET). Either way the side channel closes, which the peer sees at once.
+// - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
+//   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
+//   closes, which the peer sees at once.
 #pragma once
 
 #include <napi.h>
@@ -74,6 +75,8 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   template <typename Cond>
   int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns);
   void Teardown();
+  void PublishCloseAndTeardown(bool reset);
+  void SetRefed(bool on);
 
   std::shared_ptr<Segment> seg_;
   RingView tx_, rx_;

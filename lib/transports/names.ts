@@ -53,6 +53,3 @@ export function defaultTransports (): TransportName[] {
   debug('chain', 'process chain: %s', processDefault.join(','))
   return processDefault
 }
-
-/** Test hook: forget the cached FASTSOCK_TRANSPORTS value. */
-export function resetDefaultTransports (): void { processDefault = null }

@@ -10,8 +10,7 @@
  * synchronous pair (writeSync / readIntoSync) busy-polls for `spinUs` in the calling thread.
  */
 import { native, ShmEndpointNative } from '../native'
-import { FastsockError, errnoError } from '../errors'
-import { debug } from '../debug'
+import { FastsockError, errnoError, outOfRange } from '../errors'
 import * as wire from '../wire'
 import { ReadIntoRequest, settleFull } from '../readinto'
 import type { OnreadSpec } from '../socket'
@@ -28,6 +27,7 @@ const READ_CHUNK_BYTES = 64 * 1024
 const STATE_EOF = 1
 const STATE_RESET = 2
 const STATE_GONE = 4
+const STATE_READABLE = 16
 
 // Read once per process (every Socket consults them; process.env is a slow lookup).
 let pollUsFromEnv: number | null = null
@@ -80,6 +80,16 @@ function trackLive (c: ShmConnection): void {
     exitHookInstalled = true
     process.once('exit', () => { for (const conn of live) conn.close(false) })
   }
+}
+
+/**
+ * The endpoint's `onevent` before its ShmConnection exists: the endpoint is made during the
+ * setup, the connection (which needs the socket) only when it is adopted. `emit` goes to the
+ * native side; `bind(fn)` routes it to the connection once there is one.
+ */
+export function eventRelay (): { emit: () => void, bind: (fn: () => void) => void } {
+  let target: (() => void) | null = null
+  return { emit: () => target?.(), bind: fn => { target = fn } }
 }
 
 /** Reads exactly one side-channel message (no fds expected) from a raw fd, with a timeout. */
@@ -251,14 +261,16 @@ export class ShmConnection {
     cb()
   }
 
-  /** Tears down; `reset` publishes a RST (else a FIN: the peer still reads what is in the ring). */
+  /**
+   * Tears down: a RST when `reset` or when bytes were left unread, else a FIN (the peer still
+   * reads what is in the ring).
+   */
   close (reset: boolean): void {
     if (this.closed) return
     live.delete(this)
     this.finalCounters = this.ep.counters()
-    const unread = this.ep.readable() > 0
     this.closed = true
-    this.ep.close(reset || unread)
+    this.ep.close(reset) // a RST also when bytes were left unread (decided natively)
     if (this.pending) {
       const p = this.pending
       this.pending = null
@@ -356,12 +368,13 @@ export class ShmConnection {
           continue
         }
       }
+      // Progress made: go round again; what follows runs once nothing moves.
+      if (progress) continue
       // 4. End of stream and peer state, once the ring is drained.
-      // Data steps 1-2 would take now (so that "readable() > 0" below is work they can do).
       const queued = owner._fsReadQueue !== null && owner._fsReadQueue.length > 0
       const wantsData = (queued && owner.readableLength === 0) || (this.reading && (ob !== null || !queued))
       const st = ep.state()
-      if (ep.readable() === 0 && (wantsData || (st & (STATE_RESET | STATE_GONE)) !== 0)) {
+      if ((st & STATE_READABLE) === 0 && (wantsData || (st & (STATE_RESET | STATE_GONE)) !== 0)) {
         if (st & STATE_RESET) return void owner.destroy(errnoError(ECONNRESET, 'read'))
         if (st & STATE_EOF) {
           if (!this.eofPushed) {
@@ -381,12 +394,11 @@ export class ShmConnection {
         p.cb(errnoError(EPIPE, 'write'))
         return
       }
-      if (progress) continue
-      // 5. Nothing moves: sleep on the doorbell, unless arming finds work after all.
+      // 5. Nothing moves: sleep on the doorbell, unless arming finds work after all (armRead
+      // re-checks the ring after raising the flag, so bytes that landed since step 1/2 looked
+      // are never stranded: the producer rings only for an armed consumer).
       let retry = false
-      // Bytes that landed after step 1/2 looked are work now: the producer did not ring (we
-      // had not armed), so returning here would strand them.
-      if (wantsData && !this.eofPushed && (ep.readable() > 0 || !ep.armRead())) retry = true
+      if (wantsData && !this.eofPushed && ((st & STATE_READABLE) !== 0 || !ep.armRead())) retry = true
       if (this.pending && !ep.armWrite()) retry = true
       if (!retry) return
     }
@@ -403,9 +415,7 @@ export class ShmConnection {
     if (this.region === null) this.region = this.ep.txRegion()
     const size = this.region.byteLength / 2
     if (!Number.isInteger(n) || n <= 0 || n > size) {
-      const e = new RangeError(`allocShared: byteLength must be an integer in [1, ${size}] (the ring size), got ${n}`) as RangeError & { code: string }
-      e.code = 'ERR_OUT_OF_RANGE'
-      throw e
+      throw outOfRange(`allocShared: byteLength must be an integer in [1, ${size}] (the ring size), got ${n}`)
     }
     if (this.loan !== null) throw new FastsockError('ERR_FASTSOCK_STALE_LOAN', 'allocShared: the previous loan was not written yet')
     if (this.pending !== null || this.ep.writable() < n) return null
@@ -454,4 +464,3 @@ function syncError (err: unknown): Error {
   return Object.assign(out, { bytesRead: e.bytesRead, bytesWritten: e.bytesWritten })
 }
 
-export function debugShm (fmt: string, ...args: unknown[]): void { debug('shm', fmt, ...args) }

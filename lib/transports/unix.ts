@@ -15,7 +15,7 @@ import { FastsockError, errnoError } from '../errors'
 import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmapV4, dialedAddress } from '../address'
 import * as wire from '../wire'
 import { ShmEndpointNative } from '../native'
-import { clientSetup, serverSetup } from './shm'
+import { clientSetup, serverSetup, eventRelay } from './shm'
 import { originals } from '../originals'
 
 /**
@@ -132,7 +132,8 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     let acc: Buffer = Buffer.alloc(0)
     let done = false
     const started = Date.now()
-    const finish = (err: Error | null, est?: Established): void => {
+    /** Ends the handshake: the probe's listeners and the timer go; the result (or its promise) is settled. */
+    const finish = (err: Error | null, est?: Established | Promise<Established>): void => {
       if (done) return
       done = true
       clearTimeout(timer)
@@ -188,18 +189,12 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
         // The side channel leaves libuv: keep a dup for the shm setup and as the liveness signal.
         const fd2 = native!.dupFd(handle.fd)
         if (fd2 < 0) return finish(errnoError(fd2, 'dup'))
-        probe.removeListener('close', onClose)
-        probe.destroy()
-        done = true
-        clearTimeout(timer)
-        probe.removeListener('data', onData)
-        let target: (() => void) | null = null
+        const relay = eventRelay()
         const remaining = Math.max(1, req.timeoutMs - (Date.now() - started))
-        clientSetup(fd2, req.shmRingBytes, remaining, () => target?.())
-          .then(ep => resolve({
-            transport: 'shm', probe: null, shm: ep, bindShm: fn => { target = fn }, leftover: [], view,
-            handshakeRead: 0, handshakeWritten: 0
-          }), reject)
+        finish(null, clientSetup(fd2, req.shmRingBytes, remaining, relay.emit).then(ep => ({
+          transport: 'shm', probe: null, shm: ep, bindShm: relay.bind, leftover: [], view, handshakeRead: 0, handshakeWritten: 0
+        })))
+        probe.destroy() // closes the original fd; fd2 keeps the socket
         return
       }
       native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES) // it carries the data: size it like TCP's
@@ -410,9 +405,9 @@ export class SideChannelListener {
           const fd2 = native!.dupFd(h.fd)
           raw.destroy()
           if (fd2 < 0) return
-          let target: (() => void) | null = null
-          serverSetup(fd2, this.opts.handshakeTimeoutMs, () => target?.()).then(ep => {
-            this.opts.accept({ transport: 'shm', handle: null, shm: ep, bindShm: fn => { target = fn }, view, handshakeRead: 0, handshakeWritten: 0 })
+          const relay = eventRelay()
+          serverSetup(fd2, this.opts.handshakeTimeoutMs, relay.emit).then(ep => {
+            this.opts.accept({ transport: 'shm', handle: null, shm: ep, bindShm: relay.bind, view, handshakeRead: 0, handshakeWritten: 0 })
           }, e => debug('unix', 'shm setup with a client failed: %s', (e as Error).message))
           return
         }
