@@ -31,6 +31,7 @@ function clusterModule (): import('cluster').Cluster {
   return require('cluster') as import('cluster').Cluster
 }
 
+/** The key a primary and its workers share for one listener: "<address>|<port>". */
 export function keyOf (address: string, port: number): string {
   return `${address}|${port}`
 }

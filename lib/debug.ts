@@ -6,6 +6,7 @@ import { format } from 'util'
 
 export const debugEnabled = /^(1|true|yes|on)$/i.test(process.env.FASTSOCK_DEBUG ?? '')
 
+/** Prints one decision line when FASTSOCK_DEBUG is on (util.format-style `fmt`); else nothing. */
 export function debug (scope: string, fmt: string, ...args: unknown[]): void {
   if (!debugEnabled) return
   process.stderr.write(`fastsock ${process.pid} ${scope}: ${format(fmt, ...args)}\n`)

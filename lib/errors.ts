@@ -19,6 +19,7 @@ export type FastsockErrorCode =
   | 'ERR_FASTSOCK_NATIVE_UNAVAILABLE'
   | 'ERR_FASTSOCK_NOT_TRANSFERABLE'
 
+/** An error of fastsock's own; `code` says which (ERR_FASTSOCK_*), `cause` carries the underlying one. */
 export class FastsockError extends Error {
   readonly code: FastsockErrorCode
   constructor (code: FastsockErrorCode, message: string, options?: { cause?: unknown }) {

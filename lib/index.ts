@@ -40,6 +40,7 @@ export function connect (...args: unknown[]): Socket {
   if (options.timeout) socket.setTimeout(options.timeout)
   return (socket.connect as AnyFn)(normalized)
 }
+/** Alias of `connect`, as in `net`. */
 export const createConnection = connect
 
 /** Creates a fastsock Server, as net.createServer. */

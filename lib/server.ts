@@ -228,6 +228,11 @@ function acceptFast (server: AnyServer, a: AcceptedFast): void {
   admit(server, socket)
 }
 
+/**
+ * fastsock's server: `net.Server` plus, on a TCP listener, the side channel that lets fastsock
+ * clients on this host in over shm or unix (see the module comment). Options: ServerOptions.
+ * `instanceof net.Server`; its connections are fastsock Sockets on every rung.
+ */
 export class Server extends net.Server {
   /** @internal */
   declare _fsTransports: TransportName[]

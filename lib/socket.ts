@@ -691,6 +691,10 @@ Object.defineProperty(fsProto, 'constructor', { value: SocketCtor, writable: tru
 Object.setPrototypeOf(SocketCtor, NodeSocket) // statics, as class inheritance would give
 Object.defineProperty(SocketCtor, 'name', { value: 'Socket' })
 
+/**
+ * fastsock's Socket (see the module comment): callable with or without `new`, and as
+ * `Socket.call(this, options)` from ES5-style subclasses (TLSSocket), as `net.Socket` is.
+ */
 export const Socket = SocketCtor as unknown as SocketConstructor
 
 /**

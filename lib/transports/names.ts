@@ -8,6 +8,7 @@ import { debug } from '../debug'
 export const TRANSPORT_NAMES = ['shm', 'unix', 'verbs', 'rsocket', 'smc', 'sdp', 'tcp'] as const
 export type TransportName = typeof TRANSPORT_NAMES[number]
 
+/** True when `s` names a rung of the chain. */
 export function isTransportName (s: unknown): s is TransportName {
   return typeof s === 'string' && (TRANSPORT_NAMES as readonly string[]).includes(s)
 }
