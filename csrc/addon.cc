@@ -11,6 +11,7 @@
 
 #include "fdpass.h"
 #include "limits.h"
+#include "rdma/probe.h"
 #include "shm/endpoint.h"
 #include "sidechannel.h"
 #include "source_hash.h"
@@ -155,7 +156,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"spinPingPongNs", SpinPingPongNsJs},     {"shmCreateSegment", ShmCreateSegment},
       {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
-      {"waitReadable", WaitReadableJs},
+      {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

@@ -14,7 +14,9 @@ import * as dns from 'dns'
 import type { Socket } from './socket'
 import { TransportName, parseTransports } from './transports/names'
 import { availability } from './transports/availability'
-import { connectUnix, NotOffered } from './transports/unix'
+import { connectUnix, NotOffered, Established } from './transports/unix'
+import { remoteRung, RemoteRung } from './transports/remote'
+import './transports/rungs'
 import { isLocalAddress } from './address'
 import { debug, debugEnabled } from './debug'
 import { FastsockError } from './errors'
@@ -134,6 +136,35 @@ function lookupAll (options: ConnectOptions): Promise<string[]> {
   })
 }
 
+/**
+ * One attempt on a cross-host rung (lib/transports/remote.ts), with its events and the negative
+ * cache. The established connection, or null (the error is pushed to `errors`).
+ */
+async function tryRemote (socket: Socket, remote: RemoteRung, host: string, addresses: string[], port: number,
+  errors: Error[]): Promise<Established | null> {
+  const rung = remote.name
+  const key = `${rung}|${addresses.join(',')}|${port}`
+  const hit = cached(key)
+  if (hit !== null) {
+    debug('chain', 'skip %s for %s:%d: cached (%s)', rung, host, port, hit)
+    return null
+  }
+  socket.emit('transportAttempt', { transport: rung })
+  const started = Date.now()
+  try {
+    const est = await remote.connect({ host, addresses, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed })
+    debug('chain', '%s:%d -> %s in %d ms', host, port, rung, Date.now() - started)
+    return est
+  } catch (err) {
+    const e = err as Error & { notOffered?: boolean }
+    debug('chain', '%s failed for %s:%d after %d ms: %s', rung, host, port, Date.now() - started, e.message)
+    errors.push(e)
+    negativeCache.set(key, { until: Date.now() + (e.notOffered ? NOT_OFFERED_TTL_MS : FAILURE_TTL_MS), reason: e.message })
+    socket.emit('transportAttemptFailed', { transport: rung, error: e })
+    return null
+  }
+}
+
 async function runChain (socket: Socket, options: ConnectOptions, rungs: TransportName[]): Promise<void> {
   const port = Number(options.port)
   const host = options.host || 'localhost'
@@ -149,7 +180,6 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
       socket._fsNodeConnect(normalizeArgs([options]))
       return
     }
-    if (rung !== 'unix' && rung !== 'shm') continue // other fast rungs are not in this build (availability says so)
     if (addresses === null) {
       try {
         addresses = await lookupAll(options)
@@ -158,6 +188,20 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
         addresses = []
       }
       if (socket.destroyed) return
+    }
+    const remote = rung !== 'unix' && rung !== 'shm' ? remoteRung(rung) : undefined
+    if (rung !== 'unix' && rung !== 'shm') {
+      if (remote === undefined || addresses.length === 0) continue
+      const est = await tryRemote(socket, remote, host, addresses, port, errors)
+      if (est === null) continue
+      if (socket.destroyed) {
+        est.probe?.destroy()
+        est.shm?.close(true)
+        return
+      }
+      const lookup: [string, number, string] | null = net.isIP(host) ? null : [addresses[0], net.isIP(addresses[0]), host]
+      socket._fsAdopt(est, lookup)
+      return
     }
     const local = addresses.filter(isLocalAddress)
     if (local.length === 0) {
@@ -189,8 +233,9 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
         est.shm?.close(true)
         return
       }
-      debug('chain', '%s:%d -> %s (%s)', host, port, est.transport, est.view.remote.address)
-      const lookup: [string, number, string] | null = net.isIP(host) ? null : [est.view.remote.address, net.isIP(est.view.remote.address), host]
+      const remoteAddress = est.view!.remote.address
+      debug('chain', '%s:%d -> %s (%s)', host, port, est.transport, remoteAddress)
+      const lookup: [string, number, string] | null = net.isIP(host) ? null : [remoteAddress, net.isIP(remoteAddress), host]
       socket._fsAdopt(est, lookup)
       return
     } catch (err) {

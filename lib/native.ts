@@ -39,9 +39,19 @@ export interface NativeCore {
   dupFd (fd: number): number
   /** One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. */
   waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
+  /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
+  rdmaProbe (): RdmaProbe
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
   napiVersion: number
+}
+
+/** rdmaProbe(): rdma-core's presence and its devices. */
+export interface RdmaProbe {
+  loaded: boolean
+  rsocket: boolean
+  error: string
+  devices: Array<{ name: string, transport: 'ib' | 'iwarp' | 'other', ports: Array<{ port: number, active: boolean, linkLayer: string }> }>
 }
 
 /** The JS face of csrc/shm/endpoint.h (see its contract). Byte counts are plain numbers. */
@@ -77,7 +87,7 @@ export interface ShmEndpointNative {
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
-  'sendFds', 'recvFds', 'dupFd', 'waitReadable'
+  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe'
 ]
 
 let loaded: NativeCore | null = null

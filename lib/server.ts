@@ -18,6 +18,8 @@ import { availability } from './transports/availability'
 import { SideChannelListener, AcceptedFast } from './transports/unix'
 import { originals } from './originals'
 import { debug } from './debug'
+import { remoteRungs, RemoteListener } from './transports/remote'
+import './transports/rungs'
 import { dispatchToWorkers, serveFromPrimary, isRoundRobinWorker, keyOf } from './cluster'
 
 const serverSocketChannel = diagnostics.channel('net.server.socket')
@@ -58,6 +60,10 @@ interface FsServerFields {
   _fsSameUidOnly?: boolean
   _fsHandshakeTimeoutMs?: number
   _fsShmPollUs?: number | undefined
+  /** Listeners of the cross-host rungs (verbs, rsocket) beside the TCP one. */
+  _fsRemoteListeners?: RemoteListener[]
+  /** The rung whose socket the TCP listener is (smc), if any. */
+  _fsListenRung?: TransportName
 }
 type AnyServer = net.Server & FsServerFields
 
@@ -72,14 +78,54 @@ const nodeClose = originals.serverProto.close
  */
 export function listen2 (server: net.Server, args: unknown[]): void {
   const self = server as unknown as NodeServerInternals
+  const transports = (server as AnyServer)._fsTransports ?? defaultTransports()
+  // A rung that must own the TCP listener itself (smc) supplies its socket as the fd to adopt.
+  const [address, port, addressType, , fd, flags] = args as [string, number, number, number, number | undefined, number | undefined]
+  if ((fd === undefined || fd === -1) && typeof port === 'number' && port >= 0 && !isRoundRobinWorker(server)) {
+    for (const r of remoteRungs()) {
+      if (!r.listenFd || !transports.includes(r.name) || !availability(r.name).available) continue
+      const own = r.listenFd(address, port, addressType, flags ?? 0)
+      if (own !== null) {
+        args = [...args]
+        args[4] = own
+        ;(server as AnyServer)._fsListenRung = r.name
+        break
+      }
+    }
+  }
   nodeListen2.apply(server, args)
   if (!self._handle) return // listen failed: Node emits the error
   // A UNIX path or fd listener (no TCP address) keeps Node's accept path: nothing to add there.
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
   self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server, err, clientHandle)
-  const flags = (args[5] as number | undefined) ?? 0
-  startSideChannel(server as AnyServer, (flags & UV_TCP_IPV6ONLY) !== 0)
+  const v6only = ((flags ?? 0) & UV_TCP_IPV6ONLY) !== 0
+  startSideChannel(server as AnyServer, v6only)
+  startRemoteListeners(server as AnyServer, transports, v6only)
+}
+
+/** Every cross-host rung that listens beside TCP (verbs, rsocket) starts here. */
+function startRemoteListeners (server: AnyServer, transports: TransportName[], v6only: boolean): void {
+  const addr = server.address()
+  if (addr === null || typeof addr === 'string') return
+  for (const l of server._fsRemoteListeners ?? []) l.close()
+  server._fsRemoteListeners = []
+  if (isRoundRobinWorker(server) || listenHandleReason(server)) return
+  for (const r of remoteRungs()) {
+    if (!r.listen || !transports.includes(r.name) || !availability(r.name).available) continue
+    const l = r.listen({
+      address: addr.address,
+      port: addr.port,
+      v6only,
+      busy: () => {
+        const s = server as unknown as NodeServerInternals
+        if (!s._handle) return 'the server is not accepting connections'
+        return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
+      },
+      accept: a => acceptFast(server, a)
+    })
+    if (l) server._fsRemoteListeners.push(l)
+  }
 }
 
 /** Stops accepting on every rung (the side channel too), then Node's close(). */
@@ -87,6 +133,8 @@ export function close (server: net.Server, cb?: (err?: Error) => void): net.Serv
   const s = server as AnyServer
   s._fsSideChannel?.close()
   s._fsSideChannel = null
+  for (const l of s._fsRemoteListeners ?? []) l.close()
+  s._fsRemoteListeners = []
   return nodeClose.call(server, cb)
 }
 
@@ -208,7 +256,7 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     clientHandle.close()
     return
   }
-  const socket = newSocket(server, clientHandle, { transport: 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
+  const socket = newSocket(server, clientHandle, { transport: server._fsListenRung ?? 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
   const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
   if (o.noDelay) socket.setNoDelay(true)
   if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)

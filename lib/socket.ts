@@ -235,10 +235,11 @@ export class SocketImpl extends NodeSocket {
 
   /** @internal Takes over the connected pipe handle the unix rung established. */
   _fsAdopt (est: Established, lookup: [string, number, string] | null): void {
-    if (est.transport === 'shm') {
-      if (this.destroyed) return void est.shm!.close(true)
-      this._fsAttachShm(est.shm!, est.bindShm!)
-      this.transport = 'shm'
+    if (est.shm !== null) {
+      // A native endpoint without a kernel handle (shm, verbs).
+      if (this.destroyed) return void est.shm.close(true)
+      this._fsAttachShm(est.shm, est.bindShm!)
+      this.transport = est.transport
       this._fsView = est.view
       ;(this as unknown as { connecting: boolean }).connecting = false
       this._fsUnrefTimer()
@@ -321,7 +322,7 @@ export class SocketImpl extends NodeSocket {
   _writeGeneric (writev: boolean, data: unknown, encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
     const shm = this._fsShm
     if (shm === null || this.connecting) {
-      if (this.transport === 'unix' && this._fsView !== null) {
+      if ((this.transport === 'unix' || this.transport === 'rsocket') && this._fsView !== null) {
         // A UNIX socket fails a write at once (EPIPE) when the peer has closed; TCP accepts the
         // first such write (the peer answers with a RST) and fails the next. Do as TCP: the first
         // EPIPE is a write whose bytes are lost (a TLS close_notify to a peer that already left
@@ -392,7 +393,7 @@ export class SocketImpl extends NodeSocket {
       this.destroy()
       return this
     }
-    if (this.transport === 'unix' && this._fsView) {
+    if ((this.transport === 'unix' || this.transport === 'rsocket') && this._fsView) {
       this.destroy()
       return this
     }

@@ -2,7 +2,9 @@
  * Which rungs this host offers, and why the others are off. Computed once per process: a rung
  * that is absent here is skipped by every connect without cost.
  */
-import { native, loadError } from '../native'
+import { native, loadError, RdmaProbe } from '../native'
+import { remoteRung } from './remote'
+import './rungs'
 import { TRANSPORT_NAMES, TransportName } from './names'
 import * as util from 'util'
 
@@ -36,13 +38,47 @@ function compute (name: TransportName): TransportAvailability {
       if (process.platform !== 'linux' || typeof native.ShmEndpoint !== 'function') return { name, available: false, reason: 'needs Linux (memfd, eventfd)' }
       return { name, available: true, reason: 'shared-memory rings (memfd + eventfd doorbells) negotiated over the side channel' }
     case 'verbs':
-    case 'rsocket':
-      return { name, available: false, reason: 'not in this build yet (RDMA rungs)' }
+    case 'rsocket': {
+      if (!native) return { name, available: false, reason: nativeMissing }
+      const why = rdmaMissing()
+      if (why) return { name, available: false, reason: why }
+      const devs = activeDevices()
+      if (name === 'rsocket' && !rdma()!.rsocket) return { name, available: false, reason: 'librdmacm has no rsocket API' }
+      if (!remoteRung(name)) return { name, available: false, reason: `not in this build (devices: ${devs})` }
+      return { name, available: true, reason: name === 'verbs' ? `RC queue pairs over RDMA CM on ${devs}` : `rsockets (librdmacm) on ${devs}` }
+    }
     case 'smc':
-      return { name, available: false, reason: `not in this build yet; ${familyNote(AF_SMC, 'AF_SMC')}` }
-    case 'sdp':
-      return { name, available: false, reason: `not in this build yet; ${familyNote(AF_INET_SDP, 'AF_INET_SDP')}` }
+    case 'sdp': {
+      const [family, label] = name === 'smc' ? [AF_SMC, 'AF_SMC'] : [AF_INET_SDP, 'AF_INET_SDP']
+      const note = familyNote(family, label)
+      if (!native || native.probeSocketFamily(family) !== 0) return { name, available: false, reason: note }
+      if (!remoteRung(name)) return { name, available: false, reason: `not in this build; ${note}` }
+      return { name, available: true, reason: note }
+    }
   }
+}
+
+let probe: RdmaProbe | null | undefined
+
+/** rdma-core as the addon found it (null without the addon). Probed once per process. */
+export function rdma (): RdmaProbe | null {
+  if (probe === undefined) probe = native ? native.rdmaProbe() : null
+  return probe
+}
+
+/** Why no RDMA rung can run here, or null. */
+function rdmaMissing (): string | null {
+  const p = rdma()
+  if (!p) return 'native addon not loaded'
+  if (!p.loaded) return `rdma-core not available: ${p.error}`
+  if (p.devices.length === 0) return `no RDMA devices${p.error ? ` (${p.error})` : ''}`
+  if (!p.devices.some(d => d.ports.some(x => x.active))) return `no active RDMA port (devices: ${p.devices.map(d => d.name).join(', ')})`
+  return null
+}
+
+/** 'rxe0 (ib), siw0 (iwarp)': the devices with an active port. */
+function activeDevices (): string {
+  return rdma()!.devices.filter(d => d.ports.some(x => x.active)).map(d => `${d.name} (${d.transport})`).join(', ')
 }
 
 let cache: Map<TransportName, TransportAvailability> | null = null

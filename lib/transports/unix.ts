@@ -17,6 +17,7 @@ import * as wire from '../wire'
 import { ShmEndpointNative } from '../native'
 import { clientSetup, serverSetup, eventRelay } from './shm'
 import { originals } from '../originals'
+import type { TransportName } from './names'
 
 /**
  * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
@@ -54,17 +55,20 @@ export class NotOffered extends Error {}
  * handle; on `shm` it wraps `shm` (the endpoint) and binds its events with `bindShm`.
  */
 export interface Established {
-  transport: 'unix' | 'shm'
-  /** Internal socket that owns the connected pipe handle until the caller adopts it (unix). */
+  transport: TransportName
+  /**
+   * Internal socket that owns the connected handle until the caller adopts it (unix, and the
+   * kernel-fd rungs: rsocket's bridge, smc, sdp).
+   */
   probe: net.Socket | null
-  /** The shm endpoint (shm). */
+  /** The native endpoint (shm, verbs): a socket without a kernel handle. */
   shm: ShmEndpointNative | null
   /** Routes the endpoint's events to its connection object (shm). */
   bindShm: ((onevent: () => void) => void) | null
   /** Application bytes that arrived with ACCEPT, in order. */
   leftover: Buffer[]
-  /** The TCP view this end reports (remote = what it dialed). */
-  view: TcpView
+  /** The TCP view this end reports (remote = what it dialed); null: the handle's own addresses. */
+  view: TcpView | null
   /** Handshake bytes on the handle's counters, to keep them out of bytesRead/bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
@@ -240,13 +244,14 @@ function allocateClientPort (): number {
 
 /** What a server needs to know about an accepted side-channel connection to adopt it. */
 export interface AcceptedFast {
-  transport: 'unix' | 'shm'
-  /** The connected pipe handle (unix). */
+  transport: TransportName
+  /** The connected handle (unix; a pipe or TCP handle on the kernel-fd rungs). */
   handle: PipeHandle | null
   /** The endpoint and its event binding (shm). */
   shm: ShmEndpointNative | null
   bindShm: ((onevent: () => void) => void) | null
-  view: TcpView
+  /** The TCP view; null: the handle's own addresses are the truth (smc, sdp). */
+  view: TcpView | null
   handshakeRead: number
   handshakeWritten: number
 }

@@ -38,6 +38,23 @@ function forEachRung (t, fn, { timeout = 30000, only } = {}) {
   }
 }
 
+/**
+ * Where the cross-host rungs are tested: the address of the RDMA device to dial (inside
+ * ../shared/tools/rdma-vm: RDMAVM_IP = rxe0's 10.0.0.1, or siw0's RDMAVM_SIW_IP when
+ * FASTSOCK_TEST_RDMA_DEV=siw), and for smc the address SMC-R serves (RDMAVM_SMC_IP). Servers
+ * for these rungs listen on every interface, as a real server would.
+ */
+const RDMA_IP = process.env.FASTSOCK_TEST_RDMA_DEV === 'siw' ? process.env.RDMAVM_SIW_IP : process.env.RDMAVM_IP
+const REMOTE_HOSTS = {
+  verbs: RDMA_IP,
+  rsocket: RDMA_IP,
+  smc: process.env.RDMAVM_SMC_IP || RDMA_IP
+}
+/** The address a client on `rung` dials by default (null: the rung's usual local address). */
+function rungHost (rung) {
+  return REMOTE_HOSTS[rung] || null
+}
+
 /** The address a client dials to reach a server listening on `listenHost`. */
 function dialFor (listenHost) {
   if (listenHost === undefined || listenHost === '0.0.0.0' || listenHost === '::') return '127.0.0.1'
@@ -52,7 +69,12 @@ function dialFor (listenHost) {
  * `listenOptions` (merged into `{ port: 0, host: listenHost }`) makes the server listen with an
  * options object. `onConnection(socket)` runs synchronously in the server's 'connection' event.
  */
-async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost = '127.0.0.1', listenOptions, connectHost, t, onConnection, connectTimeoutMs = 5000 } = {}) {
+async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost, listenOptions, connectHost, t, onConnection, connectTimeoutMs = 5000 } = {}) {
+  if (listenHost === undefined) listenHost = rungHost(rung) ? '0.0.0.0' : '127.0.0.1'
+  if (connectHost === undefined && rungHost(rung)) connectHost = rungHost(rung)
+  // The emulated CPU of the RDMA guest makes connection set-up slow: give each rung its time.
+  if (rungHost(rung)) clientOptions = { transportTimeoutMs: 20000, ...clientOptions }
+  if (rungHost(rung)) connectTimeoutMs = Math.max(connectTimeoutMs, 30000)
   const server = fastsock.createServer({ transports: ALL_RUNGS, ...serverOptions })
   const accepted = []
   const gotConnection = new Promise(resolve => {
@@ -87,4 +109,4 @@ async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost 
   return { server, client, serverSocket, port, close, accepted }
 }
 
-module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor }
+module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost }

@@ -1,0 +1,68 @@
+/**
+ * The contract of the cross-host rungs (`verbs`, `rsocket`, `smc`, `sdp`): each is a module with
+ * a `connect` the chain calls and, optionally, a `listen` a fastsock server calls for every TCP
+ * listener it opens, so that the rung answers on "the same port" in its own port space
+ * (docs/transports.md says what that means per rung). Same-host rungs (shm, unix) go through
+ * the side channel instead (lib/transports/unix.ts).
+ */
+import type { TransportName } from './names'
+import type { Established, AcceptedFast } from './unix'
+
+/** What the chain asks a rung to reach. */
+export interface RemoteConnectRequest {
+  /** The host as the caller gave it, and its resolved addresses, in order. */
+  host: string
+  addresses: string[]
+  port: number
+  /** The whole attempt must end (connected or failed, resources released) within this. */
+  timeoutMs: number
+  /** True once the socket was destroyed: stop, release everything. */
+  aborted: () => boolean
+}
+
+/** What a fastsock server asks a rung to listen on, beside its TCP listener. */
+export interface RemoteListenRequest {
+  /** The TCP listener's bound address as Node reports it ('0.0.0.0', '::', or a literal). */
+  address: string
+  port: number
+  v6only: boolean
+  /** A reason to turn the client away now (maxConnections, not accepting), or null. */
+  busy: () => string | null
+  /** Hands an established connection to the server. */
+  accept: (a: AcceptedFast) => void
+}
+
+/** A rung's listener: closed with the server. */
+export interface RemoteListener {
+  close (): void
+}
+
+/** The module of one cross-host rung. */
+export interface RemoteRung {
+  name: TransportName
+  /**
+   * Connects, or rejects with an Error; `notOffered: true` on the error means "nobody answers
+   * this rung there" (cached briefly), anything else is a failure (cached longer).
+   */
+  connect (req: RemoteConnectRequest): Promise<Established>
+  /** Starts listening; null when this rung cannot serve that address (reason in FASTSOCK_DEBUG). */
+  listen? (req: RemoteListenRequest): RemoteListener | null
+  /**
+   * For a rung whose listener must BE the TCP listener (smc: AF_SMC shares the TCP port space
+   * and accepts plain TCP clients too): a bound, not yet listening, socket fd that Node's
+   * listen then adopts in place of its own TCP socket, or null to leave Node's TCP listener.
+   * Arguments are Node's _listen2 ones.
+   */
+  listenFd? (address: string, port: number, addressType: number, flags: number): number | null
+}
+
+const registry = new Map<TransportName, RemoteRung>()
+
+/** Registers a rung module (each lib/transports/<rung>.ts calls this once). */
+export function registerRemoteRung (r: RemoteRung): void { registry.set(r.name, r) }
+
+/** The module of a cross-host rung, if this build has one. */
+export function remoteRung (name: TransportName): RemoteRung | undefined { return registry.get(name) }
+
+/** Every registered cross-host rung. */
+export function remoteRungs (): RemoteRung[] { return [...registry.values()] }
