@@ -12,6 +12,7 @@
 #include "fdpass.h"
 #include "limits.h"
 #include "rdma/probe.h"
+#include "rdma/bridge.h"
 #include "shm/endpoint.h"
 #include "sidechannel.h"
 #include "source_hash.h"
@@ -157,6 +158,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
       {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
+      {"rsocketConnect", RsocketConnectJs},     {"rsocketListen", RsocketListenJs},
+      {"rsocketClose", RsocketCloseJs},         {"rdmaDeviceForAddress", RdmaDeviceForAddressJs},
+      {"rsocketThreads", RsocketThreadsJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

@@ -41,6 +41,19 @@ export interface NativeCore {
   waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
   /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
   rdmaProbe (): RdmaProbe
+  /**
+   * Rung rsocket (csrc/rdma/bridge.h): connects in a helper thread within timeoutMs, then bridges
+   * the rsocket to a socketpair; cb gets the JS end's fd and the rsocket's names, or why not.
+   */
+  rsocketConnect? (address: string, port: number, timeoutMs: number, cb: (o: RsocketOutcome) => void): void
+  /** rbind + rlisten (throws with errno/syscall); cb per accepted, bridged connection. The listener id. */
+  rsocketListen? (address: string, port: number, backlog: number, cb: (o: RsocketOutcome) => void): number
+  /** Stops an rsocket listener; false when it had already ended. */
+  rsocketClose? (id: number): boolean
+  /** The RDMA device owning a local address (rdma_bind_addr), or null. */
+  rdmaDeviceForAddress? (address: string): { name: string, transport: 'ib' | 'iwarp' | 'other' } | null
+  /** rsocket helper threads alive in this process (bridges, accept and connect threads). */
+  rsocketThreads? (): number
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
   napiVersion: number
@@ -52,6 +65,21 @@ export interface RdmaProbe {
   rsocket: boolean
   error: string
   devices: Array<{ name: string, transport: 'ib' | 'iwarp' | 'other', ports: Array<{ port: number, active: boolean, linkLayer: string }> }>
+}
+
+/** What an rsocket helper thread reports: a bridged connection (fd set), or a failure (errno set). */
+export interface RsocketOutcome {
+  fd?: number
+  local?: { address: string, port: number }
+  remote?: { address: string, port: number }
+  /** The RDMA device carrying the connection (client side). */
+  device?: string
+  /** Negative errno, the failing call, and a sentence for the error message. */
+  errno?: number
+  syscall?: string
+  reason?: string
+  /** Nobody answers with rsockets there (no RDMA route, iWARP, REJECTED). */
+  notOffered?: boolean
 }
 
 /** The JS face of csrc/shm/endpoint.h (see its contract). Byte counts are plain numbers. */
