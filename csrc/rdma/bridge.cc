@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -307,64 +308,130 @@ struct Direction {
 
 bool Transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
 
-void Bridge(int rs, int sp, int stop_efd) {
+// How long a bridge whose JS end is closed waits for the peer's EOF after passing ours on (like
+// TCP's FIN_WAIT2 timeout for an orphaned socket), in ms.
+constexpr int kLingerMs = 60000;
+
+// How a bridge ends.
+enum class Ending {
+  kOrderly,    // both directions saw EOF (or the linger ran out): rclose, close
+  kResetJs,    // the rsocket failed or the peer reset: JS must see ECONNRESET
+  kResetPeer,  // JS reset (or left with bytes arriving): rclose without a prior EOF
+  kStop,       // stop eventfd: close everything
+};
+
+// Closes the bridge end so that the JS end reads ECONNRESET: a UNIX stream socket closed with
+// bytes unread in its receive queue sets ECONNRESET on its peer. One byte is put there through a
+// short-lived dup of the JS end, once its inode proves it is still the same socket.
+void CloseWithReset(int sp, int js_fd, ino_t js_ino) {
+  int d = fcntl(js_fd, F_DUPFD_CLOEXEC, 0);
+  if (d >= 0) {
+    struct stat st;
+    if (fstat(d, &st) == 0 && st.st_ino == js_ino) {
+      char byte = 0;
+      ssize_t n = send(d, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)n;
+    }
+    close(d);
+  }
+  close(sp);
+}
+
+// The bridge end of the socketpair, and the JS end's fd and inode (for CloseWithReset).
+struct SocketpairEnds {
+  int sp = -1;
+  int js_fd = -1;
+  ino_t js_ino = 0;
+};
+
+void Bridge(int rs, SocketpairEnds ends, int stop_efd) {
   const RdmaLib* L = Rdma();
+  const int sp = ends.sp;
   Direction r2s;  // rsocket -> socketpair (bytes from the peer, to JS)
   Direction s2r;  // socketpair -> rsocket (bytes from JS, to the peer)
-  bool sp_hup = false;
-  bool rs_failed = false;
+  bool sp_hup = false;  // JS closed its end entirely
+  int64_t linger_until = 0;
+  Ending ending = Ending::kOrderly;
   for (;;) {
     r2s.compact();
     s2r.compact();
     pollfd fds[3] = {};
     fds[0].fd = rs;
     fds[0].events = static_cast<short>((!r2s.eof && r2s.room() > 0 ? POLLIN : 0) | (s2r.len > 0 ? POLLOUT : 0));
-    fds[1].fd = sp;
+    fds[1].fd = sp_hup ? -1 : sp;  // a hung-up fd would wake rpoll at once, forever
     fds[1].events = static_cast<short>((!s2r.eof && s2r.room() > 0 ? POLLIN : 0) | (r2s.len > 0 ? POLLOUT : 0));
     fds[2].fd = stop_efd;
     fds[2].events = POLLIN;
-    int n = L->rpoll(fds, 3, -1);
+    int timeout = linger_until ? static_cast<int>(std::max<int64_t>(0, linger_until - NowMs())) : -1;
+    int n = L->rpoll(fds, 3, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
-      rs_failed = true;
+      ending = Ending::kResetJs;
       break;
     }
-    if (fds[2].revents) break;
+    if (fds[2].revents) {
+      ending = Ending::kStop;
+      break;
+    }
+    if (n == 0 && linger_until && NowMs() >= linger_until) break;  // the peer never sent its EOF
     if (fds[1].revents & POLLHUP) sp_hup = true;
+    const short rev = fds[0].revents;
 
-    // rsocket -> buffer
-    if ((fds[0].events & POLLIN) && fds[0].revents) {
+    // rsocket -> buffer. EOF while we still write is the peer's reset (rclose without a prior
+    // rshutdown(SHUT_WR) leaves this rsocket disconnected: POLLHUP), else its orderly EOF.
+    if ((fds[0].events & POLLIN) && rev) {
       ssize_t k = L->rrecv(rs, r2s.tail(), r2s.room(), 0);
-      if (k > 0) r2s.len += static_cast<size_t>(k);
-      else if (k == 0) r2s.eof = true;
-      else if (!Transient(errno)) {
-        rs_failed = true;
+      if (k > 0) {
+        r2s.len += static_cast<size_t>(k);
+      } else if (k == 0) {
+        if (!s2r.shut && (rev & (POLLHUP | POLLERR))) {
+          ending = Ending::kResetJs;
+          break;
+        }
+        r2s.eof = true;
+      } else if (!Transient(errno)) {
+        ending = Ending::kResetJs;
         break;
       }
     }
+    if (rev & POLLERR) {
+      ending = Ending::kResetJs;
+      break;
+    }
     // buffer -> socketpair
     if (r2s.len > 0) {
-      ssize_t k = send(sp, r2s.buf.data() + r2s.off, r2s.len, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (k > 0) r2s.consumed(static_cast<size_t>(k));
-      else if (k < 0 && !Transient(errno)) break;  // JS end gone (EPIPE) or reset: end the rsocket
+      ssize_t k = sp_hup ? -1 : send(sp, r2s.buf.data() + r2s.off, r2s.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (sp_hup) errno = EPIPE;
+      if (k > 0) {
+        r2s.consumed(static_cast<size_t>(k));
+      } else if (k < 0 && !Transient(errno)) {
+        ending = Ending::kResetPeer;  // JS is gone and bytes keep coming: a reset, as TCP does
+        break;
+      }
     }
     if (r2s.eof && r2s.len == 0 && !r2s.shut) {
-      shutdown(sp, SHUT_WR);
+      if (!sp_hup) shutdown(sp, SHUT_WR);
       r2s.shut = true;
     }
     // socketpair -> buffer
     if ((fds[1].events & POLLIN) && fds[1].revents) {
       ssize_t k = recv(sp, s2r.tail(), s2r.room(), MSG_DONTWAIT);
-      if (k > 0) s2r.len += static_cast<size_t>(k);
-      else if (k == 0) s2r.eof = true;
-      else if (!Transient(errno)) break;  // ECONNRESET: JS destroyed with bytes unread
+      if (k > 0) {
+        s2r.len += static_cast<size_t>(k);
+      } else if (k == 0) {
+        s2r.eof = true;
+      } else if (!Transient(errno)) {
+        ending = Ending::kResetPeer;  // ECONNRESET: JS destroyed with bytes unread
+        break;
+      }
     }
     // buffer -> rsocket
     if (s2r.len > 0) {
       ssize_t k = L->rsend(rs, s2r.buf.data() + s2r.off, s2r.len, 0);
-      if (k > 0) s2r.consumed(static_cast<size_t>(k));
-      else if (k < 0 && !Transient(errno)) {
-        rs_failed = true;
+      if (k > 0) {
+        s2r.consumed(static_cast<size_t>(k));
+      } else if (k < 0 && !Transient(errno)) {
+        ending = Ending::kResetJs;
         break;
       }
     }
@@ -373,17 +440,20 @@ void Bridge(int rs, int sp, int stop_efd) {
       s2r.shut = true;
     }
     if (r2s.shut && s2r.shut) break;  // both directions ended in order
-    if (s2r.shut && sp_hup) break;    // JS closed its end: nobody reads what the peer sends
-    if (fds[0].revents & (POLLERR | POLLNVAL)) {
-      rs_failed = true;
-      break;
-    }
+    if (sp_hup && s2r.shut && linger_until == 0) linger_until = NowMs() + kLingerMs;
   }
-  (void)rs_failed;
-  // On an rsocket failure the socketpair is closed with whatever JS sent still unread, which the
-  // kernel turns into ECONNRESET on the JS side; otherwise this is an orderly close.
-  L->rclose(rs);
-  close(sp);
+  L->rclose(rs);  // without a prior rshutdown(SHUT_WR) the peer reads this as a reset
+  if (ending == Ending::kResetJs) CloseWithReset(sp, ends.js_fd, ends.js_ino);
+  else close(sp);
+}
+
+SocketpairEnds Ends(const int sv[2]) {
+  SocketpairEnds e;
+  e.sp = sv[1];
+  e.js_fd = sv[0];
+  struct stat st;
+  if (fstat(sv[0], &st) == 0) e.js_ino = st.st_ino;
+  return e;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -522,6 +592,7 @@ void ConnectThread(ConnectJob* job) {
   auto* o = new Outcome();
   int rs = Connect(job, o);
   int sv[2] = {-1, -1};
+  SocketpairEnds ends;
   if (rs >= 0) {
     int r = MakeSocketpair(sv);
     if (r < 0) {
@@ -533,11 +604,12 @@ void ConnectThread(ConnectJob* job) {
     } else {
       Names(rs, o);
       o->fd = sv[0];
+      ends = Ends(sv);  // before JS owns (and may close) sv[0]
     }
   }
   Post(job->tsfn, o);
   job->tsfn.Release();
-  if (rs >= 0) Bridge(rs, sv[1], job->worker->stop_efd);
+  if (rs >= 0) Bridge(rs, ends, job->worker->stop_efd);
   Registry::Get()->Remove(job->worker);
   delete job;
 }
@@ -551,8 +623,8 @@ struct ListenJob {
   Worker* worker = nullptr;
 };
 
-void BridgeThread(int rs, int sp, Worker* w) {
-  Bridge(rs, sp, w->stop_efd);
+void BridgeThread(int rs, SocketpairEnds ends, Worker* w) {
+  Bridge(rs, ends, w->stop_efd);
   Registry::Get()->Remove(w);
 }
 
@@ -587,7 +659,7 @@ void AcceptThread(ListenJob* job) {
     auto* o = new Outcome();
     Names(rs, o);
     o->fd = sv[0];
-    std::thread(BridgeThread, rs, sv[1], w).detach();
+    std::thread(BridgeThread, rs, Ends(sv), w).detach();
     Post(job->tsfn, o);
   }
   L->rclose(job->ls);

@@ -14,10 +14,15 @@
 //   - EOF: read 0 from the rsocket -> shutdown(SHUT_WR) on the socketpair once the buffer is
 //     flushed, and read 0 from the socketpair -> rshutdown(SHUT_WR); the other direction goes on
 //     (half-open).
-//   - errors: an rsocket error (peer gone) closes the socketpair end without reading what the JS
-//     side still had queued, so that JS sees ECONNRESET when it had unread bytes in flight and
-//     EOF otherwise; a reset from JS (ECONNRESET/EPIPE on the socketpair) or the JS end fully
-//     closed ends the rsocket (rclose; the peer sees the disconnect).
+//   - resets: rsockets have no RST, but an rclose() not preceded by rshutdown(SHUT_WR) leaves the
+//     peer's rsocket disconnected (rpoll: POLLHUP) while it could still write, which an orderly
+//     close never does. So a bridge whose JS end reset (ECONNRESET on the socketpair, or JS gone
+//     while bytes keep arriving) rcloses at once, and a bridge that reads EOF with POLLHUP while
+//     its own write side is open (or whose rsocket fails: peer process killed) closes its
+//     socketpair end with a byte unread in its receive queue, which the kernel turns into
+//     ECONNRESET on the JS end, as TCP's RST would.
+//   - orderly close: once JS closed its end and the EOF went out, the bridge waits (up to
+//     kLingerMs) for the peer's EOF before rclose, like an orphaned TCP socket in FIN_WAIT2.
 //   - stop: each thread polls its own eventfd too; rsocketClose(id), the environment's cleanup
 //     hook and process exit write it, and the thread closes everything and ends.
 //
