@@ -355,26 +355,32 @@ void Bridge(int rs, SocketpairEnds ends, int stop_efd) {
   for (;;) {
     r2s.compact();
     s2r.compact();
+    // The socketpair end polls POLLHUP whatever the mask once both of its directions are shut
+    // (JS closed its end, or JS's EOF and ours crossed), so after that it is only polled while
+    // bytes JS wrote before its EOF may still be queued there: they must still reach the peer.
+    const bool sp_read = !s2r.eof && s2r.room() > 0;
+    const bool sp_polled = !sp_hup || sp_read;
     pollfd fds[3] = {};
     fds[0].fd = rs;
     fds[0].events = static_cast<short>((!r2s.eof && r2s.room() > 0 ? POLLIN : 0) | (s2r.len > 0 ? POLLOUT : 0));
-    fds[1].fd = sp_hup ? -1 : sp;  // a hung-up fd would wake rpoll at once, forever
-    fds[1].events = static_cast<short>((!s2r.eof && s2r.room() > 0 ? POLLIN : 0) | (r2s.len > 0 ? POLLOUT : 0));
-    fds[2].fd = stop_efd;
-    fds[2].events = POLLIN;
+    fds[1].fd = stop_efd;
+    fds[1].events = POLLIN;
+    fds[2].fd = sp;  // last, so that it can be left out: rpoll takes no negative fds
+    fds[2].events = static_cast<short>((sp_read ? POLLIN : 0) | (!sp_hup && r2s.len > 0 ? POLLOUT : 0));
     int timeout = linger_until ? static_cast<int>(std::max<int64_t>(0, linger_until - NowMs())) : -1;
-    int n = L->rpoll(fds, 3, timeout);
+    int n = L->rpoll(fds, sp_polled ? 3 : 2, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
       ending = Ending::kResetJs;
       break;
     }
-    if (fds[2].revents) {
+    if (fds[1].revents) {
       ending = Ending::kStop;
       break;
     }
     if (n == 0 && linger_until && NowMs() >= linger_until) break;  // the peer never sent its EOF
-    if (fds[1].revents & POLLHUP) sp_hup = true;
+    const short sp_rev = sp_polled ? fds[2].revents : 0;
+    if (sp_rev & POLLHUP) sp_hup = true;
     const short rev = fds[0].revents;
 
     // rsocket -> buffer. EOF while we still write is the peer's reset (rclose without a prior
@@ -414,7 +420,7 @@ void Bridge(int rs, SocketpairEnds ends, int stop_efd) {
       r2s.shut = true;
     }
     // socketpair -> buffer
-    if ((fds[1].events & POLLIN) && fds[1].revents) {
+    if ((fds[2].events & POLLIN) && sp_rev) {
       ssize_t k = recv(sp, s2r.tail(), s2r.room(), MSG_DONTWAIT);
       if (k > 0) {
         s2r.len += static_cast<size_t>(k);
