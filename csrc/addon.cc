@@ -12,6 +12,7 @@
 #include "fdpass.h"
 #include "limits.h"
 #include "rdma/probe.h"
+#include "rdma/verbs.h"
 #include "shm/endpoint.h"
 #include "sidechannel.h"
 #include "source_hash.h"
@@ -160,6 +161,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));
+  InitVerbs(env, exports);
   exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;

@@ -39,11 +39,50 @@ export interface NativeCore {
   dupFd (fd: number): number
   /** One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. */
   waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
+  /**
+   * Connects an RDMA RC queue pair to addr:port (iwarpPort on iWARP devices) with RDMA CM.
+   * cb(err) with err.code ETIMEDOUT / ECONNREFUSED (rejected) / EHOSTUNREACH (no RDMA route) /
+   * EPROTO, or cb(null, endpoint, info). Throws (with code) when it cannot even start.
+   */
+  verbsConnect (addr: string, port: number, iwarpPort: number, options: Record<string, unknown>,
+    cb: (err: Error | null, ep?: VerbsEndpointNative, info?: VerbsInfo) => void): void
+  /** An RDMA CM listener on one local address; throws (code ENODEV, EADDRINUSE, ...). */
+  VerbsListener: new (addr: string, port: number, iwarpPort: number, backlog: number, options: Record<string, unknown>,
+    onconnection: (ep: VerbsEndpointNative, info: VerbsInfo) => void) => { close (): void, transport: 'ib' | 'iwarp', port: number, device: string }
   /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
   rdmaProbe (): RdmaProbe
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
   napiVersion: number
+}
+
+/** Addresses of a verbs connection (RDMA CM's view) and its device. */
+export interface VerbsInfo {
+  localAddress: string, localPort: number, localFamily: string
+  remoteAddress: string, remotePort: number, remoteFamily: string
+  device: string
+}
+
+/** csrc/rdma/verbs.cc's endpoint: the ShmEndpoint surface the pump uses, plus its own. */
+export interface VerbsEndpointNative {
+  write (view: ArrayBufferView): number
+  readInto (view: ArrayBufferView): number
+  read (maxBytes: number): Buffer | null
+  readable (): number
+  writable (): number
+  armRead (): boolean
+  armWrite (): boolean
+  state (): number
+  shutdown (): void
+  close (reset: boolean): void
+  ref (): void
+  unref (): void
+  counters (): [number, number]
+  setPollUs (us: number): void
+  setOnEvent (fn: () => void): void
+  /** Protocol counters: credits, rndvThreshold, eager/rendezvous counts, registration cache. */
+  stats (): Record<string, number | string | boolean>
+  info (): VerbsInfo
 }
 
 /** rdmaProbe(): rdma-core's presence and its devices. */

@@ -460,14 +460,26 @@ export class SocketImpl extends NodeSocket {
    * RangeError ERR_OUT_OF_RANGE when byteLength exceeds the ring.
    */
   allocShared (byteLength: number): Uint8Array | null {
-    if (!this._fsShm) {
+    if (!this._fsShm || this.transport !== 'shm') {
       throw new FastsockError('ERR_FASTSOCK_SHM_ONLY', `allocShared needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     return this._fsShm.allocShared(byteLength)
   }
 
+  /**
+   * The protocol counters of a socket on a native endpoint rung, or null elsewhere. On `verbs`:
+   * { eagerBytes, peerEagerBytes, recvBuffers, credits, rndvThreshold (bytes), eagerSent,
+   * rndvSent, rndvReceived, rndvDirect (READs straight into a readInto array), creditMessages,
+   * starved, regCacheHits, regCacheMisses, regCacheEvictions, regCacheBytes, regCacheEntries,
+   * regCacheCapacity, device, iwarp }.
+   */
+  transportStats (): Record<string, number | string | boolean> | null {
+    const ep = this._fsShm?.ep as unknown as { stats?: () => Record<string, number | string | boolean> } | undefined
+    return ep && typeof ep.stats === 'function' && !this.destroyed ? ep.stats() : null
+  }
+
   private _fsSyncConnection (): ShmConnection {
-    if (!this._fsShm) {
+    if (!this._fsShm || this.transport !== 'shm') {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', `synchronous I/O needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     if (this.destroyed) throw errnoError(-32, 'write')
