@@ -67,7 +67,7 @@ t.test('addresses', async t => {
         })
         t.same(shape(client, serverSocket), expected, 'same addresses and families as net over TCP')
         checkPorts(t, port, client, serverSocket)
-      })
+      }, { loopback: true })
     })
   }
 })

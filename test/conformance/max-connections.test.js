@@ -46,7 +46,7 @@ forEachRung(t, async (t, rung) => {
   const [[s3]] = await within(Promise.all([once(server, 'connection'), once(third, 'connect')]), 5000, 'a new connection after the first closed')
   t.equal(third.transport, rung, `accepted on ${rung} again (a busy refusal is not cached)`)
   t.equal(s3.transport, rung)
-})
+}, { loopback: true })
 
 forEachRung(t, async (t, rung) => {
   const { server, client, port } = await pair(rung, { t })
