@@ -19,6 +19,7 @@ import type { ShmEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
+import { smcInfoOf, SmcInfo } from './transports/smc'
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -472,6 +473,16 @@ export class SocketImpl extends NodeSocket {
     }
     if (this.destroyed) throw errnoError(-32, 'write')
     return this._fsShm
+  }
+
+  /**
+   * On transport 'smc' (either end): what the kernel really runs the connection on, from
+   * smc_diag: `{ mode: 'SMCR' | 'SMCD' | 'TCP', fallbackReason, fallbackText, peerDiagnosis }`
+   * ('TCP': SMC fell back to TCP inside the socket, `fallbackReason` says why). null on other
+   * transports, or when the kernel does not list the socket (closed).
+   */
+  smcInfo (): SmcInfo | null {
+    return this.transport === 'smc' ? smcInfoOf(this) : null
   }
 
   /** @internal */

@@ -3,3 +3,5 @@
  * once by the chain and the server; a rung whose module is absent from this list is simply not
  * in this build.
  */
+import './smc'
+import './sdp'
