@@ -154,11 +154,13 @@ void StartWait(const Napi::CallbackInfo& info, int events, const char* usage) {
   uv_timer_init(loop, &w->timer);
   uv_poll_start(&w->poll, events, [](uv_poll_t* h, int status, int) {
     Waiter* w = static_cast<Waiter*>(h->data);
-    if (status >= 0 && w->connecting) {
-      // The outcome of a non-blocking connect: SO_ERROR (0 once connected).
+    if (w->connecting) {
+      // The outcome of a non-blocking connect is SO_ERROR (0 once connected). libuv reports a
+      // POLLERR (a refused connect) as status UV_EBADF: SO_ERROR has the real reason then too.
       int err = 0;
       socklen_t len = sizeof err;
-      status = getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ? -errno : -err;
+      if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err != 0) status = -err;
     }
     Fire(w, status < 0 ? status : 0);
   });
