@@ -161,6 +161,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       // smc, sdp (csrc/kernelsock.h)
       {"waitConnected", WaitConnectedJs},       {"connectStream", ConnectStreamJs},
       {"bindStream", BindStreamJs},             {"smcDiag", SmcDiagJs},
+      {"unsentBytes", UnsentBytesJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

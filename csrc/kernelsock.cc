@@ -4,12 +4,14 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <linux/sockios.h>
 
 #include <cstdint>
 #include <functional>
@@ -189,6 +191,13 @@ Napi::Value BindStreamJs(const Napi::CallbackInfo& info) {
     return Napi::Number::New(env, -err);
   }
   return Napi::Number::New(env, fd);
+}
+
+Napi::Value UnsentBytesJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "unsentBytes(fd)");
+  int n = 0;
+  if (ioctl(info[0].As<Napi::Number>().Int32Value(), SIOCOUTQNSD, &n) != 0) return Napi::Number::New(info.Env(), -errno);
+  return Napi::Number::New(info.Env(), n);
 }
 
 Napi::Value SmcDiagJs(const Napi::CallbackInfo& info) {

@@ -36,6 +36,10 @@ Napi::Value ConnectStreamJs(const Napi::CallbackInfo& info);
 //   fd, or -errno (the fd is closed then).
 Napi::Value BindStreamJs(const Napi::CallbackInfo& info);
 
+// unsentBytes(fd): bytes written to the socket that the kernel has not sent yet (SIOCOUTQNSD; on
+//   AF_SMC: prepared in the send buffer, not yet written to the peer), or -errno.
+Napi::Value UnsentBytesJs(const Napi::CallbackInfo& info);
+
 // smcDiag(fd): { mode: 0 SMC-R | 1 TCP fallback | 2 SMC-D, state, fallbackReason, peerDiagnosis }
 //   for the AF_SMC socket `fd` (matched by its inode among smc_diag's sockets), or -errno:
 //   -ENOENT when smc_diag does not list it, -EAFNOSUPPORT when smc_diag cannot be asked.

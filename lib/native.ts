@@ -51,6 +51,8 @@ export interface NativeCore {
   connectStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number): number
   /** socket(family, SOCK_STREAM, protocol), SO_REUSEADDR, IPV6_V6ONLY, bind: the fd (not listening), or -errno. */
   bindStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, v6only: boolean): number
+  /** Bytes written to the socket and not yet sent by the kernel (SIOCOUTQNSD), or -errno. */
+  unsentBytes (fd: number): number
   /** smc_diag's view of the AF_SMC socket fd (mode 0 SMC-R, 1 TCP fallback, 2 SMC-D), or -errno (-ENOENT: not listed). */
   smcDiag (fd: number): { mode: number, state: number, fallbackReason: number, peerDiagnosis: number } | number
   /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
@@ -102,7 +104,7 @@ const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
   'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
-  'waitConnected', 'connectStream', 'bindStream', 'smcDiag'
+  'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes'
 ]
 
 let loaded: NativeCore | null = null

@@ -19,7 +19,7 @@ import type { ShmEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
-import { smcInfoOf, SmcInfo } from './transports/smc'
+import { smcInfoOf, SmcInfo, whenSent } from './transports/smc'
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -350,10 +350,13 @@ export class SocketImpl extends NodeSocket {
     shm.write(bufs, cb)
   }
 
-  /** Node's _final; on shm, publishes EOF once every write is in the ring. */
+  /** Node's _final; on shm, publishes EOF once every write is in the ring; on smc, once the kernel sent every byte. */
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
-    return (NodeSocket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+    const nodeFinal = (NodeSocket.prototype as unknown as { _final: AnyFn })._final
+    // smc: shut down only once the kernel has sent everything (see whenSent).
+    if (this.transport === 'smc' && !this.connecting) return whenSent(this, () => nodeFinal.call(this, cb))
+    return nodeFinal.call(this, cb)
   }
 
   /** Node's; on shm with onread, also restarts the ring reads a callback's `false` stopped. */
