@@ -104,6 +104,20 @@ int DumpSmc(const std::function<void(const SmcDiagMsg&, const uint32_t* fallback
   return rc;
 }
 
+// SO_SNDBUF/SO_RCVBUF to `bytes` (the FORCE variants where permitted), before connect or listen:
+// AF_SMC sizes a connection's send buffer and RMB from them when it is set up.
+void SizeBuffers(int fd, int bytes) {
+  if (bytes <= 0) return;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+int OptionalBytes(const Napi::CallbackInfo& info, size_t i) {
+  return info.Length() > i && info[i].IsNumber() ? info[i].As<Napi::Number>().Int32Value() : 0;
+}
+
 bool IpArgs(const Napi::CallbackInfo& info, size_t first, sockaddr_storage* ss, socklen_t* len) {
   if (info.Length() < first + 3 || !info[first].IsNumber() || !info[first + 1].IsTypedArray() || !info[first + 2].IsNumber())
     return false;
@@ -161,6 +175,7 @@ Napi::Value ConnectStreamJs(const Napi::CallbackInfo& info) {
   int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   info[1].As<Napi::Number>().Int32Value());
   if (fd < 0) return Napi::Number::New(env, -errno);
+  SizeBuffers(fd, OptionalBytes(info, 5));
   int r;
   do r = connect(fd, reinterpret_cast<sockaddr*>(&ss), len);
   while (r != 0 && errno == EINTR);
@@ -181,6 +196,7 @@ Napi::Value BindStreamJs(const Napi::CallbackInfo& info) {
   int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   info[1].As<Napi::Number>().Int32Value());
   if (fd < 0) return Napi::Number::New(env, -errno);
+  SizeBuffers(fd, OptionalBytes(info, 6));
   int on = 1;
   int v6only = info[5].As<Napi::Boolean>().Value() ? 1 : 0;
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||

@@ -24,15 +24,15 @@ struct SmcListener {
 // (no AF_SMC in this kernel, no smc_diag module): nothing is added then.
 bool CollectSmcListeners(int port, std::vector<SmcListener>* out);
 
-// connectStream(family, protocol, ipFamily: 4|6, addr: Uint8Array(4|16), port): number
-//   socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol) and a non-blocking
-//   connect to addr:port (a sockaddr_in/in6). The fd (the connect may still be in progress:
+// connectStream(family, protocol, ipFamily: 4|6, addr: Uint8Array(4|16), port, bufferBytes?): number
+//   socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol), SO_SNDBUF/SO_RCVBUF =
+//   bufferBytes when > 0 (FORCE variants where permitted), and a non-blocking connect to addr:port (a sockaddr_in/in6). The fd (the connect may still be in progress:
 //   waitConnected says how it ended), or -errno (the fd is closed then).
 Napi::Value ConnectStreamJs(const Napi::CallbackInfo& info);
 
-// bindStream(family, protocol, ipFamily: 4|6, addr: Uint8Array(4|16), port, v6only: boolean): number
+// bindStream(family, protocol, ipFamily: 4|6, addr: Uint8Array(4|16), port, v6only: boolean, bufferBytes?): number
 //   socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol), SO_REUSEADDR (as libuv
-//   sets on its TCP listeners), IPV6_V6ONLY for ipFamily 6, bind. The bound, not yet listening
+//   sets on its TCP listeners), IPV6_V6ONLY for ipFamily 6, buffers as connectStream, bind. The bound, not yet listening
 //   fd, or -errno (the fd is closed then).
 Napi::Value BindStreamJs(const Napi::CallbackInfo& info);
 

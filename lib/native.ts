@@ -45,12 +45,12 @@ export interface NativeCore {
    */
   waitConnected (fd: number, timeoutMs: number, cb: (status: number) => void): void
   /**
-   * socket(family, SOCK_STREAM, protocol) non-blocking + connect to addr:port (csrc/kernelsock.h):
+   * socket(family, SOCK_STREAM, protocol) non-blocking, buffers of bufferBytes (> 0), connect to addr:port (csrc/kernelsock.h):
    * the fd, connected or in progress (see waitConnected), or -errno.
    */
-  connectStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number): number
+  connectStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, bufferBytes?: number): number
   /** socket(family, SOCK_STREAM, protocol), SO_REUSEADDR, IPV6_V6ONLY, bind: the fd (not listening), or -errno. */
-  bindStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, v6only: boolean): number
+  bindStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, v6only: boolean, bufferBytes?: number): number
   /** Bytes written to the socket and not yet sent by the kernel (SIOCOUTQNSD), or -errno. */
   unsentBytes (fd: number): number
   /** smc_diag's view of the AF_SMC socket fd (mode 0 SMC-R, 1 TCP fallback, 2 SMC-D), or -errno (-ENOENT: not listed). */

@@ -25,6 +25,8 @@ export interface KernelFamily {
   family: number
   /** socket()'s protocol for an IPv4 or IPv6 destination, or null when the family cannot reach it. */
   protocol: (ipFamily: 4 | 6) => number | null
+  /** SO_SNDBUF/SO_RCVBUF set before connect and bind (0: the kernel's default). */
+  bufferBytes: number
 }
 
 type RungError = Error & { notOffered?: boolean }
@@ -48,7 +50,7 @@ export async function connectKernelFd (k: KernelFamily, req: RemoteConnectReques
       last ??= Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${k.rung} cannot reach ${address}`), { notOffered: true })
       continue
     }
-    const fd = core.connectStream(k.family, protocol, ab.family, ab.bytes, req.port)
+    const fd = core.connectStream(k.family, protocol, ab.family, ab.bytes, req.port, k.bufferBytes)
     const status = fd < 0
       ? fd
       : await new Promise<number>(resolve => core.waitConnected(fd, Math.max(1, deadline - Date.now()), resolve))
@@ -89,7 +91,7 @@ export function bindKernelFd (k: KernelFamily, address: string | null | undefine
     const ab = addressBytes(a)
     const protocol = ab ? k.protocol(ab.family) : null
     if (!ab || protocol === null) continue
-    const fd = native.bindStream(k.family, protocol, ab.family, ab.bytes, port, (flags & 1) !== 0)
+    const fd = native.bindStream(k.family, protocol, ab.family, ab.bytes, port, (flags & 1) !== 0, k.bufferBytes)
     if (fd >= 0) return fd
     debug(k.rung, 'no %s listener on %s:%d: %s', k.rung, a, port, errnoError(fd, 'bind').message)
   }

@@ -11,7 +11,7 @@ import { connectKernelFd, KernelFamily } from './kernelfd'
 
 const AF_INET_SDP = 27
 
-const SDP: KernelFamily = { rung: 'sdp', family: AF_INET_SDP, protocol: f => f === 4 ? 0 : null }
+const SDP: KernelFamily = { rung: 'sdp', family: AF_INET_SDP, protocol: f => f === 4 ? 0 : null, bufferBytes: 0 }
 
 registerRemoteRung({
   name: 'sdp',

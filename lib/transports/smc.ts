@@ -25,7 +25,16 @@ const AF_SMC = 43
 const SMCPROTO_SMC = 0
 const SMCPROTO_SMC6 = 1
 
-const SMC: KernelFamily = { rung: 'smc', family: AF_SMC, protocol: f => f === 4 ? SMCPROTO_SMC : SMCPROTO_SMC6 }
+/**
+ * SO_SNDBUF/SO_RCVBUF of smc sockets, set before connect and listen: SMC sizes each connection's
+ * send buffer and RMB (the peer-writable receive buffer) from them, and its defaults
+ * (net.smc.wmem/rmem, 64/128 KiB) hold far less than loopback TCP, so patterns that work over
+ * TCP (an echo nobody reads until writing ends, 1 MB) would deadlock. The kernel doubles the
+ * value and SMC uses half; it caps the RMB at its largest size (512 KiB for SMC-R here).
+ */
+const SMC_BUFFER_BYTES = 1 << 20
+
+const SMC: KernelFamily = { rung: 'smc', family: AF_SMC, protocol: f => f === 4 ? SMCPROTO_SMC : SMCPROTO_SMC6, bufferBytes: SMC_BUFFER_BYTES }
 
 /** What the kernel runs an smc connection on (smc_diag). */
 export interface SmcInfo {
