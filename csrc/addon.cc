@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "fdpass.h"
+#include "kernelsock.h"
 #include "limits.h"
 #include "rdma/probe.h"
 #include "rdma/verbs.h"
@@ -158,6 +159,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
       {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
+      // smc, sdp (csrc/kernelsock.h)
+      {"waitConnected", WaitConnectedJs},       {"connectStream", ConnectStreamJs},
+      {"bindStream", BindStreamJs},             {"smcDiag", SmcDiagJs},
+      {"unsentBytes", UnsentBytesJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

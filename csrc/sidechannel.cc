@@ -1,5 +1,7 @@
 #include "sidechannel.h"
 
+#include "kernelsock.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -159,6 +161,13 @@ void CollectListenInodes(int family, const unsigned char* addr, int port, std::s
   bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes);
   if (!ok4) CollectListenInodesProc("/proc/net/tcp", false, family, addr, port, inodes);
   if (!ok6) CollectListenInodesProc("/proc/net/tcp6", true, family, addr, port, inodes);
+  // An AF_SMC listener (the smc rung's server) is the socket its process holds; the TCP LISTEN
+  // socket above is then the kernel's internal one (clcsock), held by no process. smc_diag does
+  // not say the listener's family: accept the address read either way.
+  std::vector<SmcListener> smc;
+  CollectSmcListeners(port, &smc);
+  for (const SmcListener& l : smc)
+    if (ListenerAccepts(false, l.addr, family, addr) || ListenerAccepts(true, l.addr, family, addr)) inodes->insert(l.inode);
 }
 
 // The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot): with the

@@ -49,6 +49,22 @@ export interface NativeCore {
   /** An RDMA CM listener on one local address; throws (code ENODEV, EADDRINUSE, ...). */
   VerbsListener: new (addr: string, port: number, iwarpPort: number, backlog: number, options: Record<string, unknown>,
     onconnection: (ep: VerbsEndpointNative, info: VerbsInfo) => void) => { close (): void, transport: 'ib' | 'iwarp', port: number, device: string }
+  /**
+   * One-shot, for a socket whose non-blocking connect is in progress: cb(0) once connected,
+   * cb(-errno) when it failed (SO_ERROR: -ECONNREFUSED...), cb(-ETIMEDOUT) after timeoutMs.
+   */
+  waitConnected (fd: number, timeoutMs: number, cb: (status: number) => void): void
+  /**
+   * socket(family, SOCK_STREAM, protocol) non-blocking, buffers of bufferBytes (> 0), connect to addr:port (csrc/kernelsock.h):
+   * the fd, connected or in progress (see waitConnected), or -errno.
+   */
+  connectStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, bufferBytes?: number): number
+  /** socket(family, SOCK_STREAM, protocol), SO_REUSEADDR, IPV6_V6ONLY, bind: the fd (not listening), or -errno. */
+  bindStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, v6only: boolean, bufferBytes?: number): number
+  /** Bytes written to the socket and not yet sent by the kernel (SIOCOUTQNSD), or -errno. */
+  unsentBytes (fd: number): number
+  /** smc_diag's view of the AF_SMC socket fd (mode 0 SMC-R, 1 TCP fallback, 2 SMC-D), or -errno (-ENOENT: not listed). */
+  smcDiag (fd: number): { mode: number, state: number, fallbackReason: number, peerDiagnosis: number } | number
   /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
   rdmaProbe (): RdmaProbe
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
@@ -126,7 +142,8 @@ export interface ShmEndpointNative {
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
-  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe'
+  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
+  'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes'
 ]
 
 let loaded: NativeCore | null = null

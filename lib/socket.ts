@@ -19,6 +19,7 @@ import type { ShmEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
+import { smcInfoOf, SmcInfo, whenSent } from './transports/smc'
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -349,10 +350,13 @@ export class SocketImpl extends NodeSocket {
     shm.write(bufs, cb)
   }
 
-  /** Node's _final; on shm, publishes EOF once every write is in the ring. */
+  /** Node's _final; on shm, publishes EOF once every write is in the ring; on smc, once the kernel sent every byte. */
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
-    return (NodeSocket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+    const nodeFinal = (NodeSocket.prototype as unknown as { _final: AnyFn })._final
+    // smc: shut down only once the kernel has sent everything (see whenSent).
+    if (this.transport === 'smc' && !this.connecting) return whenSent(this, () => nodeFinal.call(this, cb))
+    return nodeFinal.call(this, cb)
   }
 
   /** Node's; on shm with onread, also restarts the ring reads a callback's `false` stopped. */
@@ -484,6 +488,16 @@ export class SocketImpl extends NodeSocket {
     }
     if (this.destroyed) throw errnoError(-32, 'write')
     return this._fsShm
+  }
+
+  /**
+   * On transport 'smc' (either end): what the kernel really runs the connection on, from
+   * smc_diag: `{ mode: 'SMCR' | 'SMCD' | 'TCP', fallbackReason, fallbackText, peerDiagnosis }`
+   * ('TCP': SMC fell back to TCP inside the socket, `fallbackReason` says why). null on other
+   * transports, or when the kernel does not list the socket (closed).
+   */
+  smcInfo (): SmcInfo | null {
+    return this.transport === 'smc' ? smcInfoOf(this) : null
   }
 
   /** @internal */

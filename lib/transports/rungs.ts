@@ -4,3 +4,5 @@
  * in this build.
  */
 import './verbs'
+import './smc'
+import './sdp'
