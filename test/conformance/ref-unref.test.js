@@ -65,4 +65,4 @@ forEachRung(t, async (t, rung) => {
     sock.destroy()
     await within(child.exited, 5000, 'the child to exit after the peer closed')
   })
-})
+}, { timeout: 150000 }) // four child processes per rung: in the RDMA guest each needs ~15 s
