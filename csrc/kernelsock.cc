@@ -1,5 +1,7 @@
 #include "kernelsock.h"
 
+#include "sockdiag.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -44,64 +46,27 @@ constexpr uint16_t kSmcDiagFallback = 5;  // SMC_DIAG_FALLBACK: { u32 reason, u3
 // Dumps every AF_SMC socket through smc_diag, calling `each(msg, fallback or null)`. Returns 0,
 // or -errno when the dump cannot be made (-EAFNOSUPPORT without smc_diag).
 int DumpSmc(const std::function<void(const SmcDiagMsg&, const uint32_t* fallback)>& each) {
-  int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (nl < 0) return -errno;
-  struct {
-    nlmsghdr nlh;
-    SmcDiagReq req;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  msg.nlh.nlmsg_len = sizeof msg;
-  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  msg.req.diag_family = kAfSmc;
-  msg.req.diag_ext = 1u << (kSmcDiagFallback - 1);
-  sockaddr_nl sa;
-  memset(&sa, 0, sizeof sa);
-  sa.nl_family = AF_NETLINK;
-  if (sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
-    int err = errno;
-    close(nl);
-    return -err;
-  }
-  int rc = -EIO;
-  alignas(nlmsghdr) char buf[32768];
-  for (bool done = false; !done;) {
-    ssize_t n = recv(nl, buf, sizeof buf, 0);
-    if (n <= 0) {
-      rc = n < 0 ? -errno : -EIO;
-      break;
+  SmcDiagReq req;
+  memset(&req, 0, sizeof req);
+  req.diag_family = kAfSmc;
+  req.diag_ext = 1u << (kSmcDiagFallback - 1);
+  int rc = SockDiagDump(&req, sizeof req, [&](const nlmsghdr* h) {
+    if (h->nlmsg_len < NLMSG_LENGTH(sizeof(SmcDiagMsg))) return;
+    const SmcDiagMsg* m = static_cast<const SmcDiagMsg*>(NLMSG_DATA(h));
+    const uint32_t* fallback = nullptr;
+    // Attributes follow the message, each 4-aligned.
+    const char* p = static_cast<const char*>(NLMSG_DATA(h)) + NLMSG_ALIGN(sizeof(SmcDiagMsg));
+    const char* end = reinterpret_cast<const char*>(h) + h->nlmsg_len;
+    while (p + sizeof(nlattr) <= end) {
+      const nlattr* a = reinterpret_cast<const nlattr*>(p);
+      if (a->nla_len < sizeof(nlattr) || p + a->nla_len > end) break;
+      if ((a->nla_type & NLA_TYPE_MASK) == kSmcDiagFallback && a->nla_len >= NLA_HDRLEN + 8)
+        fallback = reinterpret_cast<const uint32_t*>(p + NLA_HDRLEN);
+      p += NLA_ALIGN(a->nla_len);
     }
-    for (nlmsghdr* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, static_cast<unsigned>(n)); h = NLMSG_NEXT(h, n)) {
-      if (h->nlmsg_type == NLMSG_DONE) {
-        rc = 0;
-        done = true;
-        break;
-      }
-      if (h->nlmsg_type == NLMSG_ERROR) {
-        const nlmsgerr* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-        rc = e->error < 0 ? (e->error == -ENOENT ? -EAFNOSUPPORT : e->error) : -EIO;
-        done = true;
-        break;
-      }
-      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(SmcDiagMsg))) continue;
-      const SmcDiagMsg* m = static_cast<const SmcDiagMsg*>(NLMSG_DATA(h));
-      const uint32_t* fallback = nullptr;
-      // Attributes follow the message, each 4-aligned.
-      const char* p = static_cast<const char*>(NLMSG_DATA(h)) + NLMSG_ALIGN(sizeof(SmcDiagMsg));
-      const char* end = reinterpret_cast<const char*>(h) + h->nlmsg_len;
-      while (p + sizeof(nlattr) <= end) {
-        const nlattr* a = reinterpret_cast<const nlattr*>(p);
-        if (a->nla_len < sizeof(nlattr) || p + a->nla_len > end) break;
-        if ((a->nla_type & NLA_TYPE_MASK) == kSmcDiagFallback && a->nla_len >= NLA_HDRLEN + 8)
-          fallback = reinterpret_cast<const uint32_t*>(p + NLA_HDRLEN);
-        p += NLA_ALIGN(a->nla_len);
-      }
-      each(*m, fallback);
-    }
-  }
-  close(nl);
-  return rc;
+    each(*m, fallback);
+  });
+  return rc == -ENOENT ? -EAFNOSUPPORT : rc;  // ENOENT: no smc_diag handler
 }
 
 // SO_SNDBUF/SO_RCVBUF to `bytes` (the FORCE variants where permitted), before connect or listen:

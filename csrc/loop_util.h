@@ -1,27 +1,15 @@
-// Small helpers shared by the native endpoints (shm, verbs): clocks, the bytes of a JS view,
-// and closing a uv_poll whose memory is freed in its close callback.
+// Small helpers shared by the native endpoints (shm, verbs): the bytes of a JS view,
+// watching an fd with a uv_poll, and closing one whose memory is freed in its close callback.
 #pragma once
+#include <fcntl.h>
 #include <napi.h>
-#include <time.h>
 #include <uv.h>
+
+#include "clock.h"
 
 #include <cstdint>
 
 namespace fastsock {
-
-inline uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 // The bytes of a TypedArray or DataView (nullptr for anything else); *len gets the byte length.
 inline uint8_t* BytesOf(const Napi::Value& v, size_t* len) {
@@ -50,6 +38,20 @@ template <typename Handle>
 void CloseHandle(Handle* h) {
   if (!h) return;
   uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* x) { delete reinterpret_cast<Handle*>(x); });
+}
+
+// Makes `fd` non-blocking and watches it for readability on the loop of `env`: a new uv_poll
+// with `data` set, started with `cb`. Stop it with ClosePoll (after clearing data).
+inline uv_poll_t* WatchReadable(napi_env env, int fd, void* data, uv_poll_cb cb) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  auto* p = new uv_poll_t;
+  uv_poll_init(loop, p, fd);
+  p->data = data;
+  uv_poll_start(p, UV_READABLE, cb);
+  return p;
 }
 
 inline void ClosePoll(uv_poll_t* p) {

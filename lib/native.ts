@@ -79,26 +79,12 @@ export interface VerbsInfo {
   device: string
 }
 
-/** csrc/rdma/verbs.cc's endpoint: the ShmEndpoint surface the pump uses, plus its own. */
-export interface VerbsEndpointNative {
-  write (view: ArrayBufferView): number
-  readInto (view: ArrayBufferView): number
-  read (maxBytes: number): Buffer | null
-  readable (): number
-  writable (): number
-  armRead (): boolean
-  armWrite (): boolean
-  state (): number
-  shutdown (): void
-  close (reset: boolean): void
-  ref (): void
-  unref (): void
-  counters (): [number, number]
-  setPollUs (us: number): void
+/** csrc/rdma/verbs.cc's endpoint: the stream surface the pump drives, plus its own. */
+export interface VerbsEndpointNative extends StreamEndpointNative {
+  /** Where events go (the endpoint exists before its socket does). */
   setOnEvent (fn: () => void): void
   /** Protocol counters: credits, rndvThreshold, eager/rendezvous counts, registration cache. */
   stats (): Record<string, number | string | boolean>
-  info (): VerbsInfo
 }
 
 /** rdmaProbe(): rdma-core's presence and its devices. */
@@ -109,8 +95,12 @@ export interface RdmaProbe {
   devices: Array<{ name: string, transport: 'ib' | 'iwarp' | 'other', ports: Array<{ port: number, active: boolean, linkLayer: string }> }>
 }
 
-/** The JS face of csrc/shm/endpoint.h (see its contract). Byte counts are plain numbers. */
-export interface ShmEndpointNative {
+/**
+ * What every native endpoint without a kernel handle (shm, verbs) offers the stream pump
+ * (lib/transports/shm.ts ShmConnection): non-blocking moves that return byte counts, arming
+ * for the next event (false: retry now), and the connection's state.
+ */
+export interface StreamEndpointNative {
   write (view: ArrayBufferView): number
   readInto (view: ArrayBufferView): number
   read (maxBytes: number): Buffer | null
@@ -118,24 +108,33 @@ export interface ShmEndpointNative {
   writable (): number
   armRead (): boolean
   armWrite (): boolean
-  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes in the ring. */
+  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes waiting. */
   state (): number
   shutdown (): void
   close (reset: boolean): void
   ref (): void
   unref (): void
-  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
-  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
-  /** Upper bound (µs) of the adaptive in-loop polling before sleeping; 0 never polls. */
+  /** Upper bound (µs) of the in-loop polling before sleeping; 0 never polls. */
   setPollUs (us: number): void
   /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
   counters (): [number, number]
+}
+
+/** The JS face of csrc/shm/endpoint.h (see its contract): a stream endpoint over a shared ring. */
+export interface ShmEndpointNative extends StreamEndpointNative {
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   /** One ArrayBuffer over the transmit ring's mirrored mapping (2 x ring bytes). */
   txRegion (): ArrayBuffer
   /** Offset in txRegion() of the next byte to send, in [0, ring bytes). */
   txHeadOffset (): number
   /** Publishes n bytes already placed at txHeadOffset(); 0 when n bytes are not free. */
   commit (n: number): number
+}
+
+/** True when `ep` is an shm endpoint (a shared ring: zero-copy loans, synchronous I/O). */
+export function isShmEndpoint (ep: StreamEndpointNative): ep is ShmEndpointNative {
+  return typeof (ep as Partial<ShmEndpointNative>).txRegion === 'function'
 }
 
 /** What this JS needs from the binary: a binary without all of it is stale, and not used. */

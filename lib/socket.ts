@@ -15,7 +15,7 @@ import { TransportName, parseTransports, defaultTransports } from './transports/
 import { TcpView } from './address'
 import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './readinto'
 import type { Established, PipeHandle } from './transports/unix'
-import type { ShmEndpointNative } from './native'
+import type { StreamEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
@@ -50,7 +50,7 @@ export interface AcceptedInfo {
   handshakeRead: number
   handshakeWritten: number
   /** shm: the endpoint, and how to route its events */
-  shm?: ShmEndpointNative | null
+  shm?: StreamEndpointNative | null
   bindShm?: ((onevent: () => void) => void) | null
   shmPollUs?: number
 }
@@ -201,7 +201,7 @@ export class SocketImpl extends NodeSocket {
   declare _fsShmPollUs: number
 
   /** @internal */
-  _fsAttachShm (ep: ShmEndpointNative, bind: (onevent: () => void) => void): void {
+  _fsAttachShm (ep: StreamEndpointNative, bind: (onevent: () => void) => void): void {
     const conn = new ShmConnection(ep, this)
     this._fsShm = conn
     if (this._fsShmPollUs > 0) ep.setPollUs(this._fsShmPollUs)
@@ -464,7 +464,7 @@ export class SocketImpl extends NodeSocket {
    * RangeError ERR_OUT_OF_RANGE when byteLength exceeds the ring.
    */
   allocShared (byteLength: number): Uint8Array | null {
-    if (!this._fsShm || this.transport !== 'shm') {
+    if (!this._fsShm?.sharedRing) {
       throw new FastsockError('ERR_FASTSOCK_SHM_ONLY', `allocShared needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     return this._fsShm.allocShared(byteLength)
@@ -483,7 +483,7 @@ export class SocketImpl extends NodeSocket {
   }
 
   private _fsSyncConnection (): ShmConnection {
-    if (!this._fsShm || this.transport !== 'shm') {
+    if (!this._fsShm?.sharedRing) {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', `synchronous I/O needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     if (this.destroyed) throw errnoError(-32, 'write')

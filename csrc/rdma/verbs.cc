@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "callback.h"
+#include "limits.h"
 #include "loop_util.h"
 #include "rdma/lib.h"
 #include "wire/verbs.h"
@@ -86,35 +87,14 @@ Napi::Error CodedError(Napi::Env env, const std::string& msg, const char* code, 
   return e;
 }
 
-const char* ErrnoCode(int err) {
-  switch (err) {
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ENETUNREACH: return "ENETUNREACH";
-    case EHOSTUNREACH: return "EHOSTUNREACH";
-    case EADDRINUSE: return "EADDRINUSE";
-    case ENODEV: return "ENODEV";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case ENOMEM: return "ENOMEM";
-    default: return "ERR_FASTSOCK_VERBS";
-  }
-}
+// Node's name for an errno (ETIMEDOUT, ECONNREFUSED, ...), as libuv reports it.
+const char* ErrnoCode(int err) { return uv_err_name(-err); }
 
+// An IPv4 or IPv6 literal and a port as a sockaddr (libuv's parsers); false for anything else.
 bool ParseAddr(const std::string& host, int port, sockaddr_storage* ss) {
   memset(ss, 0, sizeof *ss);
-  auto* v4 = reinterpret_cast<sockaddr_in*>(ss);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(ss);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
-    return true;
-  }
-  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
-    return true;
-  }
-  return false;
+  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(ss)) == 0 ||
+         uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(ss)) == 0;
 }
 
 void AddrInfo(Napi::Object o, const char* prefix, const sockaddr* sa) {
@@ -150,15 +130,8 @@ bool DebugOn() {
 double CopyBytesPerNs() {
   static double bw = [] {
     const size_t n = 256 * 1024;
-    std::vector<uint8_t> a(n, 1), b(n);
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-      uint64_t t0 = NowNs();
-      memcpy(b.data(), a.data(), n);
-      asm volatile("" ::"r"(b.data()) : "memory");
-      best = std::min(best, NowNs() - t0);
-    }
-    return static_cast<double>(n) / static_cast<double>(std::max<uint64_t>(best, 1));
+    const uint32_t iterations = 8;
+    return static_cast<double>(n) * iterations / static_cast<double>(std::max<uint64_t>(MemcpyTimeNs(n, iterations), 1));
   }();
   return bw;
 }
@@ -339,6 +312,21 @@ class Conn {
  private:
   bool CreateChannel(std::string* err);
   bool SetupQp(std::string* err);
+  // This end's private data (wire/verbs.h), and the connection parameters carrying it: the
+  // READ depths the device allows, and the largest retry counts (7: retry for ever on RNR).
+  VerbsPrivateData PrivateData() const {
+    return {wire::kVerbsMagic, wire::kVerbsVersion, 0, opt_.eager_bytes, opt_.credits, rndv_threshold_, 0};
+  }
+  rdma_conn_param ConnParam(const VerbsPrivateData* mine) const {
+    rdma_conn_param cp{};
+    cp.private_data = mine;
+    cp.private_data_len = sizeof *mine;
+    cp.responder_resources = static_cast<uint8_t>(resp_res_);
+    cp.initiator_depth = static_cast<uint8_t>(init_depth_);
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    return cp;
+  }
   void OnCmEvent();
   void HandleCm(rdma_cm_event* ev);
   void Fail(int err, const std::string& msg);
@@ -399,11 +387,10 @@ class Conn {
   uint32_t outstanding_sends_ = 0;
   // control messages waiting for a credit
   std::vector<uint32_t> fins_to_send_, fin_status_;
-  bool fin_wanted_ = false, fin_sent_ = false, rst_sent_ = false;
+  bool fin_wanted_ = false, fin_sent_ = false;
   // receive side
   std::deque<RxItem> rxq_;
   bool fin_seen_ = false, reset_ = false, peer_gone_ = false;
-  bool read_in_flight_ = false;
   // transmit rendezvous (one at a time: the stream writes in order)
   struct {
     bool active = false, done = false;
@@ -426,14 +413,7 @@ bool Conn::CreateChannel(std::string* err) {
     *err = std::string("rdma_create_event_channel: ") + strerror(errno);
     return false;
   }
-  int fl = fcntl(channel_->fd, F_GETFL);
-  fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
-  uv_loop_t* loop = nullptr;
-  napi_get_uv_event_loop(env_, &loop);
-  cm_poll_ = new uv_poll_t;
-  uv_poll_init(loop, cm_poll_, channel_->fd);
-  cm_poll_->data = this;
-  uv_poll_start(cm_poll_, UV_READABLE, [](uv_poll_t* h, int, int) {
+  cm_poll_ = WatchReadable(env_, channel_->fd, this, [](uv_poll_t* h, int, int) {
     if (h->data) static_cast<Conn*>(h->data)->OnCmEvent();
   });
   return true;
@@ -481,13 +461,8 @@ bool Conn::StartAccept(rdma_cm_id* id, const VerbsPrivateData& peer, std::string
   credits_ = peer.credits;
   rndv_threshold_ = opt_.rndv_threshold ? opt_.rndv_threshold : std::max(peer.rndv_threshold, opt_.eager_bytes);
   if (!SetupQp(err)) return false;
-  VerbsPrivateData mine{wire::kVerbsMagic, wire::kVerbsVersion, 0, opt_.eager_bytes, opt_.credits, rndv_threshold_, 0};
-  rdma_conn_param cp{};
-  cp.private_data = &mine;
-  cp.private_data_len = sizeof mine;
-  cp.responder_resources = static_cast<uint8_t>(resp_res_);
-  cp.initiator_depth = static_cast<uint8_t>(init_depth_);
-  cp.rnr_retry_count = 7;
+  VerbsPrivateData mine = PrivateData();
+  rdma_conn_param cp = ConnParam(&mine);
   if (L_->rdma_accept(id_, &cp) != 0) {
     *err = std::string("rdma_accept: ") + strerror(errno);
     return false;
@@ -501,7 +476,6 @@ bool Conn::SetupQp(std::string* err) {
   if (L_->ibv_query_device(ctx, &attr) == 0) {
     resp_res_ = std::max(1, std::min(attr.max_qp_rd_atom, 4));
     init_depth_ = std::max(1, std::min(attr.max_qp_init_rd_atom, 4));
-    if (DebugOn()) fprintf(stderr, "fastsock %d verbs: %s rd_atom %d init_rd_atom %d max_msg\n", getpid(), L_->ibv_get_device_name(ctx->device), attr.max_qp_rd_atom, attr.max_qp_init_rd_atom);
   }
   pd_ = L_->ibv_alloc_pd(ctx);
   comp_ = pd_ ? L_->ibv_create_comp_channel(ctx) : nullptr;
@@ -543,18 +517,11 @@ bool Conn::SetupQp(std::string* err) {
     PostRecv(i);
   }
   pending_return_ = 0;  // the initial buffers are announced in the private data
-  int fl = fcntl(comp_->fd, F_GETFL);
-  fcntl(comp_->fd, F_SETFL, fl | O_NONBLOCK);
   if (ibv_req_notify_cq(cq_, 0) != 0) {
     *err = "ibv_req_notify_cq failed";
     return false;
   }
-  uv_loop_t* loop = nullptr;
-  napi_get_uv_event_loop(env_, &loop);
-  cq_poll_ = new uv_poll_t;
-  uv_poll_init(loop, cq_poll_, comp_->fd);
-  cq_poll_->data = this;
-  uv_poll_start(cq_poll_, UV_READABLE, [](uv_poll_t* h, int, int) {
+  cq_poll_ = WatchReadable(env_, comp_->fd, this, [](uv_poll_t* h, int, int) {
     if (h->data) static_cast<Conn*>(h->data)->OnCq();
   });
   if (!refed_) {
@@ -606,14 +573,8 @@ void Conn::HandleCm(rdma_cm_event* ev) {
       if (!SetupQp(&err)) return Fail(ENOMEM, err);
       uint64_t rtt = NowNs() - connect_start_ns_;  // two resolutions: about a round trip or more
       rndv_threshold_ = opt_.rndv_threshold ? opt_.rndv_threshold : ChooseThreshold(rtt / 2, opt_.eager_bytes);
-      VerbsPrivateData mine{wire::kVerbsMagic, wire::kVerbsVersion, 0, opt_.eager_bytes, opt_.credits, rndv_threshold_, 0};
-      rdma_conn_param cp{};
-      cp.private_data = &mine;
-      cp.private_data_len = sizeof mine;
-      cp.responder_resources = static_cast<uint8_t>(resp_res_);
-      cp.initiator_depth = static_cast<uint8_t>(init_depth_);
-      cp.retry_count = 7;
-      cp.rnr_retry_count = 7;
+      VerbsPrivateData mine = PrivateData();
+      rdma_conn_param cp = ConnParam(&mine);
       phase_ = Phase::kConnecting;
       if (L_->rdma_connect(id_, &cp) != 0) Fail(errno, std::string("rdma_connect: ") + strerror(errno));
       return;
@@ -803,7 +764,6 @@ void Conn::HandleWc(const ibv_wc& wc) {
     free_slots_.push_back(idx);
   }
   if (wc.status != IBV_WC_SUCCESS) {
-    if (kind == kWrRead) read_in_flight_ = false;
     if (DebugOn() && wc.status != IBV_WC_WR_FLUSH_ERR)
       fprintf(stderr, "fastsock %d verbs: work request %s failed: %s (vendor error 0x%x)\n", getpid(),
               kind == kWrRead ? "RDMA READ" : kind == kWrSend ? "SEND" : "RECV", L_->ibv_wc_status_str(wc.status), wc.vendor_err);
@@ -812,7 +772,6 @@ void Conn::HandleWc(const ibv_wc& wc) {
     return;
   }
   if (kind == kWrRead) {
-    read_in_flight_ = false;
     for (auto& it : rxq_) {
       if (it.kind == RxItem::kRts && it.rts.id == idx && it.state == RxItem::kReading) {
         it.state = RxItem::kDone;
@@ -823,6 +782,7 @@ void Conn::HandleWc(const ibv_wc& wc) {
     return;
   }
   if (kind != kWrRecv) return;
+  if (wc.byte_len < sizeof(VerbsHeader)) return Consumed(idx);  // not a message of this protocol
   uint8_t* buf = recv_pool_ + (size_t)idx * slot_bytes_;
   VerbsHeader h;
   memcpy(&h, buf, sizeof h);
@@ -896,7 +856,6 @@ void Conn::StartRead(RxItem& it) {
     return;
   }
   it.state = RxItem::kReading;
-  read_in_flight_ = true;
 }
 
 void Conn::FinishRts(RxItem& it) {
@@ -1063,8 +1022,7 @@ Napi::Value Conn::Read(Napi::Env env, size_t max) {
   if (avail == 0) return env.Null();
   size_t n = std::min(avail, max);
   Napi::Buffer<uint8_t> b = Napi::Buffer<uint8_t>::New(env, n);
-  size_t got = ReadInto(b, b.Data(), n);
-  if (got < n) return Napi::Buffer<uint8_t>::Copy(env, b.Data(), got);
+  ReadInto(b, b.Data(), n);  // n <= Readable(): fills it
   return b;
 }
 
@@ -1128,7 +1086,7 @@ void Conn::Close(bool reset) {
     if (it.kind != RxItem::kFin) unread = true;
   if (!peer_gone_ && id_ && id_->qp) {
     if (reset || unread) {
-      if (PostSend(wire::kVerbsRst, nullptr, 0, nullptr, 0)) rst_sent_ = true;
+      PostSend(wire::kVerbsRst, nullptr, 0, nullptr, 0);
     } else {
       fin_wanted_ = true;
       tx_.active = false;  // a write still in rendezvous is abandoned (its callback gets EPIPE)
@@ -1253,7 +1211,6 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint> {
                            InstanceMethod("setPollUs", &VerbsEndpoint::SetPollUs),
                            InstanceMethod("setOnEvent", &VerbsEndpoint::SetOnEvent),
                            InstanceMethod("stats", &VerbsEndpoint::Stats),
-                           InstanceMethod("info", &VerbsEndpoint::Info),
                        });
   }
 
@@ -1352,7 +1309,6 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint> {
     return info.Env().Undefined();
   }
   Napi::Value Stats(const Napi::CallbackInfo& info) { return C(info).Stats(info.Env()); }
-  Napi::Value Info(const Napi::CallbackInfo& info) { return C(info).Info(info.Env()); }
 
   std::unique_ptr<Conn> conn_;
   Napi::FunctionReference onevent_;
@@ -1477,14 +1433,7 @@ class VerbsListener : public Napi::ObjectWrap<VerbsListener> {
       if (L_->rdma_bind_addr(id_, reinterpret_cast<sockaddr*>(&ss)) != 0) fail("rdma_bind_addr");
     }
     if (L_->rdma_listen(id_, backlog) != 0) fail("rdma_listen");
-    int fl = fcntl(channel_->fd, F_GETFL);
-    fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
-    uv_loop_t* loop = nullptr;
-    napi_get_uv_event_loop(env, &loop);
-    poll_ = new uv_poll_t;
-    uv_poll_init(loop, poll_, channel_->fd);
-    poll_->data = this;
-    uv_poll_start(poll_, UV_READABLE, [](uv_poll_t* h, int, int) {
+    poll_ = WatchReadable(env, channel_->fd, this, [](uv_poll_t* h, int, int) {
       if (h->data) static_cast<VerbsListener*>(h->data)->OnEvent();
     });
     uv_unref(reinterpret_cast<uv_handle_t*>(poll_));  // the TCP listener keeps the loop alive

@@ -33,6 +33,8 @@ export interface VerbsOptions {
   /** 0: chosen per connection from measured attributes. */
   rndvThreshold?: number
   regCacheBytes?: number
+  /** iWARP devices listen on port + this (FASTSOCK_VERBS_IWARP_PORT_OFFSET; not sent to native). */
+  iwarpPortOffset?: number
 }
 
 function envInt (name: string, lo: number, hi: number): number | undefined {
@@ -54,7 +56,8 @@ export function verbsOptions (): VerbsOptions {
       eagerBytes: envInt('FASTSOCK_VERBS_EAGER_BYTES', 256, 1 << 20),
       credits: envInt('FASTSOCK_VERBS_CREDITS', 4, 1024),
       rndvThreshold: envInt('FASTSOCK_RNDV_THRESHOLD', 1, 1 << 30),
-      regCacheBytes: envInt('FASTSOCK_VERBS_REG_CACHE_BYTES', 0, 2 ** 40)
+      regCacheBytes: envInt('FASTSOCK_VERBS_REG_CACHE_BYTES', 0, 2 ** 40),
+      iwarpPortOffset: envInt('FASTSOCK_VERBS_IWARP_PORT_OFFSET', 1, 65534) ?? 10000
     }
   }
   return options
@@ -62,8 +65,7 @@ export function verbsOptions (): VerbsOptions {
 
 /** The RDMA CM port an iWARP device serves TCP port `port` on (docs/transports.md). */
 export function iwarpPort (port: number): number {
-  const offset = envInt('FASTSOCK_VERBS_IWARP_PORT_OFFSET', 1, 65534) ?? 10000
-  const p = port + offset
+  const p = port + verbsOptions().iwarpPortOffset!
   return p <= 65535 ? p : p - 65535 + 1023 // wraps above the well-known ports
 }
 
@@ -83,7 +85,7 @@ function established (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: numb
   return {
     transport: 'verbs',
     probe: null,
-    shm: ep as never,
+    shm: ep,
     bindShm: fn => ep.setOnEvent(fn),
     leftover: [],
     view: view(info, listenPort, dialedPort),
