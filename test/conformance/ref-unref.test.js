@@ -3,7 +3,7 @@
 // with the socket ref'd it stays alive until the connection closes. Real child processes.
 const t = require('tap')
 const path = require('path')
-const { forEachRung, pair, rungHost } = require('../helpers/rungs')
+const { forEachRung, pair, rungHost, dialHost } = require('../helpers/rungs')
 const { sleep, spawnNode, within } = require('../helpers/util')
 
 const CLIENT = path.join(__dirname, '..', 'fixtures', 'client.js')
@@ -18,7 +18,7 @@ forEachRung(t, async (t, rung) => {
       const { server } = await pair(rung, { t })
       const { port } = server.address()
       const serverSide = new Promise(resolve => server.on('connection', resolve))
-      const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: '127.0.0.1', transports: [rung], unref: when, ...slow(rung) })])
+      const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: dialHost(rung), transports: [rung], unref: when, ...slow(rung) })])
       const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error', waitMs(rung))
       t.same(msg, { event: 'connect', transport: rung, localPort: msg.localPort }, `connected on ${rung}`)
       const sock = await within(serverSide, 5000, 'the server-side socket')
@@ -33,7 +33,7 @@ forEachRung(t, async (t, rung) => {
     const { server } = await pair(rung, { t })
     const { port } = server.address()
     const serverSide = new Promise(resolve => server.on('connection', resolve))
-    const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: '127.0.0.1', transports: [rung], ...slow(rung) })])
+    const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: dialHost(rung), transports: [rung], ...slow(rung) })])
     const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error', waitMs(rung))
     t.equal(msg.transport, rung)
     const sock = await within(serverSide, 5000, 'the server-side socket')
@@ -51,7 +51,7 @@ forEachRung(t, async (t, rung) => {
     const serverSide = new Promise(resolve => server.on('connection', resolve))
     const code = `
       const fastsock = require('.')
-      const c = fastsock.connect({ port: ${port}, host: '127.0.0.1', transports: ['${rung}'], transportTimeoutMs: ${slow(rung).transportTimeoutMs ?? 1000} }, () => {
+      const c = fastsock.connect({ port: ${port}, host: '${dialHost(rung)}', transports: ['${rung}'], transportTimeoutMs: ${slow(rung).transportTimeoutMs ?? 1000} }, () => {
         c.unref(); c.ref()
         process.stdout.write(JSON.stringify({ event: 'connect', transport: c.transport }) + '\\n')
       })

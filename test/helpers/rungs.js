@@ -59,6 +59,11 @@ function rungHost (rung) {
   return REMOTE_HOSTS[rung] || null
 }
 
+/** The address a test dials for `rung` by hand: the rung's own (rungHost) or loopback. */
+function dialHost (rung) {
+  return rungHost(rung) || '127.0.0.1'
+}
+
 /** The address a client dials to reach a server listening on `listenHost`. */
 function dialFor (listenHost) {
   if (listenHost === undefined || listenHost === '0.0.0.0' || listenHost === '::') return '127.0.0.1'
@@ -113,4 +118,4 @@ async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost,
   return { server, client, serverSocket, port, close, accepted }
 }
 
-module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost }
+module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost, dialHost }
