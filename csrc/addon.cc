@@ -11,7 +11,7 @@
 
 #include "fdpass.h"
 #include "kernelsock.h"
-#include "limits.h"
+#include "native_limits.h"
 #include "rdma/probe.h"
 #include "rdma/verbs.h"
 #include "shm/endpoint.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "callback.h"
-#include "limits.h"
+#include "native_limits.h"
 #include "loop_util.h"
 #include "rdma/lib.h"
 #include "wire/verbs.h"

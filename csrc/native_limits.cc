@@ -1,4 +1,4 @@
-#include "limits.h"
+#include "native_limits.h"
 
 #include "clock.h"
 
