@@ -92,6 +92,8 @@ export interface RdmaProbe {
   loaded: boolean
   rsocket: boolean
   error: string
+  /** rdma-core's fork protection (ibv_is_fork_initialized): present when rdma-core loaded. */
+  fork?: 'unneeded' | 'enabled' | 'disabled'
   devices: Array<{ name: string, transport: 'ib' | 'iwarp' | 'other', ports: Array<{ port: number, active: boolean, linkLayer: string }> }>
 }
 

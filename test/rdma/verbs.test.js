@@ -151,7 +151,7 @@ t.test('peer killed mid-rendezvous: the reader gets ECONNRESET, no hang', { skip
   const outcome = s.readInto(into).then(() => null, e => e)
   await waitFor(() => (s.transportStats() || {}).rndvDirect >= 1 || (s.transportStats() || {}).rndvDeclined >= 1, SLOW, 'the READ to start')
   const errored = new Promise(resolve => s.once('error', resolve))
-  const closed = once(s, 'close', SLOW)
+  const closed = new Promise(resolve => s.once('close', resolve))
   writer.child.kill('SIGKILL')
   const err = await within(outcome, SLOW, 'readInto to settle after the writer died')
   t.ok(err, 'readInto rejected')
