@@ -2,8 +2,12 @@
 /**
  * Connection set-up cost per rung: time from connect() to 'connect' (µs) against a fastsock
  * server in another process, for fastsock's tcp, unix and shm rungs and Node's net.connect,
- * interleaved, `--n` connections each (default 300). Prints median and p90.
- * The fast rungs pay verification (sock_diag + /proc) and the side-channel handshake.
+ * interleaved, `--n` connections each (default 300). Prints median, p90 and the ratio of
+ * medians against net. The fast rungs pay verification (sock_diag + /proc) and the
+ * side-channel handshake.
+ * With an RDMA device address in FASTSOCK_BENCH_RDMA_HOST (inside ../shared/tools/rdma-vm:
+ * RDMAVM_IP), `verbs` is measured too, dialing that address (and net beside it, as net:rdma-ip);
+ * the guest's CPU is emulated, so those figures compare rows of one run only.
  */
 const net = require('net')
 const { fork } = require('child_process')
@@ -11,10 +15,12 @@ const fastsock = require('..')
 
 const args = process.argv.slice(2)
 const N = (() => { const i = args.indexOf('--n'); return i >= 0 ? Number(args[i + 1]) : 300 })()
+const rdmaHost = process.env.FASTSOCK_BENCH_RDMA_HOST || process.env.RDMAVM_IP || null
+const verbsOn = rdmaHost !== null && fastsock.transports().some(a => a.name === 'verbs' && a.available)
 
 if (process.argv[2] === 'peer') {
   const server = fastsock.createServer(s => s.end())
-  server.listen(0, '127.0.0.1', () => process.send(server.address().port))
+  server.listen(0, rdmaHost ? '0.0.0.0' : '127.0.0.1', () => process.send(server.address().port))
   process.on('disconnect', () => process.exit(0))
   return
 }
@@ -22,23 +28,28 @@ if (process.argv[2] === 'peer') {
 ;(async () => {
   const peer = fork(__filename, ['peer'])
   const port = await new Promise(resolve => peer.once('message', resolve))
-  const kinds = ['net', 'tcp', 'unix', 'shm']
+  const kinds = ['net', 'tcp', 'unix', 'shm', ...(verbsOn ? ['net:rdma-ip', 'verbs'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
   for (let i = 0; i < N; i++) {
     for (const k of kinds) {
+      const host = k === 'verbs' || k === 'net:rdma-ip' ? rdmaHost : '127.0.0.1'
       const t0 = process.hrtime.bigint()
-      const c = k === 'net' ? net.connect(port, '127.0.0.1') : fastsock.connect({ port, host: '127.0.0.1', transports: [k] })
+      const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
       t[k].push(Number(process.hrtime.bigint() - t0) / 1000)
-      if (k !== 'net' && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
+      if (!k.startsWith('net') && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
       c.destroy()
       await new Promise(resolve => c.once('close', resolve))
     }
   }
   peer.kill()
   console.log(`connect() to 'connect', µs, ${N} connections per channel (interleaved)`)
+  const median = k => t[k].slice().sort((x, y) => x - y)[t[k].length >> 1]
   for (const k of kinds) {
-    const a = t[k].sort((x, y) => x - y)
-    console.log(`${(k === 'net' ? 'net:tcp' : 'fastsock:' + k).padEnd(14)} median ${a[a.length >> 1].toFixed(0).padStart(6)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(6)}`)
+    const a = t[k].slice().sort((x, y) => x - y)
+    const base = k === 'verbs' ? 'net:rdma-ip' : 'net'
+    const ratio = k.startsWith('net') ? '' : `   ${(median(k) / median(base)).toFixed(2)}x ${base === 'net' ? 'net:tcp' : base}`
+    console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${a[a.length >> 1].toFixed(0).padStart(7)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(7)}${ratio}`)
   }
+  if (verbsOn) console.log('(verbs measured in the RDMA guest: emulated CPU, compare rows of this run only)')
 })()

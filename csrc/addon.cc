@@ -10,8 +10,10 @@
 #include <cerrno>
 
 #include "fdpass.h"
-#include "limits.h"
+#include "kernelsock.h"
+#include "native_limits.h"
 #include "rdma/probe.h"
+#include "rdma/verbs.h"
 #include "rdma/bridge.h"
 #include "shm/endpoint.h"
 #include "sidechannel.h"
@@ -158,12 +160,17 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
       {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
+      // smc, sdp (csrc/kernelsock.h)
+      {"waitConnected", WaitConnectedJs},       {"connectStream", ConnectStreamJs},
+      {"bindStream", BindStreamJs},             {"smcDiag", SmcDiagJs},
+      {"unsentBytes", UnsentBytesJs},
       {"rsocketConnect", RsocketConnectJs},     {"rsocketListen", RsocketListenJs},
       {"rsocketClose", RsocketCloseJs},         {"rdmaDeviceForAddress", RdmaDeviceForAddressJs},
       {"rsocketThreads", RsocketThreadsJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));
+  InitVerbs(env, exports);
   exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;

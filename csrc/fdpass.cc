@@ -102,6 +102,8 @@ struct Waiter {
   std::unique_ptr<Napi::AsyncContext> ctx;
   int pending_closes = 2;
   bool fired = false;
+  int fd = -1;
+  bool connecting = false;  // waiting for a non-blocking connect: report SO_ERROR
 };
 
 void CloseWaiter(Waiter* w) {
@@ -130,11 +132,12 @@ void Fire(Waiter* w, int status) {
 }
 }  // namespace
 
-Napi::Value WaitReadableJs(const Napi::CallbackInfo& info) {
+namespace {
+// Starts a one-shot wait for `events` on fd; see WaitReadableJs / WaitConnectedJs.
+void StartWait(const Napi::CallbackInfo& info, int events, const char* usage) {
   Napi::Env env = info.Env();
   int fd = FdArg(info, 0);
-  if (info.Length() < 3 || !info[1].IsNumber() || !info[2].IsFunction())
-    throw Napi::TypeError::New(env, "waitReadable(fd, timeoutMs, cb)");
+  if (info.Length() < 3 || !info[1].IsNumber() || !info[2].IsFunction()) throw Napi::TypeError::New(env, usage);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   Waiter* w = new Waiter();
@@ -142,17 +145,38 @@ Napi::Value WaitReadableJs(const Napi::CallbackInfo& info) {
   w->ctx = std::make_unique<Napi::AsyncContext>(env, "FASTSOCK_WAIT");
   w->poll.data = w;
   w->timer.data = w;
+  w->fd = fd;
+  w->connecting = (events & UV_WRITABLE) != 0;
   if (uv_poll_init(loop, &w->poll, fd) != 0) {
     delete w;
-    throw Napi::Error::New(env, "waitReadable: cannot poll this fd");
+    throw Napi::Error::New(env, std::string(usage) + ": cannot poll this fd");
   }
   uv_timer_init(loop, &w->timer);
-  uv_poll_start(&w->poll, UV_READABLE | UV_DISCONNECT, [](uv_poll_t* h, int status, int) {
-    Fire(static_cast<Waiter*>(h->data), status < 0 ? status : 0);
+  uv_poll_start(&w->poll, events, [](uv_poll_t* h, int status, int) {
+    Waiter* w = static_cast<Waiter*>(h->data);
+    if (w->connecting) {
+      // The outcome of a non-blocking connect is SO_ERROR (0 once connected). libuv reports a
+      // POLLERR (a refused connect) as status UV_EBADF: SO_ERROR has the real reason then too.
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err != 0) status = -err;
+    }
+    Fire(w, status < 0 ? status : 0);
   });
   uv_timer_start(&w->timer, [](uv_timer_t* h) { Fire(static_cast<Waiter*>(h->data), -ETIMEDOUT); },
                  static_cast<uint64_t>(info[1].As<Napi::Number>().DoubleValue()), 0);
-  return env.Undefined();
+}
+}  // namespace
+
+Napi::Value WaitReadableJs(const Napi::CallbackInfo& info) {
+  StartWait(info, UV_READABLE | UV_DISCONNECT, "waitReadable(fd, timeoutMs, cb)");
+  return info.Env().Undefined();
+}
+
+Napi::Value WaitConnectedJs(const Napi::CallbackInfo& info) {
+  StartWait(info, UV_WRITABLE | UV_DISCONNECT, "waitConnected(fd, timeoutMs, cb)");
+  return info.Env().Undefined();
 }
 
 }  // namespace fastsock

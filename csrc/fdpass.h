@@ -15,4 +15,8 @@ Napi::Value DupFdJs(const Napi::CallbackInfo& info);
 // waitReadable(fd, timeoutMs, cb(status)): cb(0) once fd is readable (or hung up), cb(-ETIMEDOUT)
 // after timeoutMs. One shot; the fd stays open and is not read.
 Napi::Value WaitReadableJs(const Napi::CallbackInfo& info);
+// waitConnected(fd, timeoutMs, cb(status)): for a socket whose non-blocking connect is in
+// progress: once it is writable (or hung up), cb(0) when connected, else cb(-SO_ERROR)
+// (-ECONNREFUSED...); cb(-ETIMEDOUT) after timeoutMs. One shot; the fd stays open.
+Napi::Value WaitConnectedJs(const Napi::CallbackInfo& info);
 }  // namespace fastsock

@@ -1,5 +1,8 @@
 #include "sidechannel.h"
 
+#include "kernelsock.h"
+#include "sockdiag.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,49 +80,19 @@ bool ListenerAccepts(bool v6, const unsigned char* la, int family, const unsigne
 // sockets (reading /proc/net/tcp does: milliseconds with a few hundred of them). Returns false
 // when netlink is unavailable (the caller falls back to /proc).
 bool CollectListenInodesNetlink(int af, int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
-  int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (nl < 0) return false;
-  struct {
-    nlmsghdr nlh;
-    inet_diag_req_v2 req;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  msg.nlh.nlmsg_len = sizeof msg;
-  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  msg.req.sdiag_family = static_cast<uint8_t>(af);
-  msg.req.sdiag_protocol = IPPROTO_TCP;
-  msg.req.idiag_states = 1u << TCP_LISTEN;
-  sockaddr_nl sa;
-  memset(&sa, 0, sizeof sa);
-  sa.nl_family = AF_NETLINK;
-  if (sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
-    close(nl);
-    return false;
-  }
-  bool ok = false;
-  alignas(nlmsghdr) char buf[16384];
-  for (bool done = false; !done;) {
-    ssize_t n = recv(nl, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    for (nlmsghdr* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, static_cast<unsigned>(n)); h = NLMSG_NEXT(h, n)) {
-      if (h->nlmsg_type == NLMSG_DONE) {
-        ok = done = true;
-        break;
-      }
-      if (h->nlmsg_type == NLMSG_ERROR) {
-        done = true;
-        break;
-      }
-      const inet_diag_msg* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
-      if (ntohs(m->id.idiag_sport) != port) continue;
-      unsigned char la[16];
-      memcpy(la, m->id.idiag_src, 16);  // network order; IPv4 in the first 4 bytes
-      if (ListenerAccepts(m->idiag_family == AF_INET6, la, family, addr)) inodes->insert(m->idiag_inode);
-    }
-  }
-  close(nl);
-  return ok;
+  inet_diag_req_v2 req;
+  memset(&req, 0, sizeof req);
+  req.sdiag_family = static_cast<uint8_t>(af);
+  req.sdiag_protocol = IPPROTO_TCP;
+  req.idiag_states = 1u << TCP_LISTEN;
+  return SockDiagDump(&req, sizeof req, [&](const nlmsghdr* h) {
+    if (h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) return;
+    const inet_diag_msg* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+    if (ntohs(m->id.idiag_sport) != port) return;
+    unsigned char la[16];
+    memcpy(la, m->id.idiag_src, 16);  // network order; IPv4 in the first 4 bytes
+    if (ListenerAccepts(m->idiag_family == AF_INET6, la, family, addr)) inodes->insert(m->idiag_inode);
+  }) == 0;
 }
 
 // Fallback: inodes of LISTEN sockets on `port` in one /proc/net file.
@@ -159,6 +132,13 @@ void CollectListenInodes(int family, const unsigned char* addr, int port, std::s
   bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes);
   if (!ok4) CollectListenInodesProc("/proc/net/tcp", false, family, addr, port, inodes);
   if (!ok6) CollectListenInodesProc("/proc/net/tcp6", true, family, addr, port, inodes);
+  // An AF_SMC listener (the smc rung's server) is the socket its process holds; the TCP LISTEN
+  // socket above is then the kernel's internal one (clcsock), held by no process. smc_diag does
+  // not say the listener's family: accept the address read either way.
+  std::vector<SmcListener> smc;
+  CollectSmcListeners(port, &smc);
+  for (const SmcListener& l : smc)
+    if (ListenerAccepts(false, l.addr, family, addr) || ListenerAccepts(true, l.addr, family, addr)) inodes->insert(l.inode);
 }
 
 // The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot): with the

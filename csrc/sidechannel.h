@@ -38,7 +38,8 @@ SysResult GetPeerCred(int fd, PeerCred* out);
 // Verifies that the process on the other end of `fd` (a connected UNIX socket) owns a TCP socket
 // in LISTEN state on `port` whose bound address is `addr` (16 bytes; IPv4 as its 4 bytes when
 // family == 4) or the wildcard of a family that accepts it (0.0.0.0, ::, and :: for an IPv4
-// address on a dual-stack listener). Method: the LISTEN sockets' inodes from /proc/net/tcp{,6},
+// address on a dual-stack listener), or an AF_SMC socket in LISTEN state on it (smc_diag; its
+// TCP socket is the kernel's own). Method: the LISTEN sockets' inodes from /proc/net/tcp{,6},
 // then the peer's /proc/PID/fd links; the peer pidfd, checked alive after the scan, proves the PID
 // was not reused meanwhile. Also requires the peer's uid to equal `uid`.
 std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, int port, uid_t uid,

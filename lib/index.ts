@@ -17,6 +17,7 @@ export { transports, TransportAvailability } from './transports/availability'
 export { TRANSPORT_NAMES, TransportName } from './transports/names'
 import type { TransportName } from './transports/names'
 export { FastsockError } from './errors'
+export type { SmcInfo } from './transports/smc'
 export { clearNegativeCache } from './chain'
 
 type ConnectListener = () => void

@@ -39,6 +39,32 @@ export interface NativeCore {
   dupFd (fd: number): number
   /** One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. */
   waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
+  /**
+   * Connects an RDMA RC queue pair to addr:port (iwarpPort on iWARP devices) with RDMA CM.
+   * cb(err) with err.code ETIMEDOUT / ECONNREFUSED (rejected) / EHOSTUNREACH (no RDMA route) /
+   * EPROTO, or cb(null, endpoint, info). Throws (with code) when it cannot even start.
+   */
+  verbsConnect (addr: string, port: number, iwarpPort: number, options: Record<string, unknown>,
+    cb: (err: Error | null, ep?: VerbsEndpointNative, info?: VerbsInfo) => void): void
+  /** An RDMA CM listener on one local address; throws (code ENODEV, EADDRINUSE, ...). */
+  VerbsListener: new (addr: string, port: number, iwarpPort: number, backlog: number, options: Record<string, unknown>,
+    onconnection: (ep: VerbsEndpointNative, info: VerbsInfo) => void) => { close (): void, transport: 'ib' | 'iwarp', port: number, device: string }
+  /**
+   * One-shot, for a socket whose non-blocking connect is in progress: cb(0) once connected,
+   * cb(-errno) when it failed (SO_ERROR: -ECONNREFUSED...), cb(-ETIMEDOUT) after timeoutMs.
+   */
+  waitConnected (fd: number, timeoutMs: number, cb: (status: number) => void): void
+  /**
+   * socket(family, SOCK_STREAM, protocol) non-blocking, buffers of bufferBytes (> 0), connect to addr:port (csrc/kernelsock.h):
+   * the fd, connected or in progress (see waitConnected), or -errno.
+   */
+  connectStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, bufferBytes?: number): number
+  /** socket(family, SOCK_STREAM, protocol), SO_REUSEADDR, IPV6_V6ONLY, bind: the fd (not listening), or -errno. */
+  bindStream (family: number, protocol: number, ipFamily: 4 | 6, addr: Uint8Array, port: number, v6only: boolean, bufferBytes?: number): number
+  /** Bytes written to the socket and not yet sent by the kernel (SIOCOUTQNSD), or -errno. */
+  unsentBytes (fd: number): number
+  /** smc_diag's view of the AF_SMC socket fd (mode 0 SMC-R, 1 TCP fallback, 2 SMC-D), or -errno (-ENOENT: not listed). */
+  smcDiag (fd: number): { mode: number, state: number, fallbackReason: number, peerDiagnosis: number } | number
   /** What rdma-core offers here (csrc/rdma/probe.h); loaded=false when it cannot be opened. */
   rdmaProbe (): RdmaProbe
   /**
@@ -59,11 +85,28 @@ export interface NativeCore {
   napiVersion: number
 }
 
+/** Addresses of a verbs connection (RDMA CM's view) and its device. */
+export interface VerbsInfo {
+  localAddress: string, localPort: number, localFamily: string
+  remoteAddress: string, remotePort: number, remoteFamily: string
+  device: string
+}
+
+/** csrc/rdma/verbs.cc's endpoint: the stream surface the pump drives, plus its own. */
+export interface VerbsEndpointNative extends StreamEndpointNative {
+  /** Where events go (the endpoint exists before its socket does). */
+  setOnEvent (fn: () => void): void
+  /** Protocol counters: credits, rndvThreshold, eager/rendezvous counts, registration cache. */
+  stats (): Record<string, number | string | boolean>
+}
+
 /** rdmaProbe(): rdma-core's presence and its devices. */
 export interface RdmaProbe {
   loaded: boolean
   rsocket: boolean
   error: string
+  /** rdma-core's fork protection (ibv_is_fork_initialized): present when rdma-core loaded. */
+  fork?: 'unneeded' | 'enabled' | 'disabled'
   devices: Array<{ name: string, transport: 'ib' | 'iwarp' | 'other', ports: Array<{ port: number, active: boolean, linkLayer: string }> }>
 }
 
@@ -82,8 +125,12 @@ export interface RsocketOutcome {
   notOffered?: boolean
 }
 
-/** The JS face of csrc/shm/endpoint.h (see its contract). Byte counts are plain numbers. */
-export interface ShmEndpointNative {
+/**
+ * What every native endpoint without a kernel handle (shm, verbs) offers the stream pump
+ * (lib/transports/shm.ts ShmConnection): non-blocking moves that return byte counts, arming
+ * for the next event (false: retry now), and the connection's state.
+ */
+export interface StreamEndpointNative {
   write (view: ArrayBufferView): number
   readInto (view: ArrayBufferView): number
   read (maxBytes: number): Buffer | null
@@ -91,18 +138,22 @@ export interface ShmEndpointNative {
   writable (): number
   armRead (): boolean
   armWrite (): boolean
-  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes in the ring. */
+  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes waiting. */
   state (): number
   shutdown (): void
   close (reset: boolean): void
   ref (): void
   unref (): void
-  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
-  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
-  /** Upper bound (µs) of the adaptive in-loop polling before sleeping; 0 never polls. */
+  /** Upper bound (µs) of the in-loop polling before sleeping; 0 never polls. */
   setPollUs (us: number): void
   /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
   counters (): [number, number]
+}
+
+/** The JS face of csrc/shm/endpoint.h (see its contract): a stream endpoint over a shared ring. */
+export interface ShmEndpointNative extends StreamEndpointNative {
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   /** One ArrayBuffer over the transmit ring's mirrored mapping (2 x ring bytes). */
   txRegion (): ArrayBuffer
   /** Offset in txRegion() of the next byte to send, in [0, ring bytes). */
@@ -111,11 +162,17 @@ export interface ShmEndpointNative {
   commit (n: number): number
 }
 
+/** True when `ep` is an shm endpoint (a shared ring: zero-copy loans, synchronous I/O). */
+export function isShmEndpoint (ep: StreamEndpointNative): ep is ShmEndpointNative {
+  return typeof (ep as Partial<ShmEndpointNative>).txRegion === 'function'
+}
+
 /** What this JS needs from the binary: a binary without all of it is stale, and not used. */
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
-  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe'
+  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
+  'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes'
 ]
 
 let loaded: NativeCore | null = null

@@ -18,7 +18,7 @@ import { availability } from './transports/availability'
 import { SideChannelListener, AcceptedFast } from './transports/unix'
 import { originals } from './originals'
 import { debug } from './debug'
-import { remoteRungs, RemoteListener } from './transports/remote'
+import { remoteRungs, remoteRung, RemoteListener } from './transports/remote'
 import './transports/rungs'
 import { dispatchToWorkers, serveFromPrimary, isRoundRobinWorker, keyOf } from './cluster'
 
@@ -88,6 +88,9 @@ export function listen2 (server: net.Server, args: unknown[]): void {
       if (own !== null) {
         args = [...args]
         args[4] = own
+        // Node asserts that an fd comes without an address or port (createServerHandle).
+        args[0] = null
+        args[1] = null
         ;(server as AnyServer)._fsListenRung = r.name
         break
       }
@@ -257,6 +260,7 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     return
   }
   const socket = newSocket(server, clientHandle, { transport: server._fsListenRung ?? 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
+  if (server._fsListenRung) remoteRung(server._fsListenRung)?.accepted?.(socket)
   const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
   if (o.noDelay) socket.setNoDelay(true)
   if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)

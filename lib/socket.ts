@@ -15,10 +15,11 @@ import { TransportName, parseTransports, defaultTransports } from './transports/
 import { TcpView } from './address'
 import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './readinto'
 import type { Established, PipeHandle } from './transports/unix'
-import type { ShmEndpointNative } from './native'
+import type { StreamEndpointNative } from './native'
 import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
+import { smcInfoOf, SmcInfo, whenSent } from './transports/smc'
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -49,7 +50,7 @@ export interface AcceptedInfo {
   handshakeRead: number
   handshakeWritten: number
   /** shm: the endpoint, and how to route its events */
-  shm?: ShmEndpointNative | null
+  shm?: StreamEndpointNative | null
   bindShm?: ((onevent: () => void) => void) | null
   shmPollUs?: number
 }
@@ -200,7 +201,7 @@ export class SocketImpl extends NodeSocket {
   declare _fsShmPollUs: number
 
   /** @internal */
-  _fsAttachShm (ep: ShmEndpointNative, bind: (onevent: () => void) => void): void {
+  _fsAttachShm (ep: StreamEndpointNative, bind: (onevent: () => void) => void): void {
     const conn = new ShmConnection(ep, this)
     this._fsShm = conn
     if (this._fsShmPollUs > 0) ep.setPollUs(this._fsShmPollUs)
@@ -349,10 +350,13 @@ export class SocketImpl extends NodeSocket {
     shm.write(bufs, cb)
   }
 
-  /** Node's _final; on shm, publishes EOF once every write is in the ring. */
+  /** Node's _final; on shm, publishes EOF once every write is in the ring; on smc, once the kernel sent every byte. */
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
-    return (NodeSocket.prototype as unknown as { _final: AnyFn })._final.call(this, cb)
+    const nodeFinal = (NodeSocket.prototype as unknown as { _final: AnyFn })._final
+    // smc: shut down only once the kernel has sent everything (see whenSent).
+    if (this.transport === 'smc' && !this.connecting) return whenSent(this, () => nodeFinal.call(this, cb))
+    return nodeFinal.call(this, cb)
   }
 
   /** Node's; on shm with onread, also restarts the ring reads a callback's `false` stopped. */
@@ -460,18 +464,40 @@ export class SocketImpl extends NodeSocket {
    * RangeError ERR_OUT_OF_RANGE when byteLength exceeds the ring.
    */
   allocShared (byteLength: number): Uint8Array | null {
-    if (!this._fsShm) {
+    if (!this._fsShm?.sharedRing) {
       throw new FastsockError('ERR_FASTSOCK_SHM_ONLY', `allocShared needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     return this._fsShm.allocShared(byteLength)
   }
 
+  /**
+   * The protocol counters of a socket on a native endpoint rung, or null elsewhere. On `verbs`:
+   * { eagerBytes, peerEagerBytes, recvBuffers, credits, rndvThreshold (bytes), eagerSent,
+   * rndvSent, rndvReceived, rndvDirect (READs straight into a readInto array), creditMessages,
+   * starved, regCacheHits, regCacheMisses, regCacheEvictions, regCacheBytes, regCacheEntries,
+   * regCacheCapacity, device, iwarp }.
+   */
+  transportStats (): Record<string, number | string | boolean> | null {
+    const ep = this._fsShm?.ep as unknown as { stats?: () => Record<string, number | string | boolean> } | undefined
+    return ep && typeof ep.stats === 'function' && !this.destroyed ? ep.stats() : null
+  }
+
   private _fsSyncConnection (): ShmConnection {
-    if (!this._fsShm) {
+    if (!this._fsShm?.sharedRing) {
       throw new FastsockError('ERR_FASTSOCK_SYNC_UNAVAILABLE', `synchronous I/O needs the shm rung (this socket is on ${this.transport ?? 'no transport'})`)
     }
     if (this.destroyed) throw errnoError(-32, 'write')
     return this._fsShm
+  }
+
+  /**
+   * On transport 'smc' (either end): what the kernel really runs the connection on, from
+   * smc_diag: `{ mode: 'SMCR' | 'SMCD' | 'TCP', fallbackReason, fallbackText, peerDiagnosis }`
+   * ('TCP': SMC fell back to TCP inside the socket, `fallbackReason` says why). null on other
+   * transports, or when the kernel does not list the socket (closed).
+   */
+  smcInfo (): SmcInfo | null {
+    return this.transport === 'smc' ? smcInfoOf(this) : null
   }
 
   /** @internal */

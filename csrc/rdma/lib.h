@@ -7,7 +7,7 @@
 // Only exported functions are resolved here. The data-path calls (ibv_post_send, ibv_post_recv,
 // ibv_poll_cq, ibv_req_notify_cq) are static inline in verbs.h and jump through the device's
 // ops table, so they need no symbol. Nothing in csrc/ may call an ibv_*/rdma_*/r* function
-// directly: `nm -u` of the addon must show none (test/rdma/dlopen.test.js checks).
+// directly: `nm -D -u` of the addon must show none (test/native-symbols.test.js checks).
 #pragma once
 
 #if FASTSOCK_HAVE_RDMA

@@ -18,6 +18,14 @@ Napi::Value RdmaProbeJs(const Napi::CallbackInfo& info) {
   o.Set("devices", devs);
 #if FASTSOCK_HAVE_RDMA
   if (!L->ok) return o;
+  // How rdma-core keeps registered memory safe across fork() (ibv_fork_init(3)): 'unneeded'
+  // (the kernel copies pinned pages at fork, 5.13+), 'enabled' (registered ranges are
+  // MADV_DONTFORK: a child loses those pages), 'disabled'.
+  switch (L->ibv_is_fork_initialized()) {
+    case IBV_FORK_UNNEEDED: o.Set("fork", "unneeded"); break;
+    case IBV_FORK_ENABLED: o.Set("fork", "enabled"); break;
+    default: o.Set("fork", "disabled"); break;
+  }
   int n = 0;
   ibv_device** list = L->ibv_get_device_list(&n);
   if (!list) {

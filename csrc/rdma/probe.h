@@ -4,7 +4,7 @@
 
 namespace fastsock {
 
-// rdmaProbe() -> { loaded: boolean, rsocket: boolean, error: string,
+// rdmaProbe() -> { loaded: boolean, rsocket: boolean, error: string, fork?: 'unneeded'|'enabled'|'disabled',
 //                  devices: [{ name, transport: 'ib'|'iwarp'|'other', ports: [{ port, active,
 //                             linkLayer: 'InfiniBand'|'Ethernet'|'unspecified' }] }] }
 Napi::Value RdmaProbeJs(const Napi::CallbackInfo& info);

@@ -1,4 +1,5 @@
 #include "shm/endpoint.h"
+#include "loop_util.h"
 
 #include "callback.h"
 
@@ -16,41 +17,6 @@ namespace fastsock {
 namespace {
 
 constexpr unsigned kPollMissesBeforeDecay = 4;
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-uint8_t* BytesOf(const Napi::Value& v, size_t* len) {
-  if (v.IsTypedArray()) {
-    Napi::TypedArray ta = v.As<Napi::TypedArray>();
-    Napi::ArrayBuffer ab = ta.ArrayBuffer();
-    *len = ta.ByteLength();
-    return static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset();
-  }
-  if (v.IsDataView()) {
-    Napi::DataView dv = v.As<Napi::DataView>();
-    *len = dv.ByteLength();
-    return static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
-  }
-  return nullptr;
-}
-
-void ClosePoll(uv_poll_t* p) {
-  if (!p) return;
-  uv_poll_stop(p);
-  uv_close(reinterpret_cast<uv_handle_t*>(p), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
-}
 
 }  // namespace
 
@@ -139,7 +105,7 @@ void ShmEndpoint::Teardown() {
   if (idle_) {
     idle_->data = nullptr;
     uv_idle_stop(idle_);
-    uv_close(reinterpret_cast<uv_handle_t*>(idle_), [](uv_handle_t* h) { delete reinterpret_cast<uv_idle_t*>(h); });
+    CloseHandle(idle_);
     idle_ = nullptr;
   }
   if (doorbell_poll_) {

@@ -31,6 +31,8 @@ export interface ChainOptions {
   transports?: string[]
   /** shm: in-loop polling budget (µs) before sleeping on the doorbell. */
   shmPollUs?: number
+  /** How long one rung's connection attempt may take (ms). */
+  transportTimeoutMs?: number
 }
 
 /** The part of the fastsock module the command line uses. */

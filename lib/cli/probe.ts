@@ -7,6 +7,7 @@ import Table from 'cli-table3'
 import { Command } from 'commander'
 import { loadError as nativeLoadError, native } from '../native'
 import { envTransports, loadFastsock, type RungInfo } from './fastsock'
+import { smcListenState } from '../transports/smc'
 
 /** What `fastsock probe --json` prints. */
 export interface ProbeResult {
@@ -16,6 +17,8 @@ export interface ProbeResult {
   /** Every rung; `enabled`: false when FASTSOCK_TRANSPORTS is set and leaves it out. */
   rungs: Array<RungInfo & { enabled: boolean }>
   native: { loaded: boolean, loadError: string | null, napiVersion: number | null, sourceHash: string | null }
+  /** Whether fastsock servers here listen with AF_SMC (the smc rung's listener), and why. */
+  smcListener: { on: boolean, reason: string }
 }
 
 export function probe (): ProbeResult {
@@ -41,7 +44,8 @@ export function probe (): ProbeResult {
       loadError: nativeLoadError?.message ?? null,
       napiVersion: native?.napiVersion ?? null,
       sourceHash: native?.sourceHash ?? null
-    }
+    },
+    smcListener: smcListenState()
   }
 }
 
@@ -58,6 +62,7 @@ export function renderProbe (p: ProbeResult): string {
   })
   p.rungs.forEach((r, i) => t.push([i + 1, r.name, r.available ? 'yes' : 'no', ...(env ? [r.enabled ? 'yes' : 'no'] : []), r.reason]))
   if (p.rungs.length > 0) lines.push('Failover chain, fastest first:', t.toString())
+  lines.push(`smc listener (servers listen with AF_SMC, serving SMC and TCP clients): ${p.smcListener.on ? 'on' : 'off'} (${p.smcListener.reason})`)
   lines.push(p.native.loaded
     ? `native addon: loaded (N-API ${String(p.native.napiVersion)}, source ${String(p.native.sourceHash).slice(0, 12)})`
     : `native addon: NOT LOADED (${p.native.loadError ?? 'unknown'}): only the kernel-socket rungs can work`)

@@ -54,6 +54,8 @@ export interface RemoteRung {
    * Arguments are Node's _listen2 ones.
    */
   listenFd? (address: string, port: number, addressType: number, flags: number): number | null
+  /** For a rung with listenFd: called with each connection its listener accepted (smc logs its mode). */
+  accepted? (socket: import('net').Socket): void
 }
 
 const registry = new Map<TransportName, RemoteRung>()

@@ -9,7 +9,7 @@
  * when the other side said it sleeps (csrc/shm/ring.h). Nothing spins on the main thread; the
  * synchronous pair (writeSync / readIntoSync) busy-polls for `spinUs` in the calling thread.
  */
-import { native, ShmEndpointNative } from '../native'
+import { native, ShmEndpointNative, StreamEndpointNative, isShmEndpoint } from '../native'
 import { FastsockError, errnoError, outOfRange } from '../errors'
 import * as wire from '../wire'
 import { ReadIntoRequest, settleFull } from '../readinto'
@@ -212,7 +212,7 @@ export async function serverSetup (fd: number, timeoutMs: number, onevent: () =>
  * for the consumer's doorbell, so `write()` returns false and 'drain' follows, as over TCP.
  */
 export class ShmConnection {
-  readonly ep: ShmEndpointNative
+  readonly ep: StreamEndpointNative
   private readonly owner: ShmOwner
   /** The stream asked for data (Node's _read) and push() has not said stop. */
   private reading = false
@@ -227,7 +227,7 @@ export class ShmConnection {
   /** Final counters, kept after close: [bytesWritten, bytesRead]. */
   private finalCounters: [number, number] = [0, 0]
 
-  constructor (ep: ShmEndpointNative, owner: ShmOwner) {
+  constructor (ep: StreamEndpointNative, owner: ShmOwner) {
     this.ep = ep
     this.owner = owner
     trackLive(this)
@@ -404,6 +404,15 @@ export class ShmConnection {
     }
   }
 
+  /** True when the endpoint is a shared ring (shm): loans and synchronous I/O work. */
+  get sharedRing (): boolean { return isShmEndpoint(this.ep) }
+
+  /** The endpoint as a shared ring; callers check `sharedRing` first (socket.ts does). */
+  private ring (): ShmEndpointNative {
+    if (!isShmEndpoint(this.ep)) throw new FastsockError('ERR_FASTSOCK_SHM_ONLY', 'this needs the shm rung (a shared ring)')
+    return this.ep
+  }
+
   /**
    * A view of `n` free bytes at the ring's head, for the caller to fill and then `write()`
    * without a copy (the iceoryx "loan"). Null when the ring has fewer than `n` free bytes now
@@ -411,15 +420,16 @@ export class ShmConnection {
    * before anything else.
    */
   allocShared (n: number): Uint8Array | null {
+    const ep = this.ring()
     if (this.closed) throw errnoError(EPIPE, 'write')
-    if (this.region === null) this.region = this.ep.txRegion()
+    if (this.region === null) this.region = ep.txRegion()
     const size = this.region.byteLength / 2
     if (!Number.isInteger(n) || n <= 0 || n > size) {
       throw outOfRange(`allocShared: byteLength must be an integer in [1, ${size}] (the ring size), got ${n}`)
     }
     if (this.loan !== null) throw new FastsockError('ERR_FASTSOCK_STALE_LOAN', 'allocShared: the previous loan was not written yet')
-    if (this.pending !== null || this.ep.writable() < n) return null
-    const offset = this.ep.txHeadOffset()
+    if (this.pending !== null || ep.writable() < n) return null
+    const offset = ep.txHeadOffset()
     this.loan = { offset, length: n }
     return new Uint8Array(this.region, offset, n)
   }
@@ -428,10 +438,11 @@ export class ShmConnection {
   private commitLoan (b: Buffer): Error | null {
     const loan = this.loan!
     this.loan = null
-    if (b.byteOffset !== loan.offset || b.length > loan.length || this.ep.txHeadOffset() !== loan.offset) {
+    const ep = this.ring()
+    if (b.byteOffset !== loan.offset || b.length > loan.length || ep.txHeadOffset() !== loan.offset) {
       return new FastsockError('ERR_FASTSOCK_STALE_LOAN', 'write of an allocShared view that is not the current loan (another write came first, or it was resized)')
     }
-    this.ep.commit(b.length)
+    ep.commit(b.length)
     return null
   }
 
@@ -439,7 +450,7 @@ export class ShmConnection {
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
     if (this.closed) throw errnoError(EPIPE, 'write')
     try {
-      return this.ep.writeSync(view, spinUs, timeoutMs)
+      return this.ring().writeSync(view, spinUs, timeoutMs)
     } catch (err) {
       throw syncError(err)
     }
@@ -449,7 +460,7 @@ export class ShmConnection {
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
     if (this.closed) throw errnoError(ECONNRESET, 'read')
     try {
-      return this.ep.readIntoSync(view, spinUs, timeoutMs)
+      return this.ring().readIntoSync(view, spinUs, timeoutMs)
     } catch (err) {
       throw syncError(err)
     }

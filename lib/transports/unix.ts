@@ -14,7 +14,7 @@ import { debug } from '../debug'
 import { FastsockError, errnoError } from '../errors'
 import { addressBytes, formatAddress, isLocalAddress, familyName, TcpView, unmapV4, dialedAddress } from '../address'
 import * as wire from '../wire'
-import { ShmEndpointNative } from '../native'
+import { StreamEndpointNative } from '../native'
 import { clientSetup, serverSetup, eventRelay } from './shm'
 import { originals } from '../originals'
 import type { TransportName } from './names'
@@ -62,7 +62,7 @@ export interface Established {
    */
   probe: net.Socket | null
   /** The native endpoint (shm, verbs): a socket without a kernel handle. */
-  shm: ShmEndpointNative | null
+  shm: StreamEndpointNative | null
   /** Routes the endpoint's events to its connection object (shm). */
   bindShm: ((onevent: () => void) => void) | null
   /** Application bytes that arrived with ACCEPT, in order. */
@@ -248,7 +248,7 @@ export interface AcceptedFast {
   /** The connected handle (unix; a pipe or TCP handle on the kernel-fd rungs). */
   handle: PipeHandle | null
   /** The endpoint and its event binding (shm). */
-  shm: ShmEndpointNative | null
+  shm: StreamEndpointNative | null
   bindShm: ((onevent: () => void) => void) | null
   /** The TCP view; null: the handle's own addresses are the truth (smc, sdp). */
   view: TcpView | null

@@ -5,7 +5,7 @@
 // port as the server sees it.
 const t = require('tap')
 const net = require('net')
-const { forEachRung, pair, skipLoopbackDial } = require('../helpers/rungs')
+const { forEachRung, pair } = require('../helpers/rungs')
 const { once, hasIPv6 } = require('../helpers/util')
 
 const configs = [
@@ -67,7 +67,7 @@ t.test('addresses', async t => {
         })
         t.same(shape(client, serverSocket), expected, 'same addresses and families as net over TCP')
         checkPorts(t, port, client, serverSocket)
-      }, { skip: skipLoopbackDial })
+      }, { loopback: true })
     })
   }
 })

@@ -4,7 +4,7 @@
 // then and nothing is emitted synchronously. Expected sequences come from plain net.
 const t = require('tap')
 const net = require('net')
-const { forEachRung, fastsock, ALL_RUNGS, skipLoopbackDial } = require('../helpers/rungs')
+const { forEachRung, fastsock, ALL_RUNGS } = require('../helpers/rungs')
 const { once, listen, within, quiet } = require('../helpers/util')
 
 /** Connects with `lib` and records the events and states in order. */
@@ -35,6 +35,6 @@ for (const host of ['localhost', '127.0.0.1']) {
       const { seq, transport } = await record(fastsock, server.address().port, host, { transports: [rung] })
       t.equal(transport, rung)
       t.same(seq, expected, 'same events, arguments and order as net')
-    }, { skip: skipLoopbackDial })
+    }, { loopback: true })
   })
 }

@@ -84,9 +84,12 @@ for (const [name, run] of Object.entries(scenarios)) {
   t.test(name, async t => {
     const expected = await run(await netPair(t))
     t.ok(expected.length > 0, `plain net over TCP: ${expected.join(' ')}`)
+    // SMC (kernel) reports a peer's abort as end-of-stream, then EPIPE on the next write, where
+    // TCP gives ECONNRESET: a kernel difference fastsock cannot change (docs/transports.md, smc).
+    const resets = expected.some(e => e.includes('ECONNRESET'))
     forEachRung(t, async (t, rung) => {
       const got = await run(await pair(rung, { t }))
       t.same(got, expected, `${rung} behaves as net over TCP (${expected.join(' ')})`)
-    })
+    }, resets ? { only: ['shm', 'unix', 'verbs', 'rsocket', 'sdp', 'tcp'] } : {})
   })
 }

@@ -3,10 +3,14 @@
 // with the socket ref'd it stays alive until the connection closes. Real child processes.
 const t = require('tap')
 const path = require('path')
-const { forEachRung, pair } = require('../helpers/rungs')
+const { forEachRung, pair, rungHost, dialHost } = require('../helpers/rungs')
 const { sleep, spawnNode, within } = require('../helpers/util')
 
 const CLIENT = path.join(__dirname, '..', 'fixtures', 'client.js')
+// The cross-host rungs run in the RDMA guest's emulated CPU: a fresh child needs seconds to start
+// and to set a connection up there (pair() gives its own client the same allowance).
+const slow = rung => rungHost(rung) ? { transportTimeoutMs: 20000 } : {}
+const waitMs = rung => rungHost(rung) ? 60000 : 10000
 
 forEachRung(t, async (t, rung) => {
   for (const when of ['after-connect', 'before-connect']) {
@@ -14,8 +18,8 @@ forEachRung(t, async (t, rung) => {
       const { server } = await pair(rung, { t })
       const { port } = server.address()
       const serverSide = new Promise(resolve => server.on('connection', resolve))
-      const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: '127.0.0.1', transports: [rung], unref: when })])
-      const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error')
+      const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: dialHost(rung), transports: [rung], unref: when, ...slow(rung) })])
+      const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error', waitMs(rung))
       t.same(msg, { event: 'connect', transport: rung, localPort: msg.localPort }, `connected on ${rung}`)
       const sock = await within(serverSide, 5000, 'the server-side socket')
       const { code } = await within(child.exited, 5000, 'the child to exit on its own')
@@ -29,8 +33,8 @@ forEachRung(t, async (t, rung) => {
     const { server } = await pair(rung, { t })
     const { port } = server.address()
     const serverSide = new Promise(resolve => server.on('connection', resolve))
-    const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: '127.0.0.1', transports: [rung] })])
-    const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error')
+    const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: dialHost(rung), transports: [rung], ...slow(rung) })])
+    const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error', waitMs(rung))
     t.equal(msg.transport, rung)
     const sock = await within(serverSide, 5000, 'the server-side socket')
     await sleep(700)
@@ -47,13 +51,13 @@ forEachRung(t, async (t, rung) => {
     const serverSide = new Promise(resolve => server.on('connection', resolve))
     const code = `
       const fastsock = require('.')
-      const c = fastsock.connect({ port: ${port}, host: '127.0.0.1', transports: ['${rung}'] }, () => {
+      const c = fastsock.connect({ port: ${port}, host: '${dialHost(rung)}', transports: ['${rung}'], transportTimeoutMs: ${slow(rung).transportTimeoutMs ?? 1000} }, () => {
         c.unref(); c.ref()
         process.stdout.write(JSON.stringify({ event: 'connect', transport: c.transport }) + '\\n')
       })
       c.resume()`
     const child = spawnNode(t, ['-e', code])
-    const msg = await child.waitFor(m => m.event === 'connect')
+    const msg = await child.waitFor(m => m.event === 'connect', waitMs(rung))
     t.equal(msg.transport, rung)
     const sock = await within(serverSide, 5000, 'the server-side socket')
     await sleep(700)
@@ -61,4 +65,4 @@ forEachRung(t, async (t, rung) => {
     sock.destroy()
     await within(child.exited, 5000, 'the child to exit after the peer closed')
   })
-})
+}, { timeout: 150000 }) // four child processes per rung: in the RDMA guest each needs ~15 s

@@ -2,7 +2,7 @@
 // server.close() stops accepting at once but calls back (and emits 'close') only after the last
 // open connection closes; getConnections() counts connections on every rung.
 const t = require('tap')
-const { forEachRung, pair, fastsock } = require('../helpers/rungs')
+const { forEachRung, pair, fastsock, dialHost } = require('../helpers/rungs')
 const { once, sleep, within } = require('../helpers/util')
 
 const getConnections = server => new Promise((resolve, reject) =>
@@ -11,7 +11,7 @@ const getConnections = server => new Promise((resolve, reject) =>
 forEachRung(t, async (t, rung) => {
   const { server, client, serverSocket, port } = await pair(rung, { t })
   t.equal(await getConnections(server), 1, 'one connection')
-  const second = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+  const second = fastsock.connect({ port, host: dialHost(rung), transports: [rung], transportTimeoutMs: 20000 })
   t.teardown(() => second.destroy())
   const [serverSocket2] = await within(Promise.all([once(server, 'connection'), once(second, 'connect')]).then(([[s]]) => [s]), 5000, 'second connection')
   t.equal(serverSocket2.transport, rung)
@@ -24,7 +24,7 @@ forEachRung(t, async (t, rung) => {
   t.equal(closed, false, 'close callback waits while connections are open')
   t.equal(await getConnections(server), 2, 'both still counted')
 
-  const refused = fastsock.connect({ port, host: '127.0.0.1', transports: [rung, 'tcp'] })
+  const refused = fastsock.connect({ port, host: dialHost(rung), transports: [rung, 'tcp'], transportTimeoutMs: 20000 })
   const [err] = await once(refused, 'error')
   t.equal(err.code, 'ECONNREFUSED', 'a new connection is refused after close()')
 

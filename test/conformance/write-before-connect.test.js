@@ -2,10 +2,10 @@
 // Writes and end() issued before the connection is up are queued and delivered; end() right
 // after connect() still delivers everything and 'finish' fires.
 const t = require('tap')
-const { forEachRung, fastsock, ALL_RUNGS } = require('../helpers/rungs')
+const { forEachRung, fastsock, ALL_RUNGS, rungHost, dialHost } = require('../helpers/rungs')
 const { once, collect, listen, within } = require('../helpers/util')
 
-async function server (t) {
+async function server (t, rung) {
   const srv = fastsock.createServer({ transports: ALL_RUNGS })
   const received = []
   srv.on('connection', s => {
@@ -13,15 +13,15 @@ async function server (t) {
     received.push({ transport: s.transport, data: collect(s) })
     s.on('end', () => s.end())
   })
-  await listen(srv, 0, '127.0.0.1')
+  await listen(srv, 0, rungHost(rung) ? '0.0.0.0' : '127.0.0.1')
   t.teardown(() => srv.close())
   return { port: srv.address().port, received }
 }
 
 forEachRung(t, async (t, rung) => {
   t.test('write() before connect, end() in the connect callback', async t => {
-    const { port, received } = await server(t)
-    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] }, () => c.end('third'))
+    const { port, received } = await server(t, rung)
+    const c = fastsock.connect({ port, host: dialHost(rung), transports: [rung], transportTimeoutMs: 20000 }, () => c.end('third'))
     t.teardown(() => c.destroy())
     t.equal(c.connecting, true)
     c.write('first,')
@@ -37,8 +37,8 @@ forEachRung(t, async (t, rung) => {
   })
 
   t.test('end(data) right after connect()', async t => {
-    const { port, received } = await server(t)
-    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+    const { port, received } = await server(t, rung)
+    const c = fastsock.connect({ port, host: dialHost(rung), transports: [rung], transportTimeoutMs: 20000 })
     t.teardown(() => c.destroy())
     const events = []
     c.on('connect', () => events.push('connect'))
@@ -54,8 +54,8 @@ forEachRung(t, async (t, rung) => {
   })
 
   t.test('many writes before connect keep their order', async t => {
-    const { port, received } = await server(t)
-    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+    const { port, received } = await server(t, rung)
+    const c = fastsock.connect({ port, host: dialHost(rung), transports: [rung], transportTimeoutMs: 20000 })
     t.teardown(() => c.destroy())
     let expected = ''
     for (let i = 0; i < 500; i++) {

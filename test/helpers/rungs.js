@@ -25,15 +25,16 @@ const bestRung = all.find(a => a.available).name
 
 /**
  * Runs `fn(t, rung)` as one subtest per rung; unavailable rungs are skipped with their reason.
- * `timeout` (ms) bounds each subtest; `skip(rung)` returning a reason skips that rung's subtest.
+ * `timeout` (ms) bounds each subtest. `loopback: true`: the test dials a loopback address by
+ * hand, so the cross-host rungs (verbs, rsocket) are skipped.
  */
-function forEachRung (t, fn, { timeout = 30000, only, skip } = {}) {
+function forEachRung (t, fn, { timeout = 30000, only, loopback = false } = {}) {
   for (const a of all) {
     let opts
     if (!a.available) opts = { skip: `${a.name} is not available here: ${a.reason}` }
     else if (excluded(a)) opts = { skip: `${a.name} excluded by FASTSOCK_TEST_RUNGS` }
     else if (only && !only.includes(a.name)) opts = { skip: `not applicable to ${a.name}` }
-    else if (skip && skip(a.name)) opts = { skip: skip(a.name) }
+    else if (loopback && CROSS_HOST.has(a.name)) opts = { skip: `dials loopback by hand; ${a.name} serves RDMA device addresses only (test/rdma covers it)` }
     else opts = { timeout }
     t.test(`rung ${a.name}`, opts, t => fn(t, a.name))
   }
@@ -46,6 +47,8 @@ function forEachRung (t, fn, { timeout = 30000, only, skip } = {}) {
  * for these rungs listen on every interface, as a real server would.
  */
 const RDMA_IP = process.env.FASTSOCK_TEST_RDMA_DEV === 'siw' ? process.env.RDMAVM_SIW_IP : process.env.RDMAVM_IP
+/** Rungs that need an RDMA device's address: no loopback. */
+const CROSS_HOST = new Set(['verbs', 'rsocket'])
 const REMOTE_HOSTS = {
   verbs: RDMA_IP,
   rsocket: RDMA_IP,
@@ -56,12 +59,9 @@ function rungHost (rung) {
   return REMOTE_HOSTS[rung] || null
 }
 
-/**
- * For forEachRung's `skip` in subtests that dial a loopback address by hand: rsockets decline
- * loopback (no RDMA device owns it), so rung rsocket cannot take part there.
- */
-function skipLoopbackDial (rung) {
-  return rung === 'rsocket' && 'rsocket declines loopback addresses (no RDMA device owns them) and this subtest dials one by hand'
+/** The address a test dials for `rung` by hand: the rung's own (rungHost) or loopback. */
+function dialHost (rung) {
+  return rungHost(rung) || '127.0.0.1'
 }
 
 /** The address a client dials to reach a server listening on `listenHost`. */
@@ -118,4 +118,4 @@ async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost,
   return { server, client, serverSocket, port, close, accepted }
 }
 
-module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost, skipLoopbackDial }
+module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost, dialHost }

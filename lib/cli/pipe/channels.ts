@@ -21,6 +21,21 @@ export const BASELINES: readonly ChannelSpec[] = [
 export type ChannelAddress = { port: number, host: string } | { path: string }
 
 const LOOPBACK = '127.0.0.1'
+/**
+ * Cross-host rungs (verbs, rsocket) cannot use loopback: their peer listens on every interface
+ * and the measuring side dials this address, an RDMA device's (FASTSOCK_PIPE_RDMA_HOST, else the
+ * RDMA guest's RDMAVM_IP).
+ */
+const CROSS_HOST = new Set(['verbs', 'rsocket'])
+function rdmaHost (): string | null {
+  return process.env.FASTSOCK_PIPE_RDMA_HOST || process.env.RDMAVM_IP || null
+}
+function listenHostFor (spec: ChannelSpec): string {
+  return spec.kind === 'fastsock' && CROSS_HOST.has(spec.transport) && rdmaHost() !== null ? '0.0.0.0' : LOOPBACK
+}
+function dialHostFor (spec: ChannelSpec): string {
+  return spec.kind === 'fastsock' && CROSS_HOST.has(spec.transport) ? rdmaHost() ?? LOOPBACK : LOOPBACK
+}
 
 /**
  * Normalizes one `--transports` entry: `unix` or `fastsock:unix` is the fastsock rung;
@@ -99,7 +114,7 @@ export async function listen (spec: ChannelSpec, onConnection: (socket: net.Sock
     const lib = loadFastsock()
     if (lib.mod === null) throw new Error(`fastsock did not load: ${lib.error?.message ?? 'unknown'}`)
     server = lib.mod.createServer({ transports: [spec.transport], ...pollOption(spec) }, accept)
-    address = { port: 0, host: LOOPBACK }
+    address = { port: 0, host: listenHostFor(spec) }
   } else if (spec.transport === 'tcp') {
     server = net.createServer(accept)
     address = { port: 0, host: LOOPBACK }
@@ -118,7 +133,7 @@ export async function listen (spec: ChannelSpec, onConnection: (socket: net.Sock
   if (!('path' in address)) {
     const bound = server.address()
     if (bound === null || typeof bound === 'string') throw new Error(`${spec.id}: listener has no TCP address`)
-    address = { port: bound.port, host: LOOPBACK }
+    address = { port: bound.port, host: dialHostFor(spec) }
   }
   return { server, address }
 }
@@ -133,7 +148,7 @@ export async function connect (spec: ChannelSpec, address: ChannelAddress, timeo
     const lib = loadFastsock()
     if (lib.mod === null) throw new Error(`fastsock did not load: ${lib.error?.message ?? 'unknown'}`)
     if ('path' in address) throw new Error(`${spec.id}: fastsock listens on TCP, got a path`)
-    socket = lib.mod.connect({ port: address.port, host: address.host, transports: [spec.transport], ...pollOption(spec) })
+    socket = lib.mod.connect({ port: address.port, host: address.host, transports: [spec.transport], transportTimeoutMs: timeoutMs, ...pollOption(spec) })
   } else {
     socket = 'path' in address ? net.connect({ path: address.path }) : net.connect({ port: address.port, host: address.host })
   }

@@ -139,6 +139,7 @@ class Run {
     const rungs = this.loadRungs()
     const { channels, warnings } = selectChannels(opts.transports, rungs, opts.shmPollUs)
     for (const w of warnings) this.warn(w)
+    if (process.env.RDMAVM) this.warn('measured inside the RDMA guest (../shared/tools/rdma-vm): its CPU is emulated (TCG), so these figures are for comparing rows of this run only, not real RDMA performance')
     result.channels = channels.map((c) => ({ ...c, actual: null, error: null }))
     const fastChannels = channels.filter((c) => c.kind === 'fastsock')
 

@@ -1,4 +1,6 @@
-#include "limits.h"
+#include "native_limits.h"
+
+#include "clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,14 +10,6 @@
 #include <thread>
 
 namespace fastsock {
-namespace {
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-}  // namespace
-
 uint64_t MemcpyTimeNs(size_t bytes, uint32_t iterations) {
   size_t alloc = bytes ? (bytes + 4095) & ~static_cast<size_t>(4095) : 4096;
   void* src = nullptr;

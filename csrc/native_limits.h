@@ -1,5 +1,6 @@
 // Native limits printed beside fastsock's figures (docs/benchmarks.md): what the hardware allows
-// without any socket in the way.
+// without any socket in the way. (Not named limits.h: csrc/ is on the include path, and that
+// name would shadow the C library's <limits.h> for every system header.)
 #pragma once
 #include <cstddef>
 #include <cstdint>

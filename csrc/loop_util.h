@@ -1,0 +1,63 @@
+// Small helpers shared by the native endpoints (shm, verbs): the bytes of a JS view,
+// watching an fd with a uv_poll, and closing one whose memory is freed in its close callback.
+#pragma once
+#include <fcntl.h>
+#include <napi.h>
+#include <uv.h>
+
+#include "clock.h"
+
+#include <cstdint>
+
+namespace fastsock {
+
+// The bytes of a TypedArray or DataView (nullptr for anything else); *len gets the byte length.
+inline uint8_t* BytesOf(const Napi::Value& v, size_t* len) {
+  if (v.IsTypedArray()) {
+    Napi::TypedArray ta = v.As<Napi::TypedArray>();
+    Napi::ArrayBuffer ab = ta.ArrayBuffer();
+    *len = ta.ByteLength();
+    return static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset();
+  }
+  if (v.IsDataView()) {
+    Napi::DataView dv = v.As<Napi::DataView>();
+    *len = dv.ByteLength();
+    return static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
+  }
+  return nullptr;
+}
+
+// The ArrayBuffer behind a TypedArray or DataView (undefined for anything else).
+inline Napi::Value ArrayBufferOf(const Napi::Value& v) {
+  if (v.IsTypedArray()) return v.As<Napi::TypedArray>().ArrayBuffer();
+  if (v.IsDataView()) return v.As<Napi::DataView>().ArrayBuffer();
+  return v.Env().Undefined();
+}
+
+template <typename Handle>
+void CloseHandle(Handle* h) {
+  if (!h) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* x) { delete reinterpret_cast<Handle*>(x); });
+}
+
+// Makes `fd` non-blocking and watches it for readability on the loop of `env`: a new uv_poll
+// with `data` set, started with `cb`. Stop it with ClosePoll (after clearing data).
+inline uv_poll_t* WatchReadable(napi_env env, int fd, void* data, uv_poll_cb cb) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  auto* p = new uv_poll_t;
+  uv_poll_init(loop, p, fd);
+  p->data = data;
+  uv_poll_start(p, UV_READABLE, cb);
+  return p;
+}
+
+inline void ClosePoll(uv_poll_t* p) {
+  if (!p) return;
+  uv_poll_stop(p);
+  CloseHandle(p);
+}
+
+}  // namespace fastsock

@@ -1,0 +1,29 @@
+// The `verbs` rung: a byte stream over an RDMA reliable-connected queue pair, set up with RDMA
+// CM, speaking the iodev protocols (thesis 4.2.3; wire format in csrc/wire/verbs.h):
+//   eager       short writes are copied into pre-registered send buffers and SENT into the
+//               peer's pre-posted receive buffers, under credit-based flow control;
+//   rendezvous  writes of at least `rndvThreshold` bytes are announced (RTS) and RDMA READ by the
+//               receiver straight from the caller's registered buffer into the destination
+//               (the reader's typed array when one is waiting), zero copies; the registration
+//               cache keeps hot buffers registered.
+// Completions arrive on a completion channel whose fd sits on a uv_poll; with setPollUs(us) > 0
+// the loop polls the CQ for up to `us` after each wake-up before it sleeps again (iodev's
+// polling-then-blocking receive, for short messages). RDMA CM events (disconnect) have their
+// own channel fd on a uv_poll.
+//
+// JS faces (see lib/native.ts for the shapes):
+//   verbsConnect(addr, port, iwarpPort, options, cb(err, endpoint, info))
+//   new VerbsListener(addr, port, iwarpPort, backlog, options, onconnection(endpoint, info))
+//   VerbsEndpoint: the ShmEndpoint surface the stream pump drives (write, readInto, read,
+//   readable, writable, armRead, armWrite, state, shutdown, close, ref, unref, counters,
+//   setPollUs) plus setOnEvent(fn) and stats().
+#pragma once
+#include <napi.h>
+
+namespace fastsock {
+
+// Registers VerbsEndpoint, VerbsListener and verbsConnect on `exports` (no-ops without rdma-core
+// headers: the rung is then absent).
+void InitVerbs(Napi::Env env, Napi::Object exports);
+
+}  // namespace fastsock

@@ -1,0 +1,173 @@
+/**
+ * Rung `verbs`: a byte stream over an RDMA reliable-connected queue pair (csrc/rdma/verbs.cc;
+ * wire format in docs/wire-protocol.md, "verbs"). Short writes go eager (copied into
+ * pre-registered buffers, SENT under credit-based flow control); writes of at least
+ * `rndvThreshold` bytes go by rendezvous (the receiver RDMA READs them straight from the
+ * writer's registered typed array into the reader's, zero copies). The socket has no kernel
+ * handle: its Duplex hooks drive the native endpoint through the same pump as shm
+ * (lib/transports/shm.ts ShmConnection), so both rungs share stream semantics.
+ *
+ * Port spaces: a fastsock server listening on TCP port P listens with RDMA CM on port P of the
+ * IB port space (RDMA_PS_IB) on every InfiniBand/RoCE address, and on port iwarpPort(P) of the
+ * TCP port space on iWARP addresses (iWARP connections are kernel TCP connections, and the TCP
+ * listener holds P there). The client dials whichever its route's device needs.
+ *
+ * Configuration (process environment, read once): FASTSOCK_VERBS_EAGER_BYTES (16384),
+ * FASTSOCK_VERBS_CREDITS (32 receive buffers), FASTSOCK_RNDV_THRESHOLD (bytes; default chosen per
+ * connection from the measured copy bandwidth and connection round trip),
+ * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000).
+ */
+import * as os from 'os'
+import * as net from 'net'
+import { native, VerbsEndpointNative, VerbsInfo } from '../native'
+import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener } from './remote'
+import { Established } from './unix'
+import { FastsockError } from '../errors'
+import { debug } from '../debug'
+import { familyName, unmapV4 } from '../address'
+
+/** Native options of every verbs connection of this process. */
+export interface VerbsOptions {
+  eagerBytes?: number
+  credits?: number
+  /** 0: chosen per connection from measured attributes. */
+  rndvThreshold?: number
+  regCacheBytes?: number
+  /** iWARP devices listen on port + this (FASTSOCK_VERBS_IWARP_PORT_OFFSET; not sent to native). */
+  iwarpPortOffset?: number
+}
+
+function envInt (name: string, lo: number, hi: number): number | undefined {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return undefined
+  const v = Number(raw)
+  if (!Number.isInteger(v) || v < lo || v > hi) {
+    process.emitWarning(`${name}=${raw} ignored: expected an integer in [${lo}, ${hi}]`, { code: 'FASTSOCK_BAD_ENV' })
+    return undefined
+  }
+  return v
+}
+
+let options: VerbsOptions | null = null
+/** The process-wide verbs options, from the environment (read once). */
+export function verbsOptions (): VerbsOptions {
+  if (options === null) {
+    options = {
+      eagerBytes: envInt('FASTSOCK_VERBS_EAGER_BYTES', 256, 1 << 20),
+      credits: envInt('FASTSOCK_VERBS_CREDITS', 4, 1024),
+      rndvThreshold: envInt('FASTSOCK_RNDV_THRESHOLD', 1, 1 << 30),
+      regCacheBytes: envInt('FASTSOCK_VERBS_REG_CACHE_BYTES', 0, 2 ** 40),
+      iwarpPortOffset: envInt('FASTSOCK_VERBS_IWARP_PORT_OFFSET', 1, 65534) ?? 10000
+    }
+  }
+  return options
+}
+
+/** The RDMA CM port an iWARP device serves TCP port `port` on (docs/transports.md). */
+export function iwarpPort (port: number): number {
+  const p = port + verbsOptions().iwarpPortOffset!
+  return p <= 65535 ? p : p - 65535 + 1023 // wraps above the well-known ports
+}
+
+function isLoopback (ip: string): boolean {
+  const v4 = unmapV4(ip) ?? ip
+  return v4.startsWith('127.') || ip === '::1'
+}
+
+function view (info: VerbsInfo, localPort: number | null, remotePort: number | null) {
+  return {
+    local: { address: info.localAddress, family: familyName(info.localAddress), port: localPort ?? info.localPort },
+    remote: { address: info.remoteAddress, family: familyName(info.remoteAddress), port: remotePort ?? info.remotePort }
+  }
+}
+
+function established (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: number | null, listenPort: number | null): Established {
+  return {
+    transport: 'verbs',
+    probe: null,
+    shm: ep,
+    bindShm: fn => ep.setOnEvent(fn),
+    leftover: [],
+    view: view(info, listenPort, dialedPort),
+    handshakeRead: 0,
+    handshakeWritten: 0
+  }
+}
+
+function connectOne (addr: string, port: number, timeoutMs: number): Promise<Established> {
+  return new Promise((resolve, reject) => {
+    native!.verbsConnect(addr, port, iwarpPort(port), { ...verbsOptions(), timeoutMs }, (err, ep, info) => {
+      if (err) {
+        // REJECTED: an RDMA CM answered but nobody listens there (not a fastsock server, or one
+        // without verbs): the briefly cached "not offered".
+        if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED') (err as { notOffered?: boolean }).notOffered = true
+        return reject(err)
+      }
+      debug('verbs', 'connected %s:%d -> %s:%d on %s', info!.localAddress, info!.localPort, info!.remoteAddress, info!.remotePort, info!.device)
+      resolve(established(ep!, info!, port, null))
+    })
+  })
+}
+
+async function connect (req: RemoteConnectRequest): Promise<Established> {
+  const candidates = req.addresses.filter(a => net.isIP(a) && !isLoopback(a))
+  if (candidates.length === 0) {
+    throw Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `verbs: ${req.host} is a loopback address (no RDMA device serves it)`), { notOffered: true })
+  }
+  let last: Error | null = null
+  for (const addr of candidates) {
+    if (req.aborted()) break
+    try {
+      const est = await connectOne(addr, req.port, req.timeoutMs)
+      if (req.aborted()) {
+        est.shm!.close(true)
+        break
+      }
+      return est
+    } catch (err) {
+      last = err as Error
+    }
+  }
+  throw last ?? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', 'verbs: aborted')
+}
+
+/** The local addresses a listener on `address` serves with RDMA CM (loopback excluded). */
+function listenAddresses (address: string, v6only: boolean): string[] {
+  if (address !== '0.0.0.0' && address !== '::') return isLoopback(address) ? [] : [address]
+  const out: string[] = []
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.internal) continue
+      if (a.family === 'IPv6' && (address === '0.0.0.0' || a.address.startsWith('fe80'))) continue
+      if (a.family === 'IPv4' && address === '::' && v6only) continue
+      out.push(a.address)
+    }
+  }
+  return out
+}
+
+function listen (req: RemoteListenRequest): RemoteListener | null {
+  const listeners: Array<{ close: () => void }> = []
+  for (const addr of listenAddresses(req.address, req.v6only)) {
+    try {
+      const l = new native!.VerbsListener(addr, req.port, iwarpPort(req.port), 511, { ...verbsOptions() }, (ep, info) => {
+        const why = req.busy()
+        if (why) {
+          debug('verbs', 'turning away %s:%d: %s', info.remoteAddress, info.remotePort, why)
+          ep.close(true)
+          return
+        }
+        const est = established(ep, info, null, req.port)
+        req.accept({ transport: 'verbs', handle: null, shm: est.shm, bindShm: est.bindShm, view: est.view, handshakeRead: 0, handshakeWritten: 0 })
+      })
+      debug('verbs', 'listening on %s port %d (%s, %s)', addr, l.port, l.device, l.transport)
+      listeners.push(l)
+    } catch (err) {
+      debug('verbs', 'no verbs listener on %s:%d: %s', addr, req.port, (err as Error).message)
+    }
+  }
+  if (listeners.length === 0) return null
+  return { close: () => { for (const l of listeners) l.close() } }
+}
+
+registerRemoteRung({ name: 'verbs', connect, listen })

@@ -1,0 +1,204 @@
+'use strict'
+// The `verbs` rung on a real kernel RDMA stack: run inside ../shared/tools/rdma-vm (npm run
+// test:rdma), over rxe0 (RoCEv2) and, with FASTSOCK_TEST_RDMA_DEV=siw, over siw0 (iWARP).
+// Elsewhere every test is skipped with the reason.
+//
+// The rendezvous threshold is set low here (FASTSOCK_RNDV_THRESHOLD, before fastsock loads) so
+// that megabyte arrays take the rendezvous path; the chosen default on this emulated CPU is
+// several MiB.
+process.env.FASTSOCK_RNDV_THRESHOLD = process.env.FASTSOCK_RNDV_THRESHOLD || '65536'
+process.env.FASTSOCK_VERBS_REG_CACHE_BYTES = process.env.FASTSOCK_VERBS_REG_CACHE_BYTES || String(4 << 20)
+const t = require('tap')
+const { pair, availability, rungHost } = require('../helpers/rungs')
+const { spawnNode, once, within, waitFor, listen } = require('../helpers/util')
+const fastsock = require('../..')
+const net = require('net')
+
+const verbs = availability.find(a => a.name === 'verbs')
+const host = rungHost('verbs')
+const skip = !process.env.RDMAVM ? 'needs the RDMA guest (npm run test:rdma)'
+  : !verbs.available ? `verbs is not available: ${verbs.reason}`
+    : !host ? 'RDMAVM_IP is not set' : false
+const SLOW = 60000 // the guest's CPU is emulated
+
+function filled (n, seed) {
+  const a = new Float64Array(n)
+  for (let i = 0; i < n; i++) a[i] = i * 0.5 + seed
+  return a
+}
+
+function sameArray (t, got, want, what) {
+  let bad = -1
+  for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) { bad = i; break }
+  t.equal(bad, -1, `${what}: every element arrived (first mismatch at ${bad})`)
+}
+
+t.test('the chain reaches verbs on its own between two processes once same-host rungs are out', { skip, timeout: SLOW }, async t => {
+  const server = spawnNode(t, ['test/fixtures/server.js'], { env: { FASTSOCK_TEST_LISTEN_HOST: '0.0.0.0' } })
+  const { port } = await server.waitFor(m => m.event === 'listening', SLOW)
+  const client = spawnNode(t, ['test/fixtures/client.js', JSON.stringify({ host, port, write: 'ping over verbs', transportTimeoutMs: 20000 })],
+    { env: { FASTSOCK_TRANSPORTS: 'verbs,rsocket,smc,sdp,tcp' } })
+  const c = await client.waitFor(m => m.event === 'connect' || m.event === 'error', SLOW)
+  t.equal(c.transport, 'verbs', 'the client picked verbs')
+  const s = await server.waitFor(m => m.event === 'connection', SLOW)
+  t.equal(s.transport, 'verbs', 'the server side is on verbs too')
+  const echoed = await client.waitFor(m => m.event === 'data', SLOW)
+  t.equal(echoed.text, 'ping over verbs', 'echoed through the server')
+})
+
+t.test('rendezvous: a large typed array goes by RDMA READ straight into the reader\'s array', { skip, timeout: SLOW }, async t => {
+  const { client, serverSocket } = await pair('verbs', { t })
+  const big = filled(1 << 20, 1) // 8 MiB
+  const into = new Float64Array(big.length)
+  const read = serverSocket.readInto(into)
+  await new Promise((resolve, reject) => client.write(big, err => err ? reject(err) : resolve()))
+  await within(read, SLOW, 'readInto')
+  sameArray(t, into, big, '8 MiB Float64Array')
+  const cs = client.transportStats()
+  const ss = serverSocket.transportStats()
+  t.ok(cs.rndvSent >= 1, `the writer announced a rendezvous (rndvSent ${cs.rndvSent})`)
+  t.ok(ss.rndvReceived >= 1, `the reader READ it (rndvReceived ${ss.rndvReceived})`)
+  t.ok(ss.rndvDirect >= 1, `straight into the readInto array (rndvDirect ${ss.rndvDirect})`)
+  t.equal(cs.rndvThreshold, 65536, 'the configured threshold applies')
+  // Both directions, and the 'data' path (the READ lands in a Buffer of its own).
+  const back = filled(1 << 17, 7) // 1 MiB
+  const chunks = []
+  let got = 0
+  const done = new Promise(resolve => client.on('data', d => { chunks.push(d); got += d.length; if (got >= back.byteLength) resolve() }))
+  serverSocket.write(back)
+  await within(done, SLOW, "the echo as 'data'")
+  const joined = Buffer.concat(chunks)
+  sameArray(t, new Float64Array(joined.buffer, joined.byteOffset, back.length), back, "1 MiB as 'data'")
+})
+
+t.test('credits: a paused reader stops the writer (backpressure), then every byte arrives in order', { skip, timeout: SLOW }, async t => {
+  const { client, serverSocket } = await pair('verbs', { t })
+  serverSocket.pause()
+  const total = 2 << 20
+  let sent = 0
+  let sawBackpressure = false
+  const chunk = 4096
+  while (sent < total) {
+    const b = Buffer.alloc(chunk)
+    for (let i = 0; i < chunk; i += 4) b.writeUInt32LE((sent + i) >>> 0, i)
+    sent += chunk
+    if (!client.write(b)) sawBackpressure = true
+  }
+  // Wait until the writer has used every credit: the reader posts no buffers while paused.
+  await waitFor(() => client.transportStats().credits < 2, SLOW, 'the writer to run out of credits')
+  t.ok(sawBackpressure, 'write() returned false while the reader was paused')
+  t.ok(client.writableLength > 0, 'bytes wait in the socket, not lost')
+  let got = 0
+  let inOrder = true
+  const acc = []
+  serverSocket.on('data', d => { acc.push(d); got += d.length })
+  serverSocket.resume()
+  await waitFor(() => got >= total, SLOW, 'every byte after resume')
+  const all = Buffer.concat(acc)
+  for (let i = 0; i < total; i += 4) if (all.readUInt32LE(i) !== (i >>> 0)) { inOrder = false; break }
+  t.ok(inOrder, '2 MiB of 4 KiB writes arrived in order')
+  const cs = client.transportStats()
+  t.ok(cs.starved > 0, `the writer ran out of credits and said so (starved ${cs.starved})`)
+  t.ok(serverSocket.transportStats().creditMessages > 0, 'the reader returned credits with CREDIT messages')
+})
+
+t.test('registration cache: hits on reuse, evictions past its capacity, bytes intact', { skip, timeout: SLOW }, async t => {
+  const { client, serverSocket } = await pair('verbs', { t })
+  const arrays = Array.from({ length: 6 }, (_, i) => filled(1 << 17, i)) // 6 x 1 MiB, cache 4 MiB
+  const send = a => new Promise((resolve, reject) => client.write(a, err => err ? reject(err) : resolve()))
+  for (const a of [...arrays, arrays[5]]) {
+    const into = new Float64Array(a.length)
+    const r = serverSocket.readInto(into)
+    await send(a)
+    await within(r, SLOW, 'readInto')
+    sameArray(t, into, a, 'array')
+  }
+  const s = client.transportStats()
+  t.ok(s.regCacheEvictions > 0, `evictions past the capacity (${s.regCacheEvictions})`)
+  t.ok(s.regCacheHits > 0, `a hit when the same array is written again (${s.regCacheHits})`)
+  t.ok(s.regCacheBytes <= s.regCacheCapacity, `the cache stays within its capacity (${s.regCacheBytes} <= ${s.regCacheCapacity})`)
+})
+
+t.test('a rendezvous the reader cannot register is declined and sent eager: no bytes lost', { skip, timeout: SLOW }, async t => {
+  // 16 MiB exceeds the guest's 8 MiB locked-memory limit, which siw enforces even for root:
+  // there the reader declines and the bytes come eager; on rxe (root) registration succeeds
+  // and it is a READ. Either way every byte must arrive.
+  const { client, serverSocket } = await pair('verbs', { t })
+  const a = filled(1 << 21, 3) // 16 MiB
+  const chunks = []
+  let got = 0
+  const done = new Promise(resolve => serverSocket.on('data', d => { chunks.push(d); got += d.length; if (got >= a.byteLength) resolve() }))
+  client.write(a)
+  await within(done, SLOW, '16 MiB')
+  const joined = Buffer.concat(chunks)
+  sameArray(t, new Float64Array(joined.buffer, joined.byteOffset, a.length), a, '16 MiB')
+  const ss = serverSocket.transportStats()
+  t.ok(ss.rndvReceived + ss.rndvDeclined >= 1, `READ (${ss.rndvReceived}) or declined to eager (${ss.rndvDeclined})`)
+})
+
+t.test('peer killed mid-rendezvous: the reader gets ECONNRESET, no hang', { skip, timeout: SLOW }, async t => {
+  const server = fastsock.createServer({ transports: ['verbs', 'tcp'] })
+  t.teardown(() => server.close())
+  const conn = once(server, 'connection', SLOW)
+  await listen(server, 0, '0.0.0.0')
+  const port = server.address().port
+  const writer = spawnNode(t, ['test/fixtures/rdma-writer.js', JSON.stringify({ host, port, transports: ['verbs'], elements: 8 << 20 })])
+  const c = await writer.waitFor(m => m.event === 'connect' || m.event === 'error', SLOW)
+  t.equal(c.transport, 'verbs')
+  const [s] = await conn
+  t.equal(s.transport, 'verbs')
+  const into = new Float64Array(8 << 20) // 64 MiB: the READ takes a while under emulation
+  const outcome = s.readInto(into).then(() => null, e => e)
+  await waitFor(() => (s.transportStats() || {}).rndvDirect >= 1 || (s.transportStats() || {}).rndvDeclined >= 1, SLOW, 'the READ to start')
+  const errored = new Promise(resolve => s.once('error', resolve))
+  const closed = new Promise(resolve => s.once('close', resolve))
+  writer.child.kill('SIGKILL')
+  const err = await within(outcome, SLOW, 'readInto to settle after the writer died')
+  t.ok(err, 'readInto rejected')
+  // readInto's own error (docs/api.md) carries the stream's as its cause.
+  t.equal(err && err.code, 'ERR_FASTSOCK_READINTO', 'readInto failed')
+  t.equal(err && err.cause && err.cause.code, 'ECONNRESET', 'because of ECONNRESET')
+  const sockErr = await within(errored, SLOW, "the socket's 'error'")
+  t.equal(sockErr.code, 'ECONNRESET', "the socket's 'error' is ECONNRESET")
+  await within(closed, SLOW, "the socket's 'close'")
+})
+
+t.test('fork and spawn while connections are live leave them intact', { skip, timeout: SLOW }, async t => {
+  const { client, serverSocket } = await pair('verbs', { t })
+  const cp = require('child_process')
+  const a = filled(1 << 18, 9) // 2 MiB: rendezvous, memory registered
+  for (let round = 0; round < 3; round++) {
+    const into = new Float64Array(a.length)
+    const r = serverSocket.readInto(into)
+    client.write(a)
+    for (let i = 0; i < 5; i++) t.equal(cp.spawnSync('true').status, 0, 'a child ran')
+    const child = cp.fork('-e', ['process.send("hi")'], { stdio: 'ignore', execArgv: [] })
+    const [msg] = await once(child, 'message', SLOW)
+    t.equal(msg, 'hi', 'a forked node child ran')
+    await within(r, SLOW, 'readInto')
+    sameArray(t, into, a, `round ${round}`)
+  }
+})
+
+t.test('fallback: verbs to a plain net server is refused fast and the chain ends on tcp', { skip, timeout: SLOW }, async t => {
+  const plain = net.createServer(s => s.pipe(s))
+  t.teardown(() => plain.close())
+  await listen(plain, 0, '0.0.0.0')
+  const port = plain.address().port
+  fastsock.clearNegativeCache()
+  const c = fastsock.connect({ host, port, transports: ['verbs', 'tcp'], transportTimeoutMs: 20000 })
+  t.teardown(() => c.destroy())
+  const failed = once(c, 'transportAttemptFailed', SLOW)
+  await once(c, 'connect', SLOW)
+  const [ev] = await failed
+  t.equal(ev.transport, 'verbs', 'verbs was tried first')
+  t.equal(c.transport, 'tcp', 'and tcp connected')
+  c.write('plain')
+  const [d] = await once(c, 'data', SLOW)
+  t.equal(d.toString(), 'plain', 'a plain net peer, byte for byte')
+  // Loopback has no RDMA device: declined at once, without RDMA CM.
+  const lo = fastsock.connect({ host: '127.0.0.1', port, transports: ['verbs'] })
+  const [err] = await once(lo, 'error', SLOW)
+  t.equal(err.code, 'ERR_FASTSOCK_ALL_TRANSPORTS_FAILED')
+  t.match(err.errors[0].message, /loopback/, 'the reason names loopback')
+})
