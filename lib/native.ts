@@ -133,7 +133,8 @@ export interface RsocketOutcome {
 export interface StreamEndpointNative {
   write (view: ArrayBufferView): number
   readInto (view: ArrayBufferView): number
-  read (maxBytes: number): Buffer | null
+  /** At most maxBytes, or a whole rendezvous Buffer when it fits; verbs may return a Uint8Array view. */
+  read (maxBytes: number): Uint8Array | null
   readable (): number
   writable (): number
   armRead (): boolean

@@ -259,8 +259,10 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     clientHandle.close()
     return
   }
-  const socket = newSocket(server, clientHandle, { transport: server._fsListenRung ?? 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0 })
-  if (server._fsListenRung) remoteRung(server._fsListenRung)?.accepted?.(socket)
+  const rung = server._fsListenRung
+  const socket = newSocket(server, clientHandle, { transport: rung ?? 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0, smcHandle: rung === 'smc' })
+  const accepted = rung ? remoteRung(rung)?.accepted : undefined
+  if (accepted) socket.transport = accepted(socket)
   const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
   if (o.noDelay) socket.setNoDelay(true)
   if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)

@@ -53,6 +53,8 @@ export interface AcceptedInfo {
   shm?: StreamEndpointNative | null
   bindShm?: ((onevent: () => void) => void) | null
   shmPollUs?: number
+  /** The handle is an AF_SMC socket (accepted on an smc listener), whatever the kernel runs it on. */
+  smcHandle?: boolean
 }
 
 const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
@@ -153,6 +155,7 @@ function initFastsock (self: SocketImpl, p: PreparedOptions): void {
   self._fsTransports = p.transports ?? defaultTransports()
   self._fsTimeoutMs = p.timeoutMs
   self._fsView = accepted?.view ?? null
+  self._fsSmcHandle = accepted?.smcHandle === true
   self._fsHsRead = accepted?.handshakeRead ?? 0
   self._fsHsWritten = accepted?.handshakeWritten ?? 0
   self._fsReadQueue = null
@@ -184,6 +187,8 @@ export class SocketImpl extends NodeSocket {
   declare _fsTimeoutMs: number
   /** @internal TCP view on a rung without a TCP socket */
   declare _fsView: TcpView | null
+  /** @internal the handle is an AF_SMC socket (smc rung; the kernel may run it on TCP) */
+  declare _fsSmcHandle: boolean
   /** @internal handshake bytes on the handle's counters */
   declare _fsHsRead: number
   declare _fsHsWritten: number
@@ -280,6 +285,7 @@ export class SocketImpl extends NodeSocket {
     self._sockname = null
     self._peername = null
     this.transport = est.transport
+    this._fsSmcHandle = est.smcHandle === true
     this._fsView = est.view
     this._fsHsRead = est.handshakeRead
     this._fsHsWritten = est.handshakeWritten
@@ -354,8 +360,8 @@ export class SocketImpl extends NodeSocket {
   override _final (cb: (err?: Error | null) => void): void {
     if (this._fsShm && !this.connecting) return this._fsShm.final(cb)
     const nodeFinal = (NodeSocket.prototype as unknown as { _final: AnyFn })._final
-    // smc: shut down only once the kernel has sent everything (see whenSent).
-    if (this.transport === 'smc' && !this.connecting) return whenSent(this, () => nodeFinal.call(this, cb))
+    // AF_SMC: shut down only once the kernel has sent everything (see whenSent).
+    if (this._fsSmcHandle && !this.connecting) return whenSent(this, () => nodeFinal.call(this, cb))
     return nodeFinal.call(this, cb)
   }
 
@@ -491,13 +497,13 @@ export class SocketImpl extends NodeSocket {
   }
 
   /**
-   * On transport 'smc' (either end): what the kernel really runs the connection on, from
-   * smc_diag: `{ mode: 'SMCR' | 'SMCD' | 'TCP', fallbackReason, fallbackText, peerDiagnosis }`
-   * ('TCP': SMC fell back to TCP inside the socket, `fallbackReason` says why). null on other
-   * transports, or when the kernel does not list the socket (closed).
+   * On an AF_SMC socket (the smc rung's, either end): what the kernel really runs the connection
+   * on, from smc_diag: `{ mode: 'SMCR' | 'SMCD' | 'TCP', fallbackReason, fallbackText, peerDiagnosis }`
+   * ('TCP': SMC fell back to TCP inside the socket, `fallbackReason` says why, and `transport`
+   * is then 'tcp'). null on other sockets, or when the kernel does not list the socket (closed).
    */
   smcInfo (): SmcInfo | null {
-    return this.transport === 'smc' ? smcInfoOf(this) : null
+    return this._fsSmcHandle ? smcInfoOf(this) : null
   }
 
   /** @internal */

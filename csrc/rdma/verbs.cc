@@ -776,6 +776,9 @@ void Conn::HandleWc(const ibv_wc& wc) {
       if (it.kind == RxItem::kRts && it.rts.id == idx && it.state == RxItem::kReading) {
         it.state = RxItem::kDone;
         rndv_received_++;
+        // The bytes are in this end's memory: the writer may reuse its array now, whenever
+        // the reader consumes them.
+        FinishRts(it);
         break;
       }
     }
@@ -989,10 +992,7 @@ size_t Conn::ReadInto(Napi::Value view, uint8_t* p, size_t len) {
     if (p + done != it.dest + it.consumed) memcpy(p + done, it.dest + it.consumed, n);
     done += n;
     it.consumed += static_cast<uint32_t>(n);
-    if (it.consumed == it.rts.length) {
-      FinishRts(it);
-      rxq_.pop_front();
-    }
+    if (it.consumed == it.rts.length) rxq_.pop_front();
   }
   bytes_read_ += done;
   return done;
@@ -1001,13 +1001,25 @@ size_t Conn::ReadInto(Napi::Value view, uint8_t* p, size_t len) {
 Napi::Value Conn::Read(Napi::Env env, size_t max) {
   if (rxq_.empty()) return env.Null();
   RxItem& it = rxq_.front();
-  if (it.kind == RxItem::kRts && it.state == RxItem::kDone && it.as_buffer && it.consumed == 0) {
-    // The READ landed in a Buffer of its own: hand it out whole, no copy.
-    Napi::Value b = it.keep.Value();
-    bytes_read_ += it.rts.length;
-    FinishRts(it);
-    rxq_.pop_front();
-    return b;
+  if (it.kind == RxItem::kRts && it.state == RxItem::kDone && it.as_buffer) {
+    // The READ landed in a Buffer of its own: hand it out without a copy, whole or in views of
+    // at most `max` bytes. What the reader has not taken stays here, so it counts as unread
+    // (a RST at close, as TCP with bytes in its receive queue) and keeps the stream's order.
+    size_t left = it.rts.length - it.consumed;
+    Napi::Value whole = it.keep.Value();
+    Napi::Value out;
+    if (it.consumed == 0 && left <= max) {
+      out = whole;
+    } else {
+      size_t n = std::min(left, max);
+      Napi::Uint8Array u8 = whole.As<Napi::Uint8Array>();
+      out = Napi::Uint8Array::New(env, n, u8.ArrayBuffer(), u8.ByteOffset() + it.consumed);
+    }
+    size_t n = out.As<Napi::Uint8Array>().ByteLength();
+    bytes_read_ += n;
+    it.consumed += static_cast<uint32_t>(n);
+    if (it.consumed == it.rts.length) rxq_.pop_front();
+    return out;
   }
   if (it.kind == RxItem::kRts && it.state == RxItem::kNew) {
     if (!StartRendezvousRead(it, env, env.Undefined(), nullptr, 0)) {

@@ -54,8 +54,11 @@ export interface RemoteRung {
    * Arguments are Node's _listen2 ones.
    */
   listenFd? (address: string, port: number, addressType: number, flags: number): number | null
-  /** For a rung with listenFd: called with each connection its listener accepted (smc logs its mode). */
-  accepted? (socket: import('net').Socket): void
+  /**
+   * For a rung with listenFd: called with each connection its listener accepted; returns the
+   * transport the connection really runs on (smc: 'tcp' when the kernel served it over TCP).
+   */
+  accepted? (socket: import('net').Socket): TransportName
 }
 
 const registry = new Map<TransportName, RemoteRung>()

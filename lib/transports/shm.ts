@@ -331,8 +331,9 @@ export class ShmConnection {
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
       while (ob === null && this.reading && !(q !== null && q.length > 0)) {
-        const buf = ep.read(READ_CHUNK_BYTES)
-        if (buf === null) break
+        const got = ep.read(READ_CHUNK_BYTES)
+        if (got === null) break
+        const buf = Buffer.isBuffer(got) ? got : Buffer.from(got.buffer, got.byteOffset, got.byteLength)
         progress = true
         owner._fsUnrefTimer()
         if (!owner.push(buf)) this.reading = false

@@ -18,6 +18,7 @@ import type * as net from 'net'
 import { native } from '../native'
 import { debug, debugEnabled } from '../debug'
 import { registerRemoteRung } from './remote'
+import type { TransportName } from './names'
 import { connectKernelFd, bindKernelFd, KernelFamily } from './kernelfd'
 import { rdma } from './availability'
 
@@ -107,12 +108,20 @@ export function smcInfoOf (socket: net.Socket): SmcInfo | null {
   return h && typeof h.fd === 'number' ? smcInfoOfFd(h.fd) : null
 }
 
-function logMode (socket: net.Socket, side: string): void {
-  if (!debugEnabled) return
+/**
+ * The transport an AF_SMC connection really runs on: 'tcp' when smc_diag reports a TCP
+ * fallback (a plain TCP peer, no RDMA path...), else 'smc'. With FASTSOCK_DEBUG, logs the mode.
+ */
+function runsOn (socket: net.Socket, side: string): TransportName {
   const i = smcInfoOf(socket)
-  if (!i) return void debug('smc', '%s %s:%d <-> %s:%d: not listed by smc_diag', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort)
-  debug('smc', '%s %s:%d <-> %s:%d runs on %s%s', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort,
-    i.mode, i.mode === 'TCP' ? ` (fallback 0x${i.fallbackReason.toString(16).padStart(8, '0')} ${i.fallbackText})` : '')
+  if (debugEnabled) {
+    if (!i) debug('smc', '%s %s:%d <-> %s:%d: not listed by smc_diag', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort)
+    else {
+      debug('smc', '%s %s:%d <-> %s:%d runs on %s%s', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort,
+        i.mode, i.mode === 'TCP' ? ` (fallback 0x${i.fallbackReason.toString(16).padStart(8, '0')} ${i.fallbackText})` : '')
+    }
+  }
+  return i?.mode === 'TCP' ? 'tcp' : 'smc'
 }
 
 /**
@@ -153,8 +162,7 @@ registerRemoteRung({
   name: 'smc',
   async connect (req) {
     const est = await connectKernelFd(SMC, req)
-    logMode(est.probe!, 'connected')
-    return est
+    return { ...est, transport: runsOn(est.probe!, 'connected'), smcHandle: true }
   },
   listenFd (address, port, _addressType, flags) {
     listenState ??= smcListenState()
@@ -167,6 +175,6 @@ registerRemoteRung({
     return fd
   },
   accepted (socket) {
-    logMode(socket, 'accepted')
+    return runsOn(socket, 'accepted')
   }
 })

@@ -72,6 +72,8 @@ export interface Established {
   /** Handshake bytes on the handle's counters, to keep them out of bytesRead/bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
+  /** The handle is an AF_SMC socket (smc rung), whatever the kernel runs it on. */
+  smcHandle?: boolean
 }
 
 export interface UnixConnectRequest {
