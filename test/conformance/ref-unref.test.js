@@ -20,7 +20,7 @@ forEachRung(t, async (t, rung) => {
       const serverSide = new Promise(resolve => server.on('connection', resolve))
       const child = spawnNode(t, [CLIENT, JSON.stringify({ port, host: dialHost(rung), transports: [rung], unref: when, ...slow(rung) })])
       const msg = await child.waitFor(m => m.event === 'connect' || m.event === 'error', waitMs(rung))
-      t.same(msg, { event: 'connect', transport: rung, localPort: msg.localPort }, `connected on ${rung}`)
+      t.match(msg, { event: 'connect', transport: rung }, `connected on ${rung}`)
       const sock = await within(serverSide, 5000, 'the server-side socket')
       const { code } = await within(child.exited, 5000, 'the child to exit on its own')
       t.equal(code, 0, 'exited normally')

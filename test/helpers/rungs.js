@@ -26,14 +26,16 @@ const bestRung = all.find(a => a.available).name
 /**
  * Runs `fn(t, rung)` as one subtest per rung; unavailable rungs are skipped with their reason.
  * `timeout` (ms) bounds each subtest. `loopback: true`: the test dials a loopback address by
- * hand, so the cross-host rungs (verbs, rsocket) are skipped.
+ * hand, so the cross-host rungs (verbs, rsocket) are skipped. `skip`: { rung: reason } for
+ * rungs that cannot take part in this subtest.
  */
-function forEachRung (t, fn, { timeout = 30000, only, loopback = false } = {}) {
+function forEachRung (t, fn, { timeout = 30000, only, loopback = false, skip = {} } = {}) {
   for (const a of all) {
     let opts
     if (!a.available) opts = { skip: `${a.name} is not available here: ${a.reason}` }
     else if (excluded(a)) opts = { skip: `${a.name} excluded by FASTSOCK_TEST_RUNGS` }
     else if (only && !only.includes(a.name)) opts = { skip: `not applicable to ${a.name}` }
+    else if (skip[a.name]) opts = { skip: skip[a.name] }
     else if (loopback && CROSS_HOST.has(a.name)) opts = { skip: `dials loopback by hand; ${a.name} serves RDMA device addresses only (test/rdma covers it)` }
     else opts = { timeout }
     t.test(`rung ${a.name}`, opts, t => fn(t, a.name))

@@ -33,19 +33,6 @@ function sameArray (t, got, want, what) {
   t.equal(bad, -1, `${what}: every element arrived (first mismatch at ${bad})`)
 }
 
-t.test('the chain reaches verbs on its own between two processes once same-host rungs are out', { skip, timeout: SLOW }, async t => {
-  const server = spawnNode(t, ['test/fixtures/server.js'], { env: { FASTSOCK_TEST_LISTEN_HOST: '0.0.0.0' } })
-  const { port } = await server.waitFor(m => m.event === 'listening', SLOW)
-  const client = spawnNode(t, ['test/fixtures/client.js', JSON.stringify({ host, port, write: 'ping over verbs', transportTimeoutMs: 20000 })],
-    { env: { FASTSOCK_TRANSPORTS: 'verbs,rsocket,smc,sdp,tcp' } })
-  const c = await client.waitFor(m => m.event === 'connect' || m.event === 'error', SLOW)
-  t.equal(c.transport, 'verbs', 'the client picked verbs')
-  const s = await server.waitFor(m => m.event === 'connection', SLOW)
-  t.equal(s.transport, 'verbs', 'the server side is on verbs too')
-  const echoed = await client.waitFor(m => m.event === 'data', SLOW)
-  t.equal(echoed.text, 'ping over verbs', 'echoed through the server')
-})
-
 t.test('rendezvous: a large typed array goes by RDMA READ straight into the reader\'s array', { skip, timeout: SLOW }, async t => {
   const { client, serverSocket } = await pair('verbs', { t })
   const big = filled(1 << 20, 1) // 8 MiB
