@@ -1,8 +1,8 @@
 #include "rdma/bridge.h"
 
+#include "ip_addr.h"
 #include "rdma/lib.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -142,41 +142,9 @@ struct Endpoint {
   int port = 0;
 };
 
-bool ParseAddress(const std::string& text, int port, sockaddr_storage* ss, socklen_t* len) {
-  memset(ss, 0, sizeof *ss);
-  auto* in4 = reinterpret_cast<sockaddr_in*>(ss);
-  auto* in6 = reinterpret_cast<sockaddr_in6*>(ss);
-  if (inet_pton(AF_INET, text.c_str(), &in4->sin_addr) == 1) {
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons(static_cast<uint16_t>(port));
-    *len = sizeof *in4;
-    return true;
-  }
-  std::string host = text;
-  size_t pct = host.find('%');
-  if (pct != std::string::npos) host = host.substr(0, pct);  // zone ids: not for RDMA
-  if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(static_cast<uint16_t>(port));
-    *len = sizeof *in6;
-    return true;
-  }
-  return false;
-}
-
 Endpoint FromSockaddr(const sockaddr_storage& ss) {
   Endpoint e;
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET) {
-    auto* in4 = reinterpret_cast<const sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &in4->sin_addr, buf, sizeof buf);
-    e.port = ntohs(in4->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
-    e.port = ntohs(in6->sin6_port);
-  }
-  e.address = buf;
+  e.address = IpName(reinterpret_cast<const sockaddr*>(&ss), &e.port);
   return e;
 }
 
@@ -548,7 +516,7 @@ int Connect(ConnectJob* job, Outcome* o) {
   };
   sockaddr_storage ss;
   socklen_t sslen;
-  if (!ParseAddress(job->address, job->port, &ss, &sslen)) return fail(EINVAL, "rconnect", "not an IP address", true);
+  if (!ParseIpAddr(job->address, job->port, &ss, &sslen)) return fail(EINVAL, "rconnect", "not an IP address", true);
   std::string transport, reason;
   int r = ResolveDevice(reinterpret_cast<sockaddr*>(&ss), left(), job->worker->stop_efd, &transport, &o->device, &reason);
   if (r != 0) return fail(-r, "rdma_resolve_addr", reason, r != -ECANCELED && r != -ETIMEDOUT);
@@ -718,7 +686,7 @@ Napi::Value RsocketListenJs(const Napi::CallbackInfo& info) {
   sockaddr_storage ss;
   socklen_t sslen;
   std::string address = info[0].As<Napi::String>().Utf8Value();
-  if (!ParseAddress(address, info[1].As<Napi::Number>().Int32Value(), &ss, &sslen))
+  if (!ParseIpAddr(address, info[1].As<Napi::Number>().Int32Value(), &ss, &sslen))
     throw Napi::TypeError::New(env, "rsocketListen: not an IP address: " + address);
   auto thrown = [&](const char* syscall) {
     int err = errno;
@@ -774,7 +742,7 @@ Napi::Value RdmaDeviceForAddressJs(const Napi::CallbackInfo& info) {
   if (!L->ok) return env.Null();
   sockaddr_storage ss;
   socklen_t sslen;
-  if (!ParseAddress(info[0].As<Napi::String>().Utf8Value(), 0, &ss, &sslen)) return env.Null();
+  if (!ParseIpAddr(info[0].As<Napi::String>().Utf8Value(), 0, &ss, &sslen)) return env.Null();
   rdma_event_channel* ch = L->rdma_create_event_channel();
   if (!ch) return env.Null();
   rdma_cm_id* id = nullptr;

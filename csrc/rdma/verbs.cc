@@ -1,7 +1,6 @@
 #include "rdma/verbs.h"
 
 #if FASTSOCK_HAVE_RDMA
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,6 +24,7 @@
 
 #include "callback.h"
 #include "native_limits.h"
+#include "ip_addr.h"
 #include "loop_util.h"
 #include "rdma/lib.h"
 #include "wire/verbs.h"
@@ -90,30 +90,12 @@ Napi::Error CodedError(Napi::Env env, const std::string& msg, const char* code, 
 // Node's name for an errno (ETIMEDOUT, ECONNREFUSED, ...), as libuv reports it.
 const char* ErrnoCode(int err) { return uv_err_name(-err); }
 
-// An IPv4 or IPv6 literal and a port as a sockaddr (libuv's parsers); false for anything else.
-bool ParseAddr(const std::string& host, int port, sockaddr_storage* ss) {
-  memset(ss, 0, sizeof *ss);
-  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(ss)) == 0 ||
-         uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(ss)) == 0;
-}
-
 void AddrInfo(Napi::Object o, const char* prefix, const sockaddr* sa) {
-  char buf[INET6_ADDRSTRLEN] = "";
   int port = 0;
-  const char* family = "IPv4";
-  if (sa->sa_family == AF_INET) {
-    auto* a = reinterpret_cast<const sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    port = ntohs(a->sin_port);
-  } else if (sa->sa_family == AF_INET6) {
-    auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
-    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-    port = ntohs(a->sin6_port);
-    family = "IPv6";
-  }
-  o.Set(std::string(prefix) + "Address", buf);
+  std::string address = IpName(sa, &port);
+  o.Set(std::string(prefix) + "Address", address);
   o.Set(std::string(prefix) + "Port", port);
-  o.Set(std::string(prefix) + "Family", family);
+  o.Set(std::string(prefix) + "Family", sa->sa_family == AF_INET6 ? "IPv6" : "IPv4");
 }
 
 // FASTSOCK_DEBUG, as lib/debug.ts reads it: failures that JS only sees as "the peer is gone".
@@ -1352,7 +1334,7 @@ Napi::Value VerbsConnectJs(const Napi::CallbackInfo& info) {
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[4].IsFunction())
     throw Napi::TypeError::New(env, "verbsConnect(addr, port, iwarpPort, options, cb)");
   sockaddr_storage dst;
-  if (!ParseAddr(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::Number>().Int32Value(), &dst))
+  if (!ParseIpAddr(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::Number>().Int32Value(), &dst))
     throw Napi::TypeError::New(env, "verbsConnect: addr must be an IP address literal");
   Options opt = ParseOptions(info[3]);
   int timeout = 2000;
@@ -1417,7 +1399,7 @@ class VerbsListener : public Napi::ObjectWrap<VerbsListener> {
     onconnection_ = Napi::Persistent(info[5].As<Napi::Function>());
     async_ = std::make_unique<Napi::AsyncContext>(env, "FASTSOCK_VERBS_LISTEN");
     sockaddr_storage ss;
-    if (!ParseAddr(addr, port, &ss)) throw Napi::TypeError::New(env, "VerbsListener: addr must be an IP address literal");
+    if (!ParseIpAddr(addr, port, &ss)) throw Napi::TypeError::New(env, "VerbsListener: addr must be an IP address literal");
     channel_ = L_->rdma_create_event_channel();
     if (!channel_) throw CodedError(env, std::string("rdma_create_event_channel: ") + strerror(errno), ErrnoCode(errno), errno);
     auto fail = [&](const char* what) {

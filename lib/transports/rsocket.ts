@@ -15,24 +15,16 @@
  * docs/transports.md ("rsocket") has what was measured.
  */
 import * as net from 'net'
-import * as os from 'os'
 import { native, RsocketOutcome } from '../native'
 import { debug } from '../debug'
 import { errnoError, FastsockError } from '../errors'
 import { familyName, unmapV4, TcpView } from '../address'
 import { originals } from '../originals'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener } from './remote'
+import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses } from './remote'
 import type { Established, PipeHandle } from './unix'
 
 /** Backlog of each rsocket listener (Node's default for TCP). */
 const LISTEN_BACKLOG = 511
-
-/** True for addresses rsockets never serve usefully unless an RDMA device owns them (rxe on lo). */
-function isLoopbackOrAny (ip: string): boolean {
-  const v4 = unmapV4(ip) ?? (net.isIPv4(ip) ? ip : null)
-  if (v4) return v4.startsWith('127.') || v4 === '0.0.0.0'
-  return ip === '::1' || ip === '::'
-}
 
 /** An Error for a failed attempt: code from errno, `notOffered` when nobody listens there. */
 function attemptError (o: RsocketOutcome, address: string, port: number): Error & { notOffered?: boolean } {
@@ -78,7 +70,7 @@ async function connect (req: RemoteConnectRequest): Promise<Established> {
   for (const raw of req.addresses) {
     if (req.aborted()) break
     const address = unmapV4(raw) ?? raw
-    if (isLoopbackOrAny(address) && !native!.rdmaDeviceForAddress!(address)) {
+    if ((isLoopback(address) || address === '0.0.0.0' || address === '::') && !native!.rdmaDeviceForAddress!(address)) {
       last = Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `rsocket: ${address} is a loopback address no RDMA device owns`), { notOffered: true })
       continue
     }
@@ -118,25 +110,6 @@ async function connect (req: RemoteConnectRequest): Promise<Established> {
 }
 
 /**
- * The local addresses an rsocket listener binds for a TCP listener on `address`: that address
- * when specific, else every interface address of the families the wildcard covers. Loopback and
- * link-local addresses are left out.
- */
-function bindAddresses (address: string, v6only: boolean): string[] {
-  const specific = unmapV4(address) ?? address
-  if (address !== '0.0.0.0' && address !== '::') return [specific]
-  const out: string[] = []
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const a of list ?? []) {
-      if (a.internal) continue
-      if (a.family === 'IPv4' && (address === '0.0.0.0' || !v6only)) out.push(a.address)
-      if (a.family === 'IPv6' && address === '::' && !a.address.toLowerCase().startsWith('fe80')) out.push(a.address)
-    }
-  }
-  return out
-}
-
-/**
  * Listens with rsockets on port `req.port` of every local address of an RDMA device that the
  * TCP listener covers. Null when no address could be bound (each reason in FASTSOCK_DEBUG).
  */
@@ -164,8 +137,7 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
     raw.destroy()
     req.accept({ transport: 'rsocket', handle, shm: null, bindShm: null, view: viewOf(o, mapV4), handshakeRead: 0, handshakeWritten: 0 })
   }
-  for (const address of bindAddresses(req.address, req.v6only)) {
-    if (isLoopbackOrAny(address)) continue
+  for (const address of listenAddresses(req.address, req.v6only)) {
     const dev = native!.rdmaDeviceForAddress!(address)
     if (!dev) {
       debug('rsocket', 'not listening on %s:%d: no RDMA device owns that address', address, req.port)

@@ -17,14 +17,13 @@
  * connection from the measured copy bandwidth and connection round trip),
  * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000).
  */
-import * as os from 'os'
 import * as net from 'net'
 import { native, VerbsEndpointNative, VerbsInfo } from '../native'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener } from './remote'
+import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses } from './remote'
 import { Established } from './unix'
 import { FastsockError } from '../errors'
 import { debug } from '../debug'
-import { familyName, unmapV4 } from '../address'
+import { familyName } from '../address'
 
 /** Native options of every verbs connection of this process. */
 export interface VerbsOptions {
@@ -67,11 +66,6 @@ export function verbsOptions (): VerbsOptions {
 export function iwarpPort (port: number): number {
   const p = port + verbsOptions().iwarpPortOffset!
   return p <= 65535 ? p : p - 65535 + 1023 // wraps above the well-known ports
-}
-
-function isLoopback (ip: string): boolean {
-  const v4 = unmapV4(ip) ?? ip
-  return v4.startsWith('127.') || ip === '::1'
 }
 
 function view (info: VerbsInfo, localPort: number | null, remotePort: number | null) {
@@ -129,21 +123,6 @@ async function connect (req: RemoteConnectRequest): Promise<Established> {
     }
   }
   throw last ?? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', 'verbs: aborted')
-}
-
-/** The local addresses a listener on `address` serves with RDMA CM (loopback excluded). */
-function listenAddresses (address: string, v6only: boolean): string[] {
-  if (address !== '0.0.0.0' && address !== '::') return isLoopback(address) ? [] : [address]
-  const out: string[] = []
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const a of list ?? []) {
-      if (a.internal) continue
-      if (a.family === 'IPv6' && (address === '0.0.0.0' || a.address.startsWith('fe80'))) continue
-      if (a.family === 'IPv4' && address === '::' && v6only) continue
-      out.push(a.address)
-    }
-  }
-  return out
 }
 
 function listen (req: RemoteListenRequest): RemoteListener | null {
