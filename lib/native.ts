@@ -104,6 +104,13 @@ export interface VerbsEndpointNative extends StreamEndpointNative {
 export interface RdmaProbe {
   loaded: boolean
   rsocket: boolean
+  /** rdma-core's release as the loaded librdmacm's file name gives it ('44.0'), '' when it does not. */
+  rdmacmVersion: string
+  /**
+   * This librdmacm predates rdma-core's fix of the rsocket service thread (v53, stable 44.7...):
+   * csrc/rdma/bridge.cc works around it (up to 67 rsocket connections and listeners per process).
+   */
+  rsocketSvcBug: boolean
   error: string
   /** rdma-core's fork protection (ibv_is_fork_initialized): present when rdma-core loaded. */
   fork?: 'unneeded' | 'enabled' | 'disabled'

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -433,6 +434,61 @@ SocketpairEnds Ends(const int sv[2]) {
 // ---------------------------------------------------------------------------------------------
 // Client
 
+// With rsocket_svc_bug (lib.h): what this process has in librdmacm's two rsocket service threads
+// (listen_svc: listening rsockets; connect_svc: connected and accepted ones, from rconnect or
+// raccept until rclose), and how many each can hold safely. The buggy thread reads its poll set once, when it starts, after
+// growing the set by 4 slots (slot 0 its own); growing while it runs leaves it polling freed
+// memory. It ends whenever its last rsocket leaves, and the next one starts it again with 4 more
+// slots. So the first listen of the process cycles each thread kSvcPrewarmCycles times (one
+// throw-away rsocket in, out) before any real rsocket: each thread then starts with
+// 4 * (cycles + 1) slots and never has to grow while it runs. Should the process still reach a
+// capacity, a client declines (the chain moves on to the next rung) and a listener stops listening
+// (clients are REJECTED and move on) until a connection ends; a client that connected just
+// before might then never be accepted, so the capacities are far above what the tests use.
+constexpr int kSvcPrewarmCycles = 16;
+std::atomic<int> g_listening{0};
+std::atomic<int> g_connected{0};
+std::atomic<int> g_listen_capacity{kRsocketSvcSafeSlots};
+std::atomic<int> g_connect_capacity{kRsocketSvcSafeSlots};
+std::mutex g_accept_mu;
+
+bool SvcFull(const std::atomic<int>& n, const std::atomic<int>& capacity) {
+  return Rdma()->rsocket_svc_bug && n.load() >= capacity.load();
+}
+
+// Cycles each service thread with throw-away rsockets: listen_svc through rbind(local, port 0) +
+// rlisten + rclose, connect_svc through a non-blocking rconnect to `remote` (port 1) still in
+// progress + rclose; `local` is an RDMA device's address of this host, `remote` one the route
+// goes through an RDMA device to. Runs once per process, before any other rsocket is in a
+// service thread (every path calls it first; call_once holds the others meanwhile).
+void PrewarmServiceThreads(const sockaddr_storage& local, const sockaddr_storage& remote) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const RdmaLib* L = Rdma();
+    if (!L->rsocket_svc_bug) return;
+    auto with_port = [](sockaddr_storage a, int port, socklen_t* len) {
+      if (a.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&a)->sin_port = htons(port), *len = sizeof(sockaddr_in);
+      else reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = htons(port), *len = sizeof(sockaddr_in6);
+      return a;
+    };
+    socklen_t llen, rlen;
+    sockaddr_storage l = with_port(local, 0, &llen), r = with_port(remote, 1, &rlen);
+    int listen_cycles = 0, connect_cycles = 0;
+    for (int i = 0; i < kSvcPrewarmCycles; i++) {
+      int ls = L->rsocket(l.ss_family, SOCK_STREAM, 0);
+      if (ls >= 0 && L->rbind(ls, reinterpret_cast<sockaddr*>(&l), llen) == 0 && L->rlisten(ls, 1) == 0) listen_cycles++;
+      if (ls >= 0) L->rclose(ls);
+      int cs = L->rsocket(r.ss_family, SOCK_STREAM, 0);
+      if (cs < 0) continue;
+      SetNonblocking(cs);
+      if (L->rconnect(cs, reinterpret_cast<sockaddr*>(&r), rlen) != 0 && errno == EINPROGRESS) connect_cycles++;
+      L->rclose(cs);
+    }
+    g_listen_capacity = 4 * (listen_cycles + 1) - 1;
+    g_connect_capacity = 4 * (connect_cycles + 1) - 1;
+  });
+}
+
 struct ConnectJob {
   std::string address;
   int port = 0;
@@ -444,7 +500,7 @@ struct ConnectJob {
 // rdma_resolve_addr for `dst`: the device that would carry the connection. Returns 0 and the
 // transport ("ib", "iwarp", "other") with the device name, or -errno with a reason.
 int ResolveDevice(const sockaddr* dst, int timeout_ms, int stop_efd, std::string* transport, std::string* device,
-                  std::string* reason) {
+                  sockaddr_storage* src, std::string* reason) {
   const RdmaLib* L = Rdma();
   rdma_event_channel* ch = L->rdma_create_event_channel();
   if (!ch) {
@@ -486,6 +542,7 @@ int ResolveDevice(const sockaddr* dst, int timeout_ms, int stop_efd, std::string
       int status = ev->status;
       L->rdma_ack_cm_event(ev);
       if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
+        memcpy(src, &id->route.addr.src_storage, sizeof *src);
         *transport = TransportOf(id->verbs);
         if (id->verbs) *device = L->ibv_get_device_name(id->verbs->device);
         ret = 0;
@@ -518,7 +575,8 @@ int Connect(ConnectJob* job, Outcome* o) {
   socklen_t sslen;
   if (!ParseIpAddr(job->address, job->port, &ss, &sslen)) return fail(EINVAL, "rconnect", "not an IP address", true);
   std::string transport, reason;
-  int r = ResolveDevice(reinterpret_cast<sockaddr*>(&ss), left(), job->worker->stop_efd, &transport, &o->device, &reason);
+  sockaddr_storage src{};
+  int r = ResolveDevice(reinterpret_cast<sockaddr*>(&ss), left(), job->worker->stop_efd, &transport, &o->device, &src, &reason);
   if (r != 0) return fail(-r, "rdma_resolve_addr", reason, r != -ECANCELED && r != -ETIMEDOUT);
   if (transport == "iwarp") {
     // iWARP's rdma_cm connection is a kernel TCP connection to the same port: it would reach the
@@ -527,8 +585,20 @@ int Connect(ConnectJob* job, Outcome* o) {
                 "the route is over an iWARP device (" + o->device + "): its connections are TCP ones to the TCP listener",
                 true);
   }
+  PrewarmServiceThreads(src, ss);
+  {
+    // A non-blocking rconnect puts the rsocket in connect_svc until rclose.
+    std::lock_guard<std::mutex> lock(g_accept_mu);
+    if (SvcFull(g_connected, g_connect_capacity))
+      return fail(EMFILE, "rconnect", "librdmacm " + L->rdmacm_version + " holds at most " + std::to_string(g_connect_capacity.load()) +
+                                          " rsocket connections per process (rsocket service thread bug, fixed in rdma-core 53)", true);
+    g_connected++;
+  }
   int rs = L->rsocket(ss.ss_family, SOCK_STREAM, 0);
-  if (rs < 0) return fail(errno, "rsocket", strerror(errno), false);
+  if (rs < 0) {
+    g_connected--;
+    return fail(errno, "rsocket", strerror(errno), false);
+  }
   SetOptions(rs);
   SetNonblocking(rs);
   int err = 0;
@@ -555,6 +625,7 @@ int Connect(ConnectJob* job, Outcome* o) {
   }
   if (err != 0) {
     L->rclose(rs);
+    g_connected--;
     bool refused = err == ECONNREFUSED;
     return fail(err, "rconnect",
                 refused ? "nobody listens with rsockets there (rdma_cm REJECTED)" : std::string(strerror(err)), refused);
@@ -571,6 +642,7 @@ void ConnectThread(ConnectJob* job) {
     int r = MakeSocketpair(sv);
     if (r < 0) {
       Rdma()->rclose(rs);
+      g_connected--;
       rs = -1;
       o->err = -r;
       o->syscall = "socketpair";
@@ -583,7 +655,10 @@ void ConnectThread(ConnectJob* job) {
   }
   Post(job->tsfn, o);
   job->tsfn.Release();
-  if (rs >= 0) Bridge(rs, ends, job->worker->stop_efd);
+  if (rs >= 0) {
+    Bridge(rs, ends, job->worker->stop_efd);  // rcloses rs
+    g_connected--;
+  }
   Registry::Get()->Remove(job->worker);
   delete job;
 }
@@ -593,13 +668,64 @@ void ConnectThread(ConnectJob* job) {
 
 struct ListenJob {
   int ls = -1;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  int backlog = 1;
   Tsfn tsfn;
   Worker* worker = nullptr;
 };
 
+// rsocket + SO_REUSEADDR (+ IPV6_V6ONLY) + rbind + rlisten, non-blocking: the listening rsocket,
+// or -1 with errno and the failing call in *syscall.
+int OpenListener(const sockaddr_storage& ss, socklen_t len, int backlog, const char** syscall) {
+  const RdmaLib* L = Rdma();
+  if (SvcFull(g_listening, g_listen_capacity)) {
+    *syscall = "rlisten";
+    errno = EMFILE;
+    return -1;
+  }
+  *syscall = "rsocket";
+  int ls = L->rsocket(ss.ss_family, SOCK_STREAM, 0);
+  if (ls < 0) return -1;
+  int on = 1;
+  L->rsetsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (ss.ss_family == AF_INET6) L->rsetsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+  int rc = L->rbind(ls, reinterpret_cast<const sockaddr*>(&ss), len);
+  if (rc != 0) *syscall = "rbind";
+  if (rc == 0 && (rc = L->rlisten(ls, backlog)) != 0) *syscall = "rlisten";
+  if (rc != 0) {
+    int err = errno;
+    L->rclose(ls);
+    errno = err;
+    return -1;
+  }
+  SetNonblocking(ls);
+  g_listening++;
+  return ls;
+}
+
+void CloseListener(int ls) {
+  Rdma()->rclose(ls);
+  g_listening--;
+}
+
 void BridgeThread(int rs, SocketpairEnds ends, Worker* w) {
-  Bridge(rs, ends, w->stop_efd);
+  Bridge(rs, ends, w->stop_efd);  // rcloses rs
+  g_connected--;
   Registry::Get()->Remove(w);
+}
+
+// Waits (checking every 100 ms) until an accepted slot and a listener slot are free, then listens
+// again; false when stopped meanwhile.
+bool Relisten(ListenJob* job) {
+  for (;;) {
+    pollfd p = {job->worker->stop_efd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) return false;
+    if (SvcFull(g_connected, g_connect_capacity)) continue;
+    const char* syscall = nullptr;
+    job->ls = OpenListener(job->addr, job->addr_len, job->backlog, &syscall);
+    if (job->ls >= 0) return true;
+  }
 }
 
 void AcceptThread(ListenJob* job) {
@@ -610,33 +736,45 @@ void AcceptThread(ListenJob* job) {
     if (n < 0 && errno != EINTR) break;
     if (p[1].revents) break;
     if (n <= 0 || !p[0].revents) continue;
+    std::unique_lock<std::mutex> lock(g_accept_mu);  // several listeners: one cap
+    if (SvcFull(g_connected, g_connect_capacity)) {
+      lock.unlock();
+      CloseListener(job->ls);
+      job->ls = -1;
+      if (!Relisten(job)) break;
+      continue;
+    }
     int rs = L->raccept(job->ls, nullptr, nullptr);
     if (rs < 0) {
       if (Transient(errno) || errno == ECONNABORTED) continue;
       break;
     }
+    g_connected++;
+    lock.unlock();
+    if (SvcFull(g_connected, g_connect_capacity)) {
+      // No more rsockets in connect_svc (lib.h): stop listening until one ends.
+      CloseListener(job->ls);
+      job->ls = -1;
+    }
     SetOptions(rs);
     SetNonblocking(rs);
-    int sv[2];
+    int sv[2] = {-1, -1};
     Worker* w = nullptr;
-    if (MakeSocketpair(sv) != 0) {
+    if (MakeSocketpair(sv) == 0 && (w = Registry::Get()->Add(job->worker->env)) != nullptr) {
+      auto* o = new Outcome();
+      Names(rs, o);
+      o->fd = sv[0];
+      std::thread(BridgeThread, rs, Ends(sv), w).detach();
+      Post(job->tsfn, o);
+    } else {
+      if (sv[0] >= 0) close(sv[0]);
+      if (sv[1] >= 0) close(sv[1]);
       L->rclose(rs);
-      continue;
+      g_connected--;
     }
-    w = Registry::Get()->Add(job->worker->env);
-    if (!w) {
-      L->rclose(rs);
-      close(sv[0]);
-      close(sv[1]);
-      continue;
-    }
-    auto* o = new Outcome();
-    Names(rs, o);
-    o->fd = sv[0];
-    std::thread(BridgeThread, rs, Ends(sv), w).detach();
-    Post(job->tsfn, o);
+    if (job->ls < 0 && !Relisten(job)) break;
   }
-  L->rclose(job->ls);
+  if (job->ls >= 0) CloseListener(job->ls);
   job->tsfn.Release();
   Registry::Get()->Remove(job->worker);
   delete job;
@@ -682,40 +820,33 @@ Napi::Value RsocketListenJs(const Napi::CallbackInfo& info) {
     throw Napi::TypeError::New(env, "rsocketListen(address, port, backlog, cb)");
   if (!RsocketsReady()) throw RdmaUnavailable(env);
 #if FASTSOCK_HAVE_RDMA
-  const RdmaLib* L = Rdma();
-  sockaddr_storage ss;
-  socklen_t sslen;
+  auto* job = new ListenJob();
   std::string address = info[0].As<Napi::String>().Utf8Value();
-  if (!ParseIpAddr(address, info[1].As<Napi::Number>().Int32Value(), &ss, &sslen))
+  job->backlog = std::max(1, info[2].As<Napi::Number>().Int32Value());
+  if (!ParseIpAddr(address, info[1].As<Napi::Number>().Int32Value(), &job->addr, &job->addr_len)) {
+    delete job;
     throw Napi::TypeError::New(env, "rsocketListen: not an IP address: " + address);
-  auto thrown = [&](const char* syscall) {
+  }
+  PrewarmServiceThreads(job->addr, job->addr);
+  const char* syscall = nullptr;
+  int ls = OpenListener(job->addr, job->addr_len, job->backlog, &syscall);
+  if (ls < 0) {
     int err = errno;
-    Napi::Error e = Napi::Error::New(env, std::string(syscall) + " failed: " + strerror(err));
+    delete job;
+    bool full = err == EMFILE && Rdma()->rsocket_svc_bug;
+    Napi::Error e = Napi::Error::New(env, std::string(syscall) + " failed: " +
+                                              (full ? "librdmacm " + Rdma()->rdmacm_version + " serves at most " +
+                                                          std::to_string(g_listen_capacity.load()) +
+                                                          " listening rsockets per process (rsocket service thread bug, fixed in rdma-core 53)"
+                                                    : std::string(strerror(err))));
     e.Set("errno", Napi::Number::New(env, -err));
     e.Set("syscall", Napi::String::New(env, syscall));
-    return e;
-  };
-  int ls = L->rsocket(ss.ss_family, SOCK_STREAM, 0);
-  if (ls < 0) throw thrown("rsocket");
-  int on = 1;
-  L->rsetsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  if (ss.ss_family == AF_INET6) L->rsetsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-  if (L->rbind(ls, reinterpret_cast<sockaddr*>(&ss), sslen) != 0) {
-    Napi::Error e = thrown("rbind");
-    L->rclose(ls);
     throw e;
   }
-  if (L->rlisten(ls, std::max(1, info[2].As<Napi::Number>().Int32Value())) != 0) {
-    Napi::Error e = thrown("rlisten");
-    L->rclose(ls);
-    throw e;
-  }
-  SetNonblocking(ls);
-  auto* job = new ListenJob();
   job->ls = ls;
   job->worker = Registry::Get()->Add(env);
   if (!job->worker) {
-    L->rclose(ls);
+    CloseListener(ls);
     delete job;
     throw Napi::Error::New(env, std::string("eventfd: ") + strerror(errno));
   }

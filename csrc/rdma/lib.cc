@@ -1,6 +1,9 @@
 #include "rdma/lib.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mutex>
@@ -29,6 +32,32 @@ bool Resolve(void* lib, const char* name, Fn* out, std::string* err) {
     return false;
   }
   *out = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+// The rdma-core release in the real file name of a loaded library (librdmacm.so.1.3.44.0 ->
+// 44, 0), false when it does not end in one.
+bool ReleaseOf(void* handle, int* major, int* minor) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name) return false;
+  char real[PATH_MAX];
+  if (!realpath(map->l_name, real)) return false;
+  const char* base = strrchr(real, '/');
+  base = base ? base + 1 : real;
+  unsigned a, b, c, d;
+  return sscanf(base, "librdmacm.so.%u.%u.%u.%u", &a, &b, &c, &d) == 4 && (*major = c, *minor = d, true);
+}
+
+// Whether release major.minor predates rdma-core's fix of the rsocket service thread (commit
+// 24061f015: v53.0, backported as the first minor release listed per stable series).
+bool HasSvcBug(int major, int minor) {
+  if (major >= 53) return false;
+  static const int kFixedMinor[][2] = {{52, 1}, {51, 2}, {50, 2}, {49, 3}, {48, 3}, {47, 4}, {46, 5},
+                                       {45, 6}, {44, 7}, {43, 7}, {42, 8}, {41, 8}, {40, 8}, {39, 9},
+                                       {38, 10}, {37, 11}, {36, 12}, {35, 12}, {34, 13}, {33, 14},
+                                       {32, 14}, {31, 15}, {30, 14}};
+  for (const auto& f : kFixedMinor)
+    if (f[0] == major) return minor < f[1];
   return true;
 }
 
@@ -67,6 +96,11 @@ RdmaLib* Load() {
 #undef R
 #undef RS
   lib->rsocket_ok = rs;
+  int major = 0, minor = 0;
+  if (ReleaseOf(cm, &major, &minor)) {
+    lib->rdmacm_version = std::to_string(major) + "." + std::to_string(minor);
+    lib->rsocket_svc_bug = HasSvcBug(major, minor);
+  }
   // Fork safety (rdma-core's ibv_fork_init(3)): must precede every registration. On kernels
   // that keep registered pages intact across fork (5.13+, ibv_is_fork_initialized() ==
   // IBV_FORK_UNNEEDED) it is a no-op; elsewhere it marks registered ranges MADV_DONTFORK.

@@ -26,6 +26,14 @@ struct RdmaLib {
   bool ok = false;        // both libraries loaded and every symbol resolved
   bool rsocket_ok = false; // the rsocket API resolved (librdmacm >= 1.0.16)
   std::string error;      // why not, when !ok
+  // rdma-core's release as the loaded librdmacm's file name says (librdmacm.so.1.3.<major>.<minor>),
+  // "" when the name does not say.
+  std::string rdmacm_version;
+  // The rsocket service threads' stale-pointer bug (rdma-core commit 24061f015, "rsockets: Fix
+  // for cm_svc_run thread"; fixed in v53.0 and the stable releases 30.14 ... 52.1): a service
+  // thread whose poll set grows while it runs polls freed memory (csrc/rdma/bridge.cc works
+  // around it). True when the loaded release predates the fix (or cannot be told).
+  bool rsocket_svc_bug = true;
   // libibverbs
   FASTSOCK_RDMA_FN(ibv_get_device_list)
   FASTSOCK_RDMA_FN(ibv_free_device_list)
@@ -91,8 +99,15 @@ struct RdmaLib {
   bool ok = false;
   bool rsocket_ok = false;
   std::string error = "built without rdma-core headers (libibverbs-dev, librdmacm-dev)";
+  std::string rdmacm_version;
+  bool rsocket_svc_bug = true;
 };
 #endif
+
+// Rsockets one rsocket service thread (listen_svc: listening rsockets; connect_svc: accepted and
+// non-blocking-connected ones) holds without growing its poll set when it first starts (rdma-core
+// allocates 4 slots, slot 0 its own socket).
+constexpr int kRsocketSvcSafeSlots = 3;
 
 // The process-wide rdma-core binding, loaded on the first call (thread-safe). Never null.
 // Loading also calls ibv_fork_init() (fork safety, see docs/transports.md) before any memory is

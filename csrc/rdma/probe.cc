@@ -14,6 +14,9 @@ Napi::Value RdmaProbeJs(const Napi::CallbackInfo& info) {
   Napi::Array devs = Napi::Array::New(env);
   o.Set("loaded", L->ok);
   o.Set("rsocket", L->ok && L->rsocket_ok);
+  o.Set("rdmacmVersion", L->rdmacm_version);
+  // Whether this librdmacm limits rsockets per process (lib.h: rsocket_svc_bug).
+  o.Set("rsocketSvcBug", L->ok && L->rsocket_ok && L->rsocket_svc_bug);
   o.Set("error", L->error);
   o.Set("devices", devs);
 #if FASTSOCK_HAVE_RDMA

@@ -45,7 +45,10 @@ function compute (name: TransportName): TransportAvailability {
       const devs = activeDevices()
       if (name === 'rsocket' && !rdma()!.rsocket) return { name, available: false, reason: 'librdmacm has no rsocket API' }
       if (!remoteRung(name)) return { name, available: false, reason: `not in this build (devices: ${devs})` }
-      return { name, available: true, reason: name === 'verbs' ? `RC queue pairs over RDMA CM on ${devs}` : `rsockets (librdmacm) on ${devs}` }
+      if (name === 'verbs') return { name, available: true, reason: `RC queue pairs over RDMA CM on ${devs}` }
+      const r = rdma()!
+      const limit = r.rsocketSvcBug ? `; librdmacm ${r.rdmacmVersion || '(release unknown)'} predates rdma-core's rsocket service-thread fix (53, 44.7...): worked around, up to 67 rsocket connections and 67 listeners per process` : ''
+      return { name, available: true, reason: `rsockets (librdmacm) on ${devs}${limit}` }
     }
     case 'smc':
     case 'sdp': {
