@@ -101,10 +101,15 @@ RdmaLib* Load() {
     lib->rdmacm_version = std::to_string(major) + "." + std::to_string(minor);
     lib->rsocket_svc_bug = HasSvcBug(major, minor);
   }
-  // Fork safety (rdma-core's ibv_fork_init(3)): must precede every registration. On kernels
-  // that keep registered pages intact across fork (5.13+, ibv_is_fork_initialized() ==
-  // IBV_FORK_UNNEEDED) it is a no-op; elsewhere it marks registered ranges MADV_DONTFORK.
-  int fr = lib->ibv_fork_init();
+  // Fork safety (rdma-core's ibv_fork_init(3)): must precede every registration, and only where
+  // the kernel does not keep registered pages intact across fork itself (5.13+:
+  // ibv_is_fork_initialized() == IBV_FORK_UNNEEDED before any init). There it is left out:
+  // rdma-core before 51 (commit 5a11b68ca) still turns it on, and then marks every registered
+  // range MADV_DONTFORK. fastsock registers the caller's ArrayBuffers, whose pages share malloc's
+  // heap with other data, so a child lost those pages: seen in the guest (rdma-core 44.0, kernel
+  // 6.12) as execve failing with EFAULT in spawn() while a rendezvous was registered (its argv
+  // lay on such a page). Where the kernel has no copy-on-fork, that hazard remains (docs/transports.md).
+  int fr = lib->ibv_is_fork_initialized() == IBV_FORK_UNNEEDED ? 0 : lib->ibv_fork_init();
   if (fr != 0) {
     lib->error = std::string("ibv_fork_init failed: ") + strerror(fr);
     return lib;
