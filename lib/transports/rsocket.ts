@@ -54,8 +54,26 @@ function pipeSocket (fd: number): net.Socket {
   return new NodeSocket({ fd, readable: true, writable: true, pauseOnCreate: true })
 }
 
+/**
+ * One connect in a helper thread, which ends within timeoutMs on its own; a timer 1 s later
+ * stands guard in case librdmacm blocks it anyway (a connection that still arrives then is
+ * closed at once), so that the chain always moves on.
+ */
 function attempt (address: string, port: number, timeoutMs: number): Promise<RsocketOutcome> {
-  return new Promise(resolve => native!.rsocketConnect!(address, port, timeoutMs, resolve))
+  return new Promise(resolve => {
+    let late = false
+    const guard = setTimeout(() => {
+      late = true
+      resolve({ errno: -110, syscall: 'rconnect', reason: `no answer from the connect thread within ${timeoutMs} ms` })
+    }, timeoutMs + 1000)
+    native!.rsocketConnect!(address, port, timeoutMs, o => {
+      if (!late) {
+        clearTimeout(guard)
+        return resolve(o)
+      }
+      if (o.fd !== undefined) native!.closeFd(o.fd)
+    })
+  })
 }
 
 /**
