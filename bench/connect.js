@@ -6,8 +6,9 @@
  * medians against net. The fast rungs pay verification (sock_diag + /proc) and the
  * side-channel handshake.
  * With an RDMA device address in FASTSOCK_BENCH_RDMA_HOST (inside ../shared/tools/rdma-vm:
- * RDMAVM_IP), `verbs` is measured too, dialing that address (and net beside it, as net:rdma-ip);
- * the guest's CPU is emulated, so those figures compare rows of one run only.
+ * RDMAVM_IP), `verbs` and `rsocket` are measured too, dialing that address (and net beside them,
+ * as net:rdma-ip); `smc` where the kernel has AF_SMC and an RDMA device (dialing RDMAVM_SMC_IP,
+ * else 127.0.0.1). The guest's CPU is emulated, so those figures compare rows of one run only.
  */
 const net = require('net')
 const { fork } = require('child_process')
@@ -16,7 +17,11 @@ const fastsock = require('..')
 const args = process.argv.slice(2)
 const N = (() => { const i = args.indexOf('--n'); return i >= 0 ? Number(args[i + 1]) : 300 })()
 const rdmaHost = process.env.FASTSOCK_BENCH_RDMA_HOST || process.env.RDMAVM_IP || null
-const verbsOn = rdmaHost !== null && fastsock.transports().some(a => a.name === 'verbs' && a.available)
+const available = name => fastsock.transports().some(a => a.name === name && a.available)
+const rdmaKinds = rdmaHost !== null ? ['verbs', 'rsocket'].filter(available) : []
+const smcOn = rdmaHost !== null && available('smc')
+const smcHost = process.env.RDMAVM_SMC_IP || '127.0.0.1'
+const hostOf = k => rdmaKinds.includes(k) || k === 'net:rdma-ip' ? rdmaHost : k === 'smc' ? smcHost : '127.0.0.1'
 
 if (process.argv[2] === 'peer') {
   const server = fastsock.createServer(s => s.end())
@@ -28,11 +33,11 @@ if (process.argv[2] === 'peer') {
 ;(async () => {
   const peer = fork(__filename, ['peer'])
   const port = await new Promise(resolve => peer.once('message', resolve))
-  const kinds = ['net', 'tcp', 'unix', 'shm', ...(verbsOn ? ['net:rdma-ip', 'verbs'] : [])]
+  const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
   for (let i = 0; i < N; i++) {
     for (const k of kinds) {
-      const host = k === 'verbs' || k === 'net:rdma-ip' ? rdmaHost : '127.0.0.1'
+      const host = hostOf(k)
       const t0 = process.hrtime.bigint()
       const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
@@ -47,9 +52,9 @@ if (process.argv[2] === 'peer') {
   const median = k => t[k].slice().sort((x, y) => x - y)[t[k].length >> 1]
   for (const k of kinds) {
     const a = t[k].slice().sort((x, y) => x - y)
-    const base = k === 'verbs' ? 'net:rdma-ip' : 'net'
+    const base = rdmaKinds.includes(k) ? 'net:rdma-ip' : 'net'
     const ratio = k.startsWith('net') ? '' : `   ${(median(k) / median(base)).toFixed(2)}x ${base === 'net' ? 'net:tcp' : base}`
     console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${a[a.length >> 1].toFixed(0).padStart(7)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(7)}${ratio}`)
   }
-  if (verbsOn) console.log('(verbs measured in the RDMA guest: emulated CPU, compare rows of this run only)')
+  if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')
 })()

@@ -22,7 +22,9 @@ import { debug, debugEnabled } from './debug'
 import { FastsockError } from './errors'
 import { RejectReason, CAP_SHM, CAP_UNIX } from './wire'
 
+/** How long (ms) a rung's "not offered" answer (nobody serves it there) is cached per destination. */
 export const NOT_OFFERED_TTL_MS = 1000
+/** How long (ms) a rung's failure (timeout, error) is cached per destination. */
 export const FAILURE_TTL_MS = 30000
 
 const negativeCache = new Map<string, { until: number, reason: string }>()
@@ -165,6 +167,12 @@ async function tryRemote (socket: Socket, remote: RemoteRung, host: string, addr
   }
 }
 
+/** Releases a connection established for a socket destroyed meanwhile. */
+function discard (est: Established): void {
+  est.probe?.destroy()
+  est.shm?.close(true)
+}
+
 async function runChain (socket: Socket, options: ConnectOptions, rungs: TransportName[]): Promise<void> {
   const port = Number(options.port)
   const host = options.host || 'localhost'
@@ -189,16 +197,12 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
       }
       if (socket.destroyed) return
     }
-    const remote = rung !== 'unix' && rung !== 'shm' ? remoteRung(rung) : undefined
     if (rung !== 'unix' && rung !== 'shm') {
+      const remote = remoteRung(rung)
       if (remote === undefined || addresses.length === 0) continue
       const est = await tryRemote(socket, remote, host, addresses, port, errors)
       if (est === null) continue
-      if (socket.destroyed) {
-        est.probe?.destroy()
-        est.shm?.close(true)
-        return
-      }
+      if (socket.destroyed) return discard(est)
       const lookup: [string, number, string] | null = net.isIP(host) ? null : [addresses[0], net.isIP(addresses[0]), host]
       socket._fsAdopt(est, lookup)
       return
@@ -228,11 +232,7 @@ async function runChain (socket: Socket, options: ConnectOptions, rungs: Transpo
         addresses: local, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed,
         capabilities, shmRingBytes: socket._fsShmRingBytes
       })
-      if (socket.destroyed) {
-        est.probe?.destroy()
-        est.shm?.close(true)
-        return
-      }
+      if (socket.destroyed) return discard(est)
       const remoteAddress = est.view!.remote.address
       debug('chain', '%s:%d -> %s (%s)', host, port, est.transport, remoteAddress)
       const lookup: [string, number, string] | null = net.isIP(host) ? null : [remoteAddress, net.isIP(remoteAddress), host]

@@ -4,6 +4,7 @@
  */
 import { format } from 'util'
 
+/** FASTSOCK_DEBUG is set (1, true, yes, on): debug() prints to stderr. Read once at load. */
 export const debugEnabled = /^(1|true|yes|on)$/i.test(process.env.FASTSOCK_DEBUG ?? '')
 
 /** Prints one decision line when FASTSOCK_DEBUG is on (util.format-style `fmt`); else nothing. */

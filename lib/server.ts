@@ -107,6 +107,13 @@ export function listen2 (server: net.Server, args: unknown[]): void {
   startRemoteListeners(server as AnyServer, transports, v6only)
 }
 
+/** Why a fast rung's listener must turn a client away now (not listening, maxConnections), or null. */
+function busyReason (server: net.Server): string | null {
+  const s = server as unknown as NodeServerInternals
+  if (!s._handle) return 'the server is not accepting connections'
+  return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
+}
+
 /** Every cross-host rung that listens beside TCP (verbs, rsocket) starts here. */
 function startRemoteListeners (server: AnyServer, transports: TransportName[], v6only: boolean): void {
   const addr = server.address()
@@ -120,11 +127,7 @@ function startRemoteListeners (server: AnyServer, transports: TransportName[], v
       address: addr.address,
       port: addr.port,
       v6only,
-      busy: () => {
-        const s = server as unknown as NodeServerInternals
-        if (!s._handle) return 'the server is not accepting connections'
-        return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
-      },
+      busy: () => busyReason(server),
       accept: a => acceptFast(server, a)
     })
     if (l) server._fsRemoteListeners.push(l)
@@ -175,15 +178,13 @@ function startSideChannel (server: AnyServer, v6only: boolean): void {
     sameUidOnly: server._fsSameUidOnly ?? true,
     handshakeTimeoutMs: server._fsHandshakeTimeoutMs ?? 2000,
     busy: () => {
-      const s = server as unknown as NodeServerInternals
-      if (!s._handle) {
+      if (!(server as unknown as NodeServerInternals)._handle) {
         // Someone took the listen handle away (cluster's round-robin primary does, to accept
         // and distribute itself): this server no longer accepts, so neither does its side channel.
         if (server._fsSideChannel === sc) server._fsSideChannel = null
         setImmediate(() => sc.close())
-        return 'the server is not accepting connections'
       }
-      return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
+      return busyReason(server)
     },
     accept: a => acceptFast(server, a)
   })

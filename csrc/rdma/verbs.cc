@@ -276,7 +276,10 @@ class Conn {
   size_t Write(Napi::Value view, uint8_t* p, size_t len);
   size_t ReadInto(Napi::Value view, uint8_t* p, size_t len);
   Napi::Value Read(Napi::Env env, size_t max);
-  size_t Readable();
+  // Bytes a read can take now, counting at most up to `max` (the queue is walked in order).
+  size_t Readable(size_t max = SIZE_MAX);
+  // Readable() > 0, in O(1): only the head of the stream decides it.
+  bool HasReadable() const;
   size_t Writable() const;
   bool ArmRead();
   bool ArmWrite() const;
@@ -324,6 +327,9 @@ class Conn {
   void MaybeReturnCredits();
   void StartRead(RxItem& it);
   void FinishRts(RxItem& it);
+  // Declines the rendezvous at the head of the stream (RNDV_FIN "declined"): the writer sends
+  // those bytes eager instead.
+  void DeclineRts();
   // Registers a READ destination for `it` (the reader's view when `view` holds at least the
   // announced bytes, else a fresh Buffer) and starts the READ; false when no memory could be
   // registered even after evicting idle cache entries: the rendezvous is then declined.
@@ -368,7 +374,7 @@ class Conn {
   std::vector<uint32_t> free_slots_;
   uint32_t outstanding_sends_ = 0;
   // control messages waiting for a credit
-  std::vector<uint32_t> fins_to_send_, fin_status_;
+  std::deque<VerbsRndvFin> fins_to_send_;  // RNDV_FINs waiting for a send slot and a credit
   bool fin_wanted_ = false, fin_sent_ = false;
   // receive side
   std::deque<RxItem> rxq_;
@@ -681,10 +687,8 @@ bool Conn::PostSend(uint8_t type, const void* body, uint32_t body_len, const uin
 
 void Conn::FlushControl() {
   while (!fins_to_send_.empty()) {
-    VerbsRndvFin f{fins_to_send_.front(), fin_status_.front()};
-    if (!PostSend(wire::kVerbsRndvFin, &f, sizeof f, nullptr, 0)) return;
-    fins_to_send_.erase(fins_to_send_.begin());
-    fin_status_.erase(fin_status_.begin());
+    if (!PostSend(wire::kVerbsRndvFin, &fins_to_send_.front(), sizeof(VerbsRndvFin), nullptr, 0)) return;
+    fins_to_send_.pop_front();
   }
   if (fin_wanted_ && !fin_sent_ && !tx_.active) {
     if (PostSend(wire::kVerbsFin, nullptr, 0, nullptr, 0)) fin_sent_ = true;
@@ -846,8 +850,13 @@ void Conn::StartRead(RxItem& it) {
 void Conn::FinishRts(RxItem& it) {
   cache_->Release(it.reg);
   it.reg = nullptr;
-  fins_to_send_.push_back(it.rts.id);
-  fin_status_.push_back(0);
+  fins_to_send_.push_back({it.rts.id, 0});
+  FlushControl();
+}
+
+void Conn::DeclineRts() {
+  fins_to_send_.push_back({rxq_.front().rts.id, wire::kVerbsRndvDeclined});
+  rxq_.pop_front();
   FlushControl();
 }
 
@@ -961,11 +970,7 @@ size_t Conn::ReadInto(Napi::Value view, uint8_t* p, size_t len) {
     if (it.state == RxItem::kNew) {
       if (done > 0 || closed_ || peer_gone_) break;
       if (StartRendezvousRead(it, view.Env(), view, p, len)) break;
-      // Declined: the writer sends these bytes eager instead; they follow in order.
-      fins_to_send_.push_back(it.rts.id);
-      fin_status_.push_back(wire::kVerbsRndvDeclined);
-      rxq_.pop_front();
-      FlushControl();
+      DeclineRts();  // the writer sends these bytes eager instead; they follow in order
       continue;
     }
     if (it.state != RxItem::kDone) break;
@@ -1004,26 +1009,20 @@ Napi::Value Conn::Read(Napi::Env env, size_t max) {
     return out;
   }
   if (it.kind == RxItem::kRts && it.state == RxItem::kNew) {
-    if (!StartRendezvousRead(it, env, env.Undefined(), nullptr, 0)) {
-      fins_to_send_.push_back(it.rts.id);
-      fin_status_.push_back(wire::kVerbsRndvDeclined);
-      rxq_.pop_front();
-      FlushControl();
-    }
+    if (!StartRendezvousRead(it, env, env.Undefined(), nullptr, 0)) DeclineRts();
     return env.Null();
   }
-  size_t avail = Readable();
-  if (avail == 0) return env.Null();
-  size_t n = std::min(avail, max);
+  size_t n = Readable(max);
+  if (n == 0) return env.Null();
   Napi::Buffer<uint8_t> b = Napi::Buffer<uint8_t>::New(env, n);
   ReadInto(b, b.Data(), n);  // n <= Readable(): fills it
   return b;
 }
 
-size_t Conn::Readable() {
+size_t Conn::Readable(size_t max) {
   size_t n = 0;
   for (auto& it : rxq_) {
-    if (it.kind == RxItem::kFin) break;
+    if (it.kind == RxItem::kFin || n >= max) break;
     if (it.kind == RxItem::kData) {
       n += it.len;
       continue;
@@ -1031,7 +1030,13 @@ size_t Conn::Readable() {
     if (it.state != RxItem::kDone) break;
     n += it.rts.length - it.consumed;
   }
-  return n;
+  return std::min(n, max);
+}
+
+bool Conn::HasReadable() const {
+  if (rxq_.empty()) return false;
+  const RxItem& it = rxq_.front();
+  return it.kind == RxItem::kData || (it.kind == RxItem::kRts && it.state == RxItem::kDone);
 }
 
 size_t Conn::Writable() const {
@@ -1043,7 +1048,7 @@ size_t Conn::Writable() const {
 bool Conn::ArmRead() {
   // Events always come (every completion notifies); "retry now" only when bytes wait already.
   PopFin();
-  return Readable() == 0 && !(rxq_.empty() ? false : rxq_.front().kind == RxItem::kRts && rxq_.front().state == RxItem::kNew);
+  return !HasReadable() && !(!rxq_.empty() && rxq_.front().kind == RxItem::kRts && rxq_.front().state == RxItem::kNew);
 }
 
 bool Conn::ArmWrite() const {
@@ -1058,7 +1063,7 @@ int Conn::State() {
   if (reset_) s |= kStateReset;
   if (peer_gone_) s |= kStateGone;
   if (closed_) s |= kStateClosed;
-  if (Readable() > 0) s |= kStateReadable;
+  if (HasReadable()) s |= kStateReadable;
   return s;
 }
 

@@ -21,6 +21,7 @@ export interface ProbeResult {
   smcListener: { on: boolean, reason: string }
 }
 
+/** What `fastsock probe` reports: every rung with its availability and reason, the addon, the smc listener. */
 export function probe (): ProbeResult {
   const lib = loadFastsock()
   const env = envTransports()
@@ -49,6 +50,7 @@ export function probe (): ProbeResult {
   }
 }
 
+/** The probe result as the text `fastsock probe` prints (a table of rungs, then notes). */
 export function renderProbe (p: ProbeResult): string {
   const lines: string[] = []
   if (!p.fastsock.loaded) lines.push(`fastsock library: NOT LOADED (${p.fastsock.loadError ?? 'unknown'})`)
@@ -69,6 +71,7 @@ export function renderProbe (p: ProbeResult): string {
   return lines.join('\n') + '\n'
 }
 
+/** The `probe` subcommand (commander), `--json` for machine-readable output; exit code 1 when the library did not load. */
 export function probeCommand (): Command {
   return new Command('probe')
     .description('list every transport of the failover chain, whether it is available here and why')

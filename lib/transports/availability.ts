@@ -8,6 +8,7 @@ import './rungs'
 import { TRANSPORT_NAMES, TransportName } from './names'
 import * as util from 'util'
 
+/** One rung as transports() reports it: `available` here, and `reason` in a sentence either way. */
 export interface TransportAvailability {
   name: TransportName
   available: boolean

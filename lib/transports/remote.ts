@@ -10,6 +10,9 @@ import { unmapV4 } from '../address'
 import type { TransportName } from './names'
 import type { Established, AcceptedFast } from './unix'
 
+/** Backlog of the rungs' own listeners: Node's default for a TCP listen. */
+export const LISTEN_BACKLOG = 511
+
 /** 127.0.0.0/8 (plain or ::ffff:-mapped) or ::1: no RDMA device serves these (except rxe on lo). */
 export function isLoopback (ip: string): boolean {
   const v4 = unmapV4(ip) ?? ip

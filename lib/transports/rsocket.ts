@@ -20,11 +20,9 @@ import { debug } from '../debug'
 import { errnoError, FastsockError } from '../errors'
 import { familyName, unmapV4, TcpView } from '../address'
 import { originals } from '../originals'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses } from './remote'
+import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses, LISTEN_BACKLOG } from './remote'
 import type { Established, PipeHandle } from './unix'
 
-/** Backlog of each rsocket listener (Node's default for TCP). */
-const LISTEN_BACKLOG = 511
 
 /** An Error for a failed attempt: code from errno, `notOffered` when nobody listens there. */
 function attemptError (o: RsocketOutcome, address: string, port: number): Error & { notOffered?: boolean } {

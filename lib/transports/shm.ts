@@ -55,7 +55,7 @@ export function configuredRingBytes (): number {
 export interface ShmOwner {
   destroyed: boolean
   readableLength: number
-  push (chunk: Buffer | null): boolean
+  push (chunk: Uint8Array | null): boolean
   read (n: number): unknown
   destroy (err?: Error): unknown
   _fsReadQueue: ReadIntoRequest[] | null
@@ -331,9 +331,10 @@ export class ShmConnection {
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
       while (ob === null && this.reading && !(q !== null && q.length > 0)) {
-        const got = ep.read(READ_CHUNK_BYTES)
-        if (got === null) break
-        const buf = Buffer.isBuffer(got) ? got : Buffer.from(got.buffer, got.byteOffset, got.byteLength)
+        // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
+        // without copying (Readable's _uint8ArrayToBuffer).
+        const buf = ep.read(READ_CHUNK_BYTES)
+        if (buf === null) break
         progress = true
         owner._fsUnrefTimer()
         if (!owner.push(buf)) this.reading = false

@@ -18,6 +18,7 @@ import { StreamEndpointNative } from '../native'
 import { clientSetup, serverSetup, eventRelay } from './shm'
 import { originals } from '../originals'
 import type { TransportName } from './names'
+import { LISTEN_BACKLOG } from './remote'
 
 /**
  * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
@@ -295,7 +296,7 @@ export class SideChannelListener {
     if (!native) return false
     let fd: number
     try {
-      fd = native.listenAbstract(this.name, 511)
+      fd = native.listenAbstract(this.name, LISTEN_BACKLOG)
     } catch (err) {
       debug('unix', 'no side channel for %s:%d: %s (clients will use TCP)', this.opts.address, this.opts.port, (err as Error).message)
       return false
@@ -305,7 +306,7 @@ export class SideChannelListener {
     if ((require('cluster') as import('cluster').Cluster).isWorker) {
       // listen({ fd }) would go through the cluster primary (net.js listenInCluster), which
       // cannot take this fd: set the handle up here, as a lone process's listen would.
-      ;(server as unknown as { _listen2: (...a: unknown[]) => void })._listen2(null, null, null, 511, fd)
+      ;(server as unknown as { _listen2: (...a: unknown[]) => void })._listen2(null, null, null, LISTEN_BACKLOG, fd)
     } else {
       server.listen({ fd })
     }

@@ -19,7 +19,7 @@
  */
 import * as net from 'net'
 import { native, VerbsEndpointNative, VerbsInfo } from '../native'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses } from './remote'
+import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses, LISTEN_BACKLOG } from './remote'
 import { Established } from './unix'
 import { FastsockError } from '../errors'
 import { debug } from '../debug'
@@ -129,7 +129,7 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
   const listeners: Array<{ close: () => void }> = []
   for (const addr of listenAddresses(req.address, req.v6only)) {
     try {
-      const l = new native!.VerbsListener(addr, req.port, iwarpPort(req.port), 511, { ...verbsOptions() }, (ep, info) => {
+      const l = new native!.VerbsListener(addr, req.port, iwarpPort(req.port), LISTEN_BACKLOG, { ...verbsOptions() }, (ep, info) => {
         const why = req.busy()
         if (why) {
           debug('verbs', 'turning away %s:%d: %s', info.remoteAddress, info.remotePort, why)

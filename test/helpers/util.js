@@ -48,6 +48,24 @@ function collect (stream, ms = 10000) {
   }), ms, 'stream end')
 }
 
+/** The first `n` bytes a readable emits as 'data' (at least n; what arrives with them too), as one Buffer. */
+function collectBytes (stream, n, ms = 10000, what = `${n} bytes`) {
+  return within(new Promise((resolve, reject) => {
+    const chunks = []
+    let got = 0
+    const onData = c => {
+      chunks.push(c)
+      got += c.length
+      if (got >= n) {
+        stream.off('data', onData)
+        resolve(Buffer.concat(chunks))
+      }
+    }
+    stream.on('data', onData)
+    stream.once('error', reject)
+  }), ms, what)
+}
+
 const sha256 = buf => crypto.createHash('sha256').update(buf).digest('hex')
 
 /** A TCP port that nobody listens on (bound, then released). */
@@ -170,4 +188,4 @@ const quiet = fn => s => {
   return fn(s)
 }
 
-module.exports = { connectOutcome, quiet, ROOT, once, within, sleep, waitFor, collect, sha256, closedPort, listen, closeServer, hasIPv6, spawnNode }
+module.exports = { connectOutcome, quiet, ROOT, once, within, sleep, waitFor, collect, collectBytes, sha256, closedPort, listen, closeServer, hasIPv6, spawnNode }

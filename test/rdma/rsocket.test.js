@@ -8,7 +8,7 @@ const fs = require('fs')
 const net = require('net')
 const childProcess = require('child_process')
 const { pair, availability } = require('../helpers/rungs')
-const { once, within, collect, waitFor, listen, spawnNode, sleep } = require('../helpers/util')
+const { once, within, collect, collectBytes, waitFor, listen, spawnNode, sleep } = require('../helpers/util')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
 
@@ -177,20 +177,16 @@ test('eight live rsocket connections in one process (more than an unfixed librdm
     clients.push(c)
     await once(c, 'connect', 60000)
     const text = `hello from ${i}`
-    let got = ''
-    c.on('data', d => { got += d })
+    const echo = collectBytes(c, text.length, 60000, 'the echo')
     c.write(text)
-    await waitFor(() => got.length >= text.length, 60000, 'the echo')
-    t.equal(got, text, `connection ${i} on ${c.transport} echoes`)
+    t.equal((await echo).toString(), text, `connection ${i} on ${c.transport} echoes`)
   }
   t.same(clients.map(c => c.transport), Array(8).fill('rsocket'), 'every connection on rsocket, all open at once')
   // Each one still works once all are open.
   for (const [i, c] of clients.entries()) {
-    let got = ''
-    c.on('data', d => { got += d })
+    const echo = collectBytes(c, 5, 60000, 'the second echo')
     c.write('again')
-    await waitFor(() => got.length >= 5, 60000, 'the second echo')
-    t.equal(got, 'again', `connection ${i + 1} still echoes`)
+    t.equal((await echo).toString(), 'again', `connection ${i + 1} still echoes`)
   }
   server.close()
   // A server closed with live connections, then a new connection: refused, no crash.

@@ -10,7 +10,7 @@ process.env.FASTSOCK_RNDV_THRESHOLD = process.env.FASTSOCK_RNDV_THRESHOLD || '65
 process.env.FASTSOCK_VERBS_REG_CACHE_BYTES = process.env.FASTSOCK_VERBS_REG_CACHE_BYTES || String(4 << 20)
 const t = require('tap')
 const { pair, availability, rungHost } = require('../helpers/rungs')
-const { spawnNode, once, within, waitFor, listen } = require('../helpers/util')
+const { spawnNode, once, within, waitFor, listen, collectBytes } = require('../helpers/util')
 const fastsock = require('../..')
 const net = require('net')
 
@@ -49,12 +49,9 @@ t.test('rendezvous: a large typed array goes by RDMA READ straight into the read
   t.equal(cs.rndvThreshold, 65536, 'the configured threshold applies')
   // Both directions, and the 'data' path (the READ lands in a Buffer of its own).
   const back = filled(1 << 17, 7) // 1 MiB
-  const chunks = []
-  let got = 0
-  const done = new Promise(resolve => client.on('data', d => { chunks.push(d); got += d.length; if (got >= back.byteLength) resolve() }))
+  const done = collectBytes(client, back.byteLength, SLOW, "the echo as 'data'")
   serverSocket.write(back)
-  await within(done, SLOW, "the echo as 'data'")
-  const joined = Buffer.concat(chunks)
+  const joined = await done
   sameArray(t, new Float64Array(joined.buffer, joined.byteOffset, back.length), back, "1 MiB as 'data'")
 })
 
@@ -112,12 +109,9 @@ t.test('a rendezvous the reader cannot register is declined and sent eager: no b
   // and it is a READ. Either way every byte must arrive.
   const { client, serverSocket } = await pair('verbs', { t })
   const a = filled(1 << 21, 3) // 16 MiB
-  const chunks = []
-  let got = 0
-  const done = new Promise(resolve => serverSocket.on('data', d => { chunks.push(d); got += d.length; if (got >= a.byteLength) resolve() }))
+  const done = collectBytes(serverSocket, a.byteLength, SLOW, '16 MiB')
   client.write(a)
-  await within(done, SLOW, '16 MiB')
-  const joined = Buffer.concat(chunks)
+  const joined = await done
   sameArray(t, new Float64Array(joined.buffer, joined.byteOffset, a.length), a, '16 MiB')
   const ss = serverSocket.transportStats()
   t.ok(ss.rndvReceived + ss.rndvDeclined >= 1, `READ (${ss.rndvReceived}) or declined to eager (${ss.rndvDeclined})`)
