@@ -18,6 +18,7 @@
 #include "shm/endpoint.h"
 #include "sidechannel.h"
 #include "source_hash.h"
+#include "stream_state.h"
 
 namespace fastsock {
 namespace {
@@ -171,6 +172,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));
   InitVerbs(env, exports);
+  Napi::Object state = Napi::Object::New(env);
+  state.Set("EOF", Napi::Number::New(env, kStateEof));
+  state.Set("RESET", Napi::Number::New(env, kStateReset));
+  state.Set("GONE", Napi::Number::New(env, kStateGone));
+  state.Set("CLOSED", Napi::Number::New(env, kStateClosed));
+  state.Set("READABLE", Napi::Number::New(env, kStateReadable));
+  exports.Set("streamState", state);
   exports.Set("sourceHash", Napi::String::New(env, FASTSOCK_SOURCE_HASH));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;

@@ -80,6 +80,8 @@ export interface NativeCore {
   rdmaDeviceForAddress? (address: string): { name: string, transport: 'ib' | 'iwarp' | 'other' } | null
   /** rsocket helper threads alive in this process (bridges, accept and connect threads). */
   rsocketThreads? (): number
+  /** The bits of StreamEndpointNative.state() (csrc/stream_state.h), defined once natively. */
+  streamState: { EOF: number, RESET: number, GONE: number, CLOSED: number, READABLE: number }
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
   napiVersion: number
@@ -180,7 +182,7 @@ const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
   'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
-  'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes'
+  'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes', 'streamState'
 ]
 
 let loaded: NativeCore | null = null

@@ -27,6 +27,7 @@
 #include "ip_addr.h"
 #include "loop_util.h"
 #include "rdma/lib.h"
+#include "stream_state.h"
 #include "wire/verbs.h"
 
 namespace fastsock {
@@ -44,7 +45,7 @@ constexpr uint32_t kMaxRndvChunk = 1u << 30;  // VerbsRts.length is 32 bits; lar
 constexpr int kCloseDrainMs = 300;             // how long close() waits for its last SENDs to complete
 
 // State bits of state(), as ShmEndpoint's.
-constexpr int kStateEof = 1, kStateReset = 2, kStateGone = 4, kStateClosed = 8, kStateReadable = 16;
+// kState* bits: csrc/stream_state.h
 
 struct Options {
   uint32_t eager_bytes = 16 * 1024;  // payload bytes per receive/send buffer
