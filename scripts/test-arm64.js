@@ -36,7 +36,8 @@ async function main () {
   if (elfMachine(prebuild) !== TARGETS.arm64.machine) throw new Error(`${rel} is not an AArch64 binary`)
   const emu = ensureEmulator()
   if (emu.skip) skip(emu.skip)
-  const env = { ...process.env, PREBUILDS_ONLY: '1', FASTSOCK_DEBUG: '' }
+  // Emulated, a 3 MiB echo takes 5 s on an idle machine, 30 s on a busy one.
+  const env = { ...process.env, PREBUILDS_ONLY: '1', FASTSOCK_DEBUG: '', FASTSOCK_ECHO_TIMEOUT_MS: '240000' }
   let failed = 0
   const check = (ok, what) => {
     console.log(`${ok ? 'ok' : 'not ok'} - ${what}`)
@@ -46,7 +47,7 @@ async function main () {
   check(fs.readFileSync(prebuild).includes(hash), `${rel} was built from csrc/ as it is (source ${hash.slice(0, 12)}; else: npm run prebuild)`)
   for (const [rung, esmClient] of [['shm', true], ['unix', false]]) {
     const t0 = Date.now()
-    const { server, client, served } = await echoPair({ command: emu.command, cwd: root, env, rung, esmClient })
+    const { server, client, served } = await echoPair({ command: emu.command, cwd: root, env, rung, esmClient, timeoutMs: 300000 })
     console.log(`# ${rung}: server ${JSON.stringify(server)}`)
     console.log(`# ${rung}: client ${JSON.stringify(client)}`)
     console.log(`# ${rung}: served ${JSON.stringify(served)}`)

@@ -14,7 +14,8 @@ const print = o => process.stdout.write(JSON.stringify(o) + '\n')
 const options = rung === 'default' ? {} : { transports: [rung] }
 /** Payload size: several ring turns on shm (1 MiB rings by default) and a few syscalls on unix. */
 const BYTES = 3 * 1024 * 1024 + 7
-const TIMEOUT_MS = 60000
+/** Gives up after this long (FASTSOCK_ECHO_TIMEOUT_MS: longer under emulation). */
+const TIMEOUT_MS = Number(process.env.FASTSOCK_ECHO_TIMEOUT_MS) || 60000
 
 /** The native addon files this process loaded (the prebuild, or build/Release). */
 const addons = () => Object.keys(require.cache).filter(k => k.endsWith('.node'))
