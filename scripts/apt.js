@@ -70,8 +70,9 @@ function ensureForeignArch (arch) {
   updated = false
 }
 
-function run (cmd, args) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit' })
+/** spawnSync with stdio inherited; throws, naming the command, when it fails. */
+function run (cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', ...opts })
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status ?? r.error?.message})`)
 }
 
@@ -102,4 +103,4 @@ function extracted (name, pkgs, expand = list => list) {
   return dir
 }
 
-module.exports = { CACHE, installed, hasForeignArch, aptUnavailable, update, aptGet, ensurePackages, ensureForeignArch, extracted }
+module.exports = { run, CACHE, installed, hasForeignArch, aptUnavailable, update, aptGet, ensurePackages, ensureForeignArch, extracted }

@@ -1,10 +1,11 @@
 'use strict'
-// `npm run prebuild`: builds the addon for linux-x64 and for linux-arm64 (glibc) and stages each
-// where node-gyp-build (and prebuildify's naming) expect it:
-// prebuilds/linux-<arch>/fastsock.napi.node. Node-API only, so one binary serves every Node
+// `npm run build:prebuilds`: builds the addon for linux-x64 and for linux-arm64 (glibc) and
+// stages each where node-gyp-build (and prebuildify's naming) expect it:
+// prebuilds/linux-<arch>/fastsock.napi.node. (Not an npm script named `prebuild`: npm would run
+// that before every `npm run build`.) Node-API only, so one binary serves every Node
 // version on that platform and architecture.
-//   npm run prebuild                    both (on an x86-64 Debian host)
-//   npm run prebuild -- --arch arm64    one of them
+//   npm run build:prebuilds                    both (on an x86-64 Debian host)
+//   npm run build:prebuilds -- --arch arm64    one of them
 // x64 is built natively; arm64 is cross-compiled with Debian's g++-aarch64-linux-gnu
 // (cmake/aarch64-linux-gnu.cmake), installed with apt-get when missing. Both include the RDMA
 // rungs, so rdma-core's headers must be there: the host's (libibverbs-dev, librdmacm-dev) or,
@@ -14,8 +15,8 @@
 // development build) is left alone. A prebuild without the RDMA rungs is refused.
 const fs = require('fs')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const apt = require('./apt')
+const { run } = apt
 const { sourceHash } = require('./source-hash')
 
 const root = path.join(__dirname, '..')
@@ -29,12 +30,6 @@ const TARGETS = {
     toolchain: path.join(root, 'cmake', 'aarch64-linux-gnu.cmake'),
     aptTools: ['g++-aarch64-linux-gnu']
   }
-}
-
-function run (cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit', ...opts })
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`)
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status})`)
 }
 
 const RDMA_HEADERS = ['infiniband/verbs.h', 'rdma/rdma_cma.h', 'rdma/rsocket.h']

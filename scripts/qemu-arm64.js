@@ -27,12 +27,10 @@ function dependencyClosure (pkgs) {
     const next = new Set()
     const lines = r.stdout.split('\n')
     for (let i = 0; i < lines.length; i++) {
-      const m = /^ {2}(\|)?(?:Pre)?Depends: (.+)$/.exec(lines[i])
-      if (m === null) continue
-      // `|Depends:` opens an alternative group: its first member is taken, the rest skipped.
-      const prevAlt = /^ {2}\|/.test(lines[i - 1] ?? '')
-      if (prevAlt) continue
-      let name = m[2].trim()
+      // ` |Depends: a` then `  Depends: b`: a or b. The first alternative is taken.
+      const m = /^ [ |](?:Pre)?Depends: (.+)$/.exec(lines[i])
+      if (m === null || /^ \|(?:Pre)?Depends:/.test(lines[i - 1] ?? '')) continue
+      let name = m[1].trim()
       if (name.startsWith('<')) name = (lines[i + 1] ?? '').trim() // a virtual: its first provider
       if (name === '' || (name.includes(':') && !name.endsWith(`:${ARCH}`))) continue
       // An unqualified name from a target package is architecture independent (arch: all) or the

@@ -7,7 +7,7 @@
 // into a sysroot); without apt (not Debian, not root) it says so and skips. Debian 12's arm64 nodejs is v18 while package.json's engines says >= 20: engines is
 // npm's install-time check, and this runs dist/ directly, so nothing enforces it; the test shows
 // the Node-API 8 addon and dist/ work on 18 too.
-//   --build    cross-compile the prebuild first (as npm run prebuild -- --arch arm64)
+//   --build    cross-compile the prebuild first (as npm run build:prebuilds -- --arch arm64)
 //   --require  fail, instead of skipping, when apt cannot provide the tools (.ci/run uses it)
 const fs = require('fs')
 const path = require('path')
@@ -32,7 +32,7 @@ async function main () {
   const prebuild = prebuildPath('arm64')
   if (args.includes('--build')) buildPrebuild('arm64')
   const rel = path.relative(root, prebuild)
-  if (!fs.existsSync(prebuild)) throw new Error(`${rel} is missing (npm run prebuild -- --arch arm64 makes it)`)
+  if (!fs.existsSync(prebuild)) throw new Error(`${rel} is missing (npm run build:prebuilds -- --arch arm64 makes it)`)
   if (elfMachine(prebuild) !== TARGETS.arm64.machine) throw new Error(`${rel} is not an AArch64 binary`)
   const emu = ensureEmulator()
   if (emu.skip) skip(emu.skip)
@@ -44,7 +44,7 @@ async function main () {
     if (!ok) failed++
   }
   const hash = sourceHash(root)
-  check(fs.readFileSync(prebuild).includes(hash), `${rel} was built from csrc/ as it is (source ${hash.slice(0, 12)}; else: npm run prebuild)`)
+  check(fs.readFileSync(prebuild).includes(hash), `${rel} was built from csrc/ as it is (source ${hash.slice(0, 12)}; else: npm run build:prebuilds)`)
   for (const [rung, esmClient] of [['shm', true], ['unix', false]]) {
     const t0 = Date.now()
     const { server, client, served } = await echoPair({ command: emu.command, cwd: root, env, rung, esmClient, timeoutMs: 300000 })

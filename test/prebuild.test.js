@@ -55,7 +55,7 @@ t.test('the addon node-gyp-build picks was built from csrc/ as it is', async t =
 t.test(`the prebuilt binary in prebuilds/${platformDir}`, { skip: prebuildsOnly ? 'covered by the test above (PREBUILDS_ONLY=1)' : false }, async t => {
   const out = await probe(t, { PREBUILDS_ONLY: '1' })
   if (out.error && /No native build was found/.test(out.error)) {
-    return t.skip(`prebuilds/ has no binary for ${platformDir} (npm run prebuild makes one)`)
+    return t.skip(`prebuilds/ has no binary for ${platformDir} (npm run build:prebuilds makes one)`)
   }
   t.notOk(out.error, 'it loads')
   t.ok(out.path.startsWith(path.join(ROOT, 'prebuilds') + path.sep), `from prebuilds/ (${path.relative(ROOT, out.path)})`)
@@ -65,12 +65,12 @@ t.test(`the prebuilt binary in prebuilds/${platformDir}`, { skip: prebuildsOnly 
 
 t.test('every prebuild is for its architecture and built from csrc/ as it is', async t => {
   const dirs = fs.readdirSync(path.join(ROOT, 'prebuilds')).sort()
-  t.same(dirs, Object.keys(TARGETS).map(a => `linux-${a}`).sort(), 'one prebuild per target of npm run prebuild')
+  t.same(dirs, Object.keys(TARGETS).map(a => `linux-${a}`).sort(), 'one prebuild per target of npm run build:prebuilds')
   const hash = sourceHash()
   for (const dir of dirs) {
     const file = path.join(ROOT, 'prebuilds', dir, 'fastsock.napi.node')
     const arch = dir.replace(/^linux-/, '')
     t.equal(elfMachine(file), TARGETS[arch]?.machine, `${dir}: an ELF binary for ${arch}`)
-    t.ok(fs.readFileSync(file).includes(hash), `${dir}: carries csrc/'s source hash ${hash.slice(0, 12)} (else: npm run prebuild)`)
+    t.ok(fs.readFileSync(file).includes(hash), `${dir}: carries csrc/'s source hash ${hash.slice(0, 12)} (else: npm run build:prebuilds)`)
   }
 })
