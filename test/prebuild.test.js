@@ -4,10 +4,14 @@
 // prebuilds/<platform>-<arch>/. With PREBUILDS_ONLY=1 (npm run test:prebuild) only prebuilds/
 // may be used (node-gyp-build reads that variable); without a prebuild for this platform the
 // test is skipped, saying so.
+// Every prebuild, for whatever architecture (linux-arm64 cannot load here: npm run test:arm64
+// runs it under qemu-user), is a binary for its directory's architecture carrying csrc/'s hash.
 const t = require('tap')
+const fs = require('fs')
 const path = require('path')
 const { ROOT, spawnNode } = require('./helpers/util')
 const { sourceHash } = require('../scripts/source-hash')
+const { elfMachine, TARGETS } = require('../scripts/prebuild')
 
 const prebuildsOnly = !!process.env.PREBUILDS_ONLY
 const platformDir = `${process.platform}-${process.arch}`
@@ -51,10 +55,22 @@ t.test('the addon node-gyp-build picks was built from csrc/ as it is', async t =
 t.test(`the prebuilt binary in prebuilds/${platformDir}`, { skip: prebuildsOnly ? 'covered by the test above (PREBUILDS_ONLY=1)' : false }, async t => {
   const out = await probe(t, { PREBUILDS_ONLY: '1' })
   if (out.error && /No native build was found/.test(out.error)) {
-    return t.skip(`prebuilds/ has no binary for ${platformDir} (npm run prebuild makes one)`)
+    return t.skip(`prebuilds/ has no binary for ${platformDir} (npm run build:prebuilds makes one)`)
   }
   t.notOk(out.error, 'it loads')
   t.ok(out.path.startsWith(path.join(ROOT, 'prebuilds') + path.sep), `from prebuilds/ (${path.relative(ROOT, out.path)})`)
   t.equal(out.sourceHash, sourceHash(), 'and was built from csrc/ as it is')
   t.equal(out.unix.available, true, 'fastsock uses it: unix available')
+})
+
+t.test('every prebuild is for its architecture and built from csrc/ as it is', async t => {
+  const dirs = fs.readdirSync(path.join(ROOT, 'prebuilds')).sort()
+  t.same(dirs, Object.keys(TARGETS).map(a => `linux-${a}`).sort(), 'one prebuild per target of npm run build:prebuilds')
+  const hash = sourceHash()
+  for (const dir of dirs) {
+    const file = path.join(ROOT, 'prebuilds', dir, 'fastsock.napi.node')
+    const arch = dir.replace(/^linux-/, '')
+    t.equal(elfMachine(file), TARGETS[arch]?.machine, `${dir}: an ELF binary for ${arch}`)
+    t.ok(fs.readFileSync(file).includes(hash), `${dir}: carries csrc/'s source hash ${hash.slice(0, 12)} (else: npm run build:prebuilds)`)
+  }
 })

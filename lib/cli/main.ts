@@ -53,7 +53,9 @@ export async function main (argv: string[]): Promise<number> {
       // --help and --version end here with code 0; everything else is a usage error.
       return err.exitCode === 0 ? 0 : 2
     }
-    process.stderr.write(`fastsock: ${(err as Error)?.stack ?? String(err)}\n`)
+    // A missing optional package is the user's to fix: its message says how, no stack needed.
+    const missing = (err as { code?: string })?.code === 'ERR_FASTSOCK_MISSING_DEPENDENCY'
+    process.stderr.write(`fastsock: ${missing ? (err as Error).message : (err as Error)?.stack ?? String(err)}\n`)
     return 1
   } finally {
     killAll()

@@ -5,30 +5,52 @@
  * here when it needs it, and says plainly what to install when it is absent.
  */
 
-/** Thrown when an optional package a tool needs is not installed; `code` ERR_FASTSOCK_MISSING_DEPENDENCY. */
+/** Thrown when optional packages a tool needs are not installed; `code` ERR_FASTSOCK_MISSING_DEPENDENCY. */
 export class MissingDependencyError extends Error {
   readonly code = 'ERR_FASTSOCK_MISSING_DEPENDENCY'
-  /** The npm package that is missing. */
+  /** The npm package(s) missing, space-separated: what `npm install` takes. */
   readonly packageName: string
-  constructor (packageName: string, forWhat: string, cause: unknown) {
-    super(`${forWhat} needs the optional package '${packageName}', which is not installed: ` +
-      `run \`npm install ${packageName}\` (or install fastsock without --omit=optional)`, { cause })
+  /** The same, one name per entry. */
+  readonly packageNames: string[]
+  constructor (packageNames: string | string[], forWhat: string, cause?: unknown) {
+    const names = typeof packageNames === 'string' ? [packageNames] : packageNames
+    const quoted = names.map((n) => `'${n}'`).join(', ')
+    super(`${forWhat} needs the optional package${names.length > 1 ? 's' : ''} ${quoted}, not installed: ` +
+      `run \`npm install ${names.join(' ')}\` (or install fastsock without --omit=optional)`, { cause })
     this.name = 'MissingDependencyError'
-    this.packageName = packageName
+    this.packageNames = names
+    this.packageName = names.join(' ')
   }
+}
+
+function isNotFound (err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  return code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND'
 }
 
 /**
  * `require(packageName)` for a tool's optional dependency. Throws MissingDependencyError (naming
- * the package and `forWhat`, e.g. 'the plot of fastsock pipe') when it is not installed; any other
+ * the package and `forWhat`, e.g. "fastsock pipe's plot") when it is not installed; any other
  * load failure is rethrown as it is.
  */
 export function loadOptional<T> (packageName: string, forWhat: string): T {
   try {
     return require(packageName) as T
   } catch (err) {
-    const code = (err as { code?: string }).code
-    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') throw new MissingDependencyError(packageName, forWhat, err)
+    if (isNotFound(err)) throw new MissingDependencyError(packageName, forWhat, err)
+    throw err
+  }
+}
+
+/**
+ * `require.resolve(packageName)` for an optional dependency loaded otherwise (an ESM-only package
+ * goes through import()): its entry file, or MissingDependencyError as loadOptional.
+ */
+export function resolveOptional (packageName: string, forWhat: string): string {
+  try {
+    return require.resolve(packageName)
+  } catch (err) {
+    if (isNotFound(err)) throw new MissingDependencyError(packageName, forWhat, err)
     throw err
   }
 }
@@ -41,4 +63,10 @@ export function hasOptional (packageName: string): boolean {
   } catch {
     return false
   }
+}
+
+/** Throws one MissingDependencyError naming every package of `packageNames` that is not installed. */
+export function requireOptional (packageNames: string[], forWhat: string): void {
+  const missing = packageNames.filter((p) => !hasOptional(p))
+  if (missing.length > 0) throw new MissingDependencyError(missing, forWhat)
 }

@@ -1,10 +1,11 @@
 /**
  * `fastsock probe`: every rung of the failover chain in chain order, available or not and why
  * (from fastsock.transports()), and whether the native addon loaded. Exit status 1 when the
- * fastsock library itself cannot load.
+ * fastsock library itself cannot load. The table is cli-table3's when that optional package is
+ * installed, else plain aligned columns.
  */
-import Table from 'cli-table3'
 import { Command } from 'commander'
+import { hasOptional, loadOptional } from './optional'
 import { loadError as nativeLoadError, native } from '../native'
 import { envTransports, loadFastsock, type RungInfo } from './fastsock'
 import { smcListenState } from '../transports/smc'
@@ -56,19 +57,31 @@ export function renderProbe (p: ProbeResult): string {
   if (!p.fastsock.loaded) lines.push(`fastsock library: NOT LOADED (${p.fastsock.loadError ?? 'unknown'})`)
   if (p.envTransports !== null) lines.push(`FASTSOCK_TRANSPORTS=${p.envTransports} (restricts the chain in this process)`)
   const env = p.envTransports !== null
-  const t = new Table({
-    head: ['#', 'rung', 'available', ...(env ? ['in FASTSOCK_TRANSPORTS'] : []), 'why'],
-    style: { head: [], border: [], compact: true },
-    wordWrap: true,
-    colWidths: [null, null, null, ...(env ? [null] : []), 72]
-  })
-  p.rungs.forEach((r, i) => t.push([i + 1, r.name, r.available ? 'yes' : 'no', ...(env ? [r.enabled ? 'yes' : 'no'] : []), r.reason]))
-  if (p.rungs.length > 0) lines.push('Failover chain, fastest first:', t.toString())
+  const head = ['#', 'rung', 'available', ...(env ? ['in FASTSOCK_TRANSPORTS'] : []), 'why']
+  const rows = p.rungs.map((r, i) => [String(i + 1), r.name, r.available ? 'yes' : 'no', ...(env ? [r.enabled ? 'yes' : 'no'] : []), r.reason])
+  if (p.rungs.length > 0) lines.push('Failover chain, fastest first:', renderTable(head, rows))
   lines.push(`smc listener (servers listen with AF_SMC, serving SMC and TCP clients): ${p.smcListener.on ? 'on' : 'off'} (${p.smcListener.reason})`)
   lines.push(p.native.loaded
     ? `native addon: loaded (N-API ${String(p.native.napiVersion)}, source ${String(p.native.sourceHash).slice(0, 12)})`
     : `native addon: NOT LOADED (${p.native.loadError ?? 'unknown'}): only the kernel-socket rungs can work`)
   return lines.join('\n') + '\n'
+}
+
+/** `rows` under `head`: cli-table3's table when installed, else columns padded with spaces. */
+function renderTable (head: string[], rows: string[][]): string {
+  if (hasOptional('cli-table3')) {
+    const Table = loadOptional<typeof import('cli-table3')>('cli-table3', "fastsock probe's table")
+    const t = new Table({
+      head,
+      style: { head: [], border: [], compact: true },
+      wordWrap: true,
+      colWidths: [...head.slice(1).map(() => null), 72]
+    })
+    t.push(...rows)
+    return t.toString()
+  }
+  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)))
+  return [head, ...rows].map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ')).join('\n')
 }
 
 /** The `probe` subcommand (commander), `--json` for machine-readable output; exit code 1 when the library did not load. */

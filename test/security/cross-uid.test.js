@@ -3,7 +3,13 @@
 // verify the server's process and lands on tcp; a raw side-channel client of another uid that
 // sends a well-formed HELLO gets REJECT Forbidden (sameUidOnly, the default). Needs root (to
 // start children as nobody); skipped otherwise.
+// The children load fastsock from a copy that nobody can read (the package's runtime files, in a
+// world-readable temporary directory): the checkout itself may sit in a private directory (mode
+// 700), where another uid cannot read it.
 const t = require('tap')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
 const { fastsock, ALL_RUNGS, rungs } = require('../helpers/rungs')
 const { listen, spawnNode, within, ROOT } = require('../helpers/util')
 const { channelName } = require('../helpers/squatter')
@@ -13,9 +19,33 @@ const skip = process.getuid && process.getuid() === 0
   ? (rungs.includes('unix') ? false : 'the unix rung is not available here')
   : 'needs root to run a child process as another uid'
 
+/**
+ * A copy of what fastsock needs at run time (package.json, dist/, the addon node-gyp-build picks,
+ * node-gyp-build itself) in a new directory of mode 755 under the system's temporary directory,
+ * removed at teardown. Returns its path.
+ */
+function readableCopy (t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastsock-cross-uid-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const addon = require('node-gyp-build').resolve(ROOT)
+  const ngb = path.dirname(require.resolve('node-gyp-build/package.json'))
+  for (const [from, to] of [['package.json'], ['dist'], [path.relative(ROOT, addon)], [ngb, 'node_modules/node-gyp-build']]) {
+    fs.cpSync(path.resolve(ROOT, from), path.join(dir, to ?? from), { recursive: true })
+  }
+  // Directories 755, files 644 (the addon 755): readable by nobody whatever the umask.
+  const open = p => {
+    const st = fs.statSync(p)
+    fs.chmodSync(p, st.isDirectory() || p === path.join(dir, path.relative(ROOT, addon)) ? 0o755 : 0o644)
+    if (st.isDirectory()) for (const e of fs.readdirSync(p)) open(path.join(p, e))
+  }
+  open(dir)
+  return dir
+}
+
+const copy = skip ? null : readableCopy(t)
+
 function spawnAs (t, code) {
-  const proc = spawnNode(t, ['-e', code])
-  return proc
+  return spawnNode(t, ['-e', code], { cwd: copy })
 }
 
 t.test('a client of another uid uses tcp', { skip }, async t => {
@@ -25,7 +55,7 @@ t.test('a client of another uid uses tcp', { skip }, async t => {
   t.teardown(() => server.close())
   const code = `
     process.setgid(${NOBODY}); process.setuid(${NOBODY})
-    const f = require(${JSON.stringify(ROOT)})
+    const f = require(${JSON.stringify(copy)})
     const print = o => process.stdout.write(JSON.stringify(o) + '\\n')
     const c = f.connect({ port: ${server.address().port}, host: '127.0.0.1' })
     c.on('transportAttemptFailed', e => print({ event: 'failed', transport: e.transport, code: e.error.code }))
@@ -52,8 +82,8 @@ t.test('a raw side-channel client of another uid gets REJECT Forbidden', { skip 
   const code = `
     const path = require('path')
     const net = require('net')
-    const native = require(${JSON.stringify(require.resolve('node-gyp-build'))})(${JSON.stringify(ROOT)})
-    const wire = require(${JSON.stringify(require.resolve('../../dist/wire.js'))})
+    const native = require('node-gyp-build')(${JSON.stringify(copy)})
+    const wire = require(${JSON.stringify(path.join(copy, 'dist', 'wire.js'))})
     process.setgid(${NOBODY}); process.setuid(${NOBODY})
     const fd = native.connectAbstract(${JSON.stringify(channelName('127.0.0.1', port))})
     // HELLO with a plain write(2): a net.Socket would destroy itself on EPIPE before reading the

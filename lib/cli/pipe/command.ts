@@ -1,13 +1,16 @@
 /**
  * `fastsock pipe`: the command definition (commander) and its action: run, then write the report,
  * `--json`, `--csv` and the plot. Exit status: 0 when every cell was measured, 1 when some failed
- * (the outputs are still written), 2 for bad flags.
+ * (the outputs are still written) or the optional packages it cannot run without are missing
+ * (simple-statistics, cli-table3: MissingDependencyError before measuring), 2 for bad flags.
+ * Without vega it runs and writes no plot, saying what to install.
  */
 import { Command, Option } from 'commander'
 import * as fs from 'fs'
 import * as path from 'path'
 import { byteCount, byteCounts, nonNegativeInt, parseModes, positiveInt, resolveOptions, type RawPipeOptions } from './options'
-import { defaultPlotPath, renderSvg } from './plot'
+import { hasOptional, MissingDependencyError, requireOptional } from '../optional'
+import { defaultPlotPath, PLOT_NEEDS, renderSvg } from './plot'
 import { Progress } from './progress'
 import { renderCsv, renderJson, renderReport } from './report'
 import { runPipe } from './runner'
@@ -66,8 +69,9 @@ export function pipeCommand (): Command {
     .action(async (raw: RawPipeOptions, cmd: Command) => {
       if (raw.json === '-' && raw.csv === '-') cmd.error("error: --json - and --csv - cannot both write to stdout", { exitCode: 2 })
       const opts = resolveOptions(raw)
-      if (opts.plot !== null && opts.plot === 'fastsock-pipe.svg') opts.plot = defaultPlotPath()
-      process.exitCode = await pipeAction(opts)
+      const plotByDefault = opts.plot === 'fastsock-pipe.svg'
+      if (opts.plot !== null && plotByDefault) opts.plot = defaultPlotPath()
+      process.exitCode = await pipeAction(opts, plotByDefault)
     })
 }
 
@@ -80,9 +84,20 @@ async function writeOut (file: string, text: string): Promise<void> {
   }
 }
 
-async function pipeAction (opts: ReturnType<typeof resolveOptions>): Promise<number> {
+/** The packages fastsock pipe cannot measure or report without. */
+const PIPE_NEEDS = ['simple-statistics', 'cli-table3']
+
+async function pipeAction (opts: ReturnType<typeof resolveOptions>, plotByDefault: boolean): Promise<number> {
+  requireOptional(PIPE_NEEDS, 'fastsock pipe')
   const progress = new Progress(opts.progress)
+  // Without vega: no plot, said now and in the report; an error only when --plot asked for one.
+  const noPlot = opts.plot !== null && !hasOptional('vega') ? new MissingDependencyError('vega', PLOT_NEEDS) : null
+  if (noPlot !== null) {
+    progress.warn(`no plot: ${noPlot.message}`)
+    opts.plot = null
+  }
   const result = await runPipe(opts, progress)
+  if (noPlot !== null) (plotByDefault ? result.warnings : result.errors).push(`plot: not written: ${noPlot.message}`)
   // Tables go to stdout unless stdout carries the machine-readable output.
   const human = opts.json === '-' || opts.csv === '-' ? process.stderr : process.stdout
   const notes: string[] = []

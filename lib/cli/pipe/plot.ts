@@ -2,10 +2,12 @@
  * The plot of a `fastsock pipe` run: half round-trip latency (µs) and ping-pong bandwidth (MB/s)
  * against message size, both log-log, one line per channel (labelled with the transport that
  * ran), with the native limits dashed (busy-poll floor + memcpy; memcpy bandwidth) and NPtcp
- * dotted. Built as a Vega spec and rendered headlessly to SVG (vega is ESM-only: dynamic import).
+ * dotted. Built as a Vega spec and rendered headlessly to SVG (vega is ESM-only: dynamic import;
+ * and an optional dependency: MissingDependencyError when it is not installed).
  */
 import * as path from 'path'
 import { pathToFileURL } from 'url'
+import { resolveOptional } from '../optional'
 import type { PipeResult } from './types'
 
 interface Point { series: string, kind: 'measured' | 'limit' | 'nptcp', bytes: number, value: number }
@@ -18,9 +20,12 @@ interface VegaModule {
   View: new (runtime: unknown, options: { renderer: 'none' }) => { toSVG: () => Promise<string> }
 }
 
+/** What needs vega, for MissingDependencyError's message. */
+export const PLOT_NEEDS = "fastsock pipe's plot"
+
 async function loadVega (): Promise<VegaModule> {
   // Resolve from this package (vega's only export condition is "default"), then import by URL.
-  return await importEsm(pathToFileURL(require.resolve('vega')).href) as VegaModule
+  return await importEsm(pathToFileURL(resolveOptional('vega', PLOT_NEEDS)).href) as VegaModule
 }
 
 function points (r: PipeResult): { latency: Point[], bandwidth: Point[] } {

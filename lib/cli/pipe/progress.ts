@@ -1,10 +1,12 @@
 /**
- * Progress of a `fastsock pipe` run: a cli-progress bar on stderr when stderr is a terminal;
+ * Progress of a `fastsock pipe` run: a cli-progress bar on stderr when stderr is a terminal and
+ * the optional package cli-progress is installed (else one line says what to install);
  * otherwise silent. Warnings go straight to stderr when no bar is drawn (they are repeated in the
  * report either way).
  */
-import { Presets, SingleBar } from 'cli-progress'
+import type { SingleBar } from 'cli-progress'
 import { atInterrupt } from '../children'
+import { loadOptional, MissingDependencyError } from '../optional'
 
 export class Progress {
   private bar: SingleBar | null = null
@@ -15,6 +17,15 @@ export class Progress {
 
   start (total: number): void {
     if (!this.enabled || process.stderr.isTTY !== true) return
+    let cliProgress: typeof import('cli-progress')
+    try {
+      cliProgress = loadOptional<typeof import('cli-progress')>('cli-progress', "fastsock pipe's progress bar")
+    } catch (err) {
+      if (!(err instanceof MissingDependencyError)) throw err
+      process.stderr.write(`fastsock pipe: no progress bar: ${err.message}\n`)
+      return
+    }
+    const { Presets, SingleBar } = cliProgress
     this.bar = new SingleBar({
       stream: process.stderr,
       format: 'fastsock pipe {bar} {value}/{total} cells | {eta_formatted} left | {cell}',

@@ -1,13 +1,16 @@
 /**
- * Renders a PipeResult: terminal tables (cli-table3), CSV (one flat table with a `section`
- * column) and JSON. Latency is always the half round trip (RTT/2); MB = 10^6 bytes.
+ * Renders a PipeResult: terminal tables (cli-table3, an optional dependency loaded on first use),
+ * CSV (one flat table with a `section` column) and JSON. Latency is always the half round trip
+ * (RTT/2); MB = 10^6 bytes.
  */
-import Table from 'cli-table3'
+import type Table from 'cli-table3'
+import { loadOptional } from '../optional'
 import { describePlacement } from './limits'
 import type { PingPongRow, PipeResult } from './types'
 import { fmt, fmtRatio, formatBytes } from '../units'
 
 function table (head: string[], aligns?: Array<'left' | 'right'>): Table.Table {
+  const Table = loadOptional<typeof import('cli-table3')>('cli-table3', "fastsock pipe's tables")
   return new Table({
     head,
     style: { head: [], border: [], compact: true }, // no colours: output goes to files and pipes too

@@ -1,9 +1,17 @@
 /**
  * Statistics over measured samples, with simple-statistics: quantiles of RTT/2 (median, sextile,
  * p99) and the fit of the linear model T(n) = ts + tb·n (Hockney; the thesis' chapter 2).
+ * simple-statistics is an optional dependency, loaded on first use (lib/cli/optional.ts).
  */
-import { linearRegression, quantileSorted, rSquared, weightedLinearRegression } from 'simple-statistics'
+import type * as SimpleStatistics from 'simple-statistics'
+import { loadOptional } from '../optional'
 import type { FitRow, Quantiles, RowBase } from './types'
+
+let loaded: typeof SimpleStatistics | null = null
+function ss (): typeof SimpleStatistics {
+  loaded ??= loadOptional<typeof SimpleStatistics>('simple-statistics', "fastsock pipe's statistics")
+  return loaded
+}
 
 /** The sextile: the 1/6 quantile, JMB's summary of a latency distribution. */
 export const SEXTILE = 1 / 6
@@ -20,6 +28,7 @@ export function quantilesUs (samplesNs: Float64Array, count: number, scale = 1):
   // simple-statistics indexes plain arrays; a typed array works the same and saves a copy.
   const xs = sorted as unknown as number[]
   const k = scale / 1e3
+  const { quantileSorted } = ss()
   return {
     median: quantileSorted(xs, 0.5) * k,
     sextile: quantileSorted(xs, SEXTILE) * k,
@@ -37,6 +46,7 @@ export function quantilesUs (samplesNs: Float64Array, count: number, scale = 1):
 export function fitLinear (base: RowBase, points: Array<[number, number]>): FitRow | null {
   const ok = points.filter(([n, t]) => Number.isFinite(n) && Number.isFinite(t) && t > 0)
   if (ok.length < 2) return null
+  const { linearRegression, rSquared, weightedLinearRegression } = ss()
   const ols = linearRegression(ok)
   const line = (n: number): number => ols.b + ols.m * n
   const rel = weightedLinearRegression(ok, ok.map(([, t]) => 1 / (t * t)))
@@ -54,5 +64,5 @@ export function fitLinear (base: RowBase, points: Array<[number, number]>): FitR
 /** The median of a small list of numbers (NaN when empty). */
 export function median (xs: number[]): number {
   if (xs.length === 0) return NaN
-  return quantileSorted([...xs].sort((a, b) => a - b), 0.5)
+  return ss().quantileSorted([...xs].sort((a, b) => a - b), 0.5)
 }
