@@ -7,7 +7,8 @@ import { describePlacement } from './limits'
 import type { PingPongRow, PipeResult } from './types'
 import { fmt, fmtRatio, formatBytes } from '../units'
 
-function table (head: string[], aligns?: Array<'left' | 'right'>): Table.Table {
+/** A cli-table3 table in the style of every `fastsock` report (no colours; first column left). */
+export function table (head: string[], aligns?: Array<'left' | 'right'>): Table.Table {
   return new Table({
     head,
     style: { head: [], border: [], compact: true }, // no colours: output goes to files and pipes too
@@ -152,7 +153,8 @@ const CSV_COLUMNS = [
 ] as const
 type CsvRow = Partial<Record<typeof CSV_COLUMNS[number], string | number | null>>
 
-function csvCell (v: string | number | null | undefined): string {
+/** One CSV cell: empty for null or non-finite, quoted when it holds a comma, quote or newline. */
+export function csvCell (v: string | number | null | undefined): string {
   if (v === null || v === undefined) return ''
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : ''
   return /[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v
