@@ -72,10 +72,15 @@ export class CacheFlusher {
     if (n !== this.words.length) this.words = new Int32Array(n)
   }
 
-  /** Touches every cache line of the buffer; returns its last word (keeps the loop observable). */
+  /**
+   * Touches every cache line of the buffer; returns the last word written (each flush changes
+   * every word it touches: the chain starts one higher each time).
+   */
   flush (): number {
     const a = this.words
-    for (let i = 16; i < a.length; i += 16) a[i] = a[i - 16] + 1
-    return a[a.length - 16 - ((a.length - 1) % 16)]
+    a[0]++
+    let i = 16
+    for (; i < a.length; i += 16) a[i] = a[i - 16] + 1
+    return a[i - 16]
   }
 }

@@ -57,6 +57,7 @@ const CONFIG_FLAGS: Record<string, keyof RateConfig> = {
   bidirectionalMessages: 'bidirectionalMessages',
   cacheBytes: 'cacheBytes',
   rttIterations: 'rttIterations',
+  shmPollUs: 'shmPollUs',
   transports: 'transports',
   pin: 'pin',
   timeout: 'timeoutMs',
@@ -88,14 +89,15 @@ export function rateCommand (): Command {
     .option('--cache <state>', 'warm, cold or both (default)', parseCache)
     .option('--iterations <n>', 'timed iterations per warm cell and channel, at most (default 2000)', positiveInt)
     .option('--min-iterations <n>', 'timed iterations per warm cell and channel, at least (default 10)', positiveInt)
-    .option('--budget-ms <ms>', 'time per warm cell and channel (default 60, --quick 15)', positiveInt)
+    .option('--budget-ms <ms>', 'time per warm cell and channel (default 60, --quick 5)', positiveInt)
     .option('--cold-iterations <n>', 'timed iterations per cold cell and channel (default 10)', positiveInt)
     .option('--warmup <n>', 'untimed iterations per cell and channel (default 20)', nonNegativeInt)
     .option('--rounds <n>', 'slices the timed iterations run in, interleaved across channels (default 3)', positiveInt)
     .option('--bidirectional-messages <n>', 'bidirectional: messages per peer and direction per timed run (default 8192)', positiveInt)
     .option('--cache-bytes <bytes>', 'bytes touched between cold iterations (default 2 × last-level cache, at most 32 MiB)', byteCount)
     .option('--rtt-iterations <n>', 'round trips per channel and size for the RTT percentiles; 0: none (default 2000)', nonNegativeInt)
-    .option('--transports <list>', 'channels, comma-separated (shm, unix, tcp, ...; net-tcp, net-unix)')
+    .option('--transports <list>', 'channels, comma-separated (shm, shm+poll, unix, tcp, ...; net-tcp, net-unix)')
+    .option('--shm-poll-us <us>', 'also measure fastsock:shm+poll, shm polling the ring this long before sleeping (default 200; 0: not)', nonNegativeInt)
     .addOption(new Option('--pin <placement>', 'split: this process and the peers on separate CPUs (auto when taskset and 2+ CPUs); none').choices(['auto', 'split', 'none']))
     .option('--timeout <s>', 'give up on a slice that makes no progress for this long (default 5)', positiveInt)
     .option('--quick', 'few cells and iterations: seconds (CI, npm test)')

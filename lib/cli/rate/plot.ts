@@ -17,7 +17,7 @@ function peersPanelSize (rows: RateRow[]): number {
   return sizes.reduce((a, b) => (Math.abs(Math.log2(b / 64)) < Math.abs(Math.log2(a / 64)) ? b : a), sizes[0])
 }
 
-function panel (name: string, x: number, y: number, width: number, height: number, title: string, xTitle: string, bySize: boolean): object {
+function panel (name: string, x: number, y: number, width: number, height: number, title: string, xTitle: string, bySize: boolean, ticks: number[]): object {
   return {
     type: 'group',
     encode: { enter: { x: { value: x }, y: { value: y }, width: { value: width }, height: { value: height } } },
@@ -27,7 +27,7 @@ function panel (name: string, x: number, y: number, width: number, height: numbe
       { name: 'y', type: 'log', range: [height, 0], domain: { data: name, field: 'value' }, nice: true }
     ],
     axes: [
-      { orient: 'bottom', scale: 'x', title: xTitle, grid: true, gridOpacity: 0.15, ...(bySize ? { encode: { labels: { update: { text: { signal: SIZE_LABEL } } } } } : { format: 'd' }) },
+      { orient: 'bottom', scale: 'x', title: xTitle, grid: true, gridOpacity: 0.15, values: ticks, ...(bySize ? { encode: { labels: { update: { text: { signal: SIZE_LABEL } } } } } : { format: 'd' }) },
       { orient: 'left', scale: 'y', title: 'msg/s (sent + received)', grid: true, gridOpacity: 0.15, format: '.2s', tickCount: 6 }
     ],
     marks: [{
@@ -68,8 +68,8 @@ export function buildSpec (r: RateResult): object {
     const byPeers = rows.filter((x) => x.bytes === size).map((x) => ({ series: x.label, x: x.peers, value: x.msgPerSec }))
     data.push({ name: `size${i}`, values: bySize }, { name: `peers${i}`, values: byPeers })
     const y = i * (height + 70)
-    marks.push(panel(`size${i}`, 0, y, width, height, `${what}: vs message size (${fewest} peer${fewest > 1 ? 's' : ''})`, 'message size', true))
-    marks.push(panel(`peers${i}`, width + 90, y, width, height, `${what}: vs peers (${size} B)`, 'peer processes', false))
+    marks.push(panel(`size${i}`, 0, y, width, height, `${what}: vs message size (${fewest} peer${fewest > 1 ? 's' : ''})`, 'message size', true, [...new Set(bySize.map((p) => p.x))].sort((a, b) => a - b)))
+    marks.push(panel(`peers${i}`, width + 90, y, width, height, `${what}: vs peers (${size} B)`, 'peer processes', false, [...new Set(byPeers.map((p) => p.x))].sort((a, b) => a - b)))
   })
   const series = [...new Set(warm.map((x) => x.label))]
   return {

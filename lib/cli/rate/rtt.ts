@@ -38,7 +38,7 @@ export async function measureRtt (channels: RateChannel[], config: RateConfig, p
     await peer.configure({ mode: 'pingpong', bytes: 1 })
     for (const ch of usable) {
       try {
-        const spec = { id: ch.id, kind: ch.kind, transport: ch.transport }
+        const { actual: _a, error: _e, connectMs: _c, ...spec } = ch
         const { socket } = await connect(spec, await peer.listen(spec), config.timeoutMs)
         open.push({ ch, socket, client: new PingPongClient(socket, maxBytes, config.rttIterations), failed: false })
       } catch (err) {

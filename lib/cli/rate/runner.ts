@@ -174,11 +174,11 @@ class RateRun {
   private async initialize (): Promise<void> {
     const { config, result } = this
     const t = nowMs()
-    result.host.otherCpuLoad = await otherCpuLoad()
+    result.host.otherCpuLoad = await otherCpuLoad(config.quick ? 100 : 300)
     if (result.host.otherCpuLoad > 0.1) this.warn(`other processes kept the CPUs ${(result.host.otherCpuLoad * 100).toFixed(0)}% busy before the run: figures are disturbed`)
     if (result.processes.oversubscribed) this.warn(`${result.processes.peers} peers + this process on ${os.availableParallelism()} CPUs: processes share CPUs (what the cores allow is ${Math.max(1, os.availableParallelism() - 1)} peer(s))`)
     if (process.env.RDMAVM) this.warn('measured inside the RDMA guest: its CPU is emulated (TCG), compare rows of this run only')
-    const { channels, warnings } = selectChannels(config.transports, this.loadRungs(), 0)
+    const { channels, warnings } = selectChannels(config.transports, this.loadRungs(), config.shmPollUs)
     for (const w of warnings) this.warn(w)
     result.channels = channels.map((c) => ({ ...c, actual: null, error: null, connectMs: null }))
     const llc = lastLevelCache()
@@ -234,7 +234,7 @@ class RateRun {
   private async connectAll (): Promise<void> {
     const t = nowMs()
     for (const entry of this.result.channels) {
-      const ch: ChannelSpec = { id: entry.id, kind: entry.kind, transport: entry.transport }
+      const { actual: _a, error: _e, connectMs: _c, ...ch } = entry
       const conns: HubConn[] = []
       const tc = nowMs()
       try {
