@@ -95,6 +95,8 @@ for (const rows of groups.values()) {
     deliveredPerSec: med(rows, (r) => r.deliveredPerSec),
     mbPerSec: med(rows, (r) => r.mbPerSec),
     cpuUsPerMsg: med(rows, (r) => r.cpuUsPerMsg),
+    postUsPerMsg: nullable((r) => r.postUsPerMsg ?? null),
+    postShare: med(rows, (r) => r.postShare),
     overhead: { ...rows[0].overhead, syscallsPerMsg: nullable((r) => r.overhead.syscallsPerMsg), framesPerMsg: nullable((r) => r.overhead.framesPerMsg) },
     runs: rows.length
   })

@@ -66,6 +66,7 @@ function checkRun (t, res, pattern) {
       if (channel === 'net:tcp') t.equal(r.ratioVsNetTcp, 1, 'net:tcp against itself is 1×')
       else t.ok(r.ratioVsNetTcp > 0, `${what}: ratio vs net:tcp`)
       t.equal(r.coldOverWarm === null, !r.coldCache, `${what}: cold rows carry their ratio to warm`)
+      t.equal(r.postUsPerMsg === null, r.direction === 'fan-in', `${what}: posting time wherever this process sends`)
     }
   }
   for (const phase of ['initializationMs', 'connectionMs', 'warmupMs', 'operationMs', 'cleanupMs']) {

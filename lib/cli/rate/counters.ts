@@ -17,6 +17,13 @@ export function syscalls (): number | null {
   }
 }
 
+/** System calls one syscalls() costs (readFileSync of a /proc file reads twice: data, then EOF). */
+const SELF = ((): number => {
+  const a = syscalls()
+  const b = syscalls()
+  return a === null || b === null ? 0 : b - a
+})()
+
 /** A mark to measure CPU time and system calls from. */
 export interface Mark { cpu: NodeJS.CpuUsage, syscalls: number | null }
 
@@ -25,9 +32,9 @@ export function mark (): Mark {
   return { syscalls: syscalls(), cpu: process.cpuUsage() }
 }
 
-/** CPU µs and system calls since `m` (syscalls null when unknown; the read itself is one, excluded). */
+/** CPU µs and system calls since `m` (syscalls null when unknown; the mark's own reads excluded). */
 export function since (m: Mark): { cpuUs: number, syscalls: number | null } {
   const d = process.cpuUsage(m.cpu)
   const now = syscalls()
-  return { cpuUs: d.user + d.system, syscalls: now === null || m.syscalls === null ? null : Math.max(0, now - m.syscalls - 1) }
+  return { cpuUs: d.user + d.system, syscalls: now === null || m.syscalls === null ? null : Math.max(0, now - m.syscalls - SELF) }
 }

@@ -43,10 +43,11 @@ export class Hub {
 
   /**
    * Runs `iterations` iterations of the prepared cell over `conns` (pair-based when `pairwise`);
-   * resolves with the timed ns (barriers and cache flushes excluded). Rejects when a connection
-   * fails or no iteration completes for `stallMs`.
+   * resolves with the timed ns (barriers and cache flushes excluded) and, of those, the ns this
+   * process spent posting its sends (cork, writes, uncork: the synchronous part; the rest is
+   * waiting for the peers). Rejects when a connection fails or no iteration completes for `stallMs`.
    */
-  async run (conns: HubConn[], iterations: number, pairwise: boolean, stallMs: number): Promise<number> {
+  async run (conns: HubConn[], iterations: number, pairwise: boolean, stallMs: number): Promise<{ timedNs: number, postNs: number }> {
     const cell = this.cell
     if (cell === null) throw new Error('Hub.run before prepare')
     let done = 0
@@ -60,20 +61,28 @@ export class Hub {
     }, stallMs)
     try {
       let timedNs = 0
+      let postNs = 0
+      const expect = hubExpects(cell)
       for (; done < iterations; done++) {
         if (cell.coldCache) await this.barrier(conns)
         const t0 = process.hrtime.bigint()
         if (pairwise) {
-          for (const c of conns) await Promise.all([this.send(c, cell), c.counter.expect(hubExpects(cell))])
+          for (const c of conns) {
+            const p0 = process.hrtime.bigint()
+            const sent = this.send(c, cell)
+            postNs += Number(process.hrtime.bigint() - p0)
+            await Promise.all([sent, c.counter.expect(expect)])
+          }
         } else {
           const work: Array<Promise<void>> = []
           for (const c of conns) work.push(this.send(c, cell))
-          for (const c of conns) work.push(c.counter.expect(hubExpects(cell)))
+          postNs += Number(process.hrtime.bigint() - t0)
+          for (const c of conns) work.push(c.counter.expect(expect))
           await Promise.all(work)
         }
         timedNs += Number(process.hrtime.bigint() - t0)
       }
-      return timedNs
+      return { timedNs, postNs }
     } finally {
       clearInterval(watchdog)
     }

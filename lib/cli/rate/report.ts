@@ -61,12 +61,13 @@ function patternTables (r: RateResult): string[] {
 
 /** Per channel: what ran, connection time, medians of CPU and system calls per message, overhead. */
 function channelTable (r: RateResult): string {
-  const t = table(['channel', 'ran', 'connect ms', 'rows', 'median CPU µs/msg', 'median syscalls/msg', 'frames/msg', 'protocol overhead'], ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left'])
+  const t = table(['channel', 'ran', 'connect ms', 'rows', 'median CPU µs/msg', 'median post µs/msg', 'median syscalls/msg', 'frames/msg', 'protocol overhead'], ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'])
   for (const c of r.channels) {
     const rows = r.rows.filter((x) => x.channel === c.id)
     const frames = rows.map((x) => x.overhead.framesPerMsg).filter((x): x is number => x !== null)
     const syscalls = rows.map((x) => x.overhead.syscallsPerMsg).filter((x): x is number => x !== null)
-    t.push([c.id, c.actual ?? (c.error !== null ? 'failed' : '—'), fmt(c.connectMs), String(rows.length), fmt(median(rows.map((x) => x.cpuUsPerMsg).filter(Number.isFinite))),
+    const post = rows.map((x) => x.postUsPerMsg).filter((x): x is number => x !== null && Number.isFinite(x))
+    t.push([c.id, c.actual ?? (c.error !== null ? 'failed' : '—'), fmt(c.connectMs), String(rows.length), fmt(median(rows.map((x) => x.cpuUsPerMsg).filter(Number.isFinite))), fmt(median(post)),
       fmt(median(syscalls)), frames.length > 0 ? fmt(median(frames)) : '—', rows[0]?.overhead.note ?? (c.error ?? '')])
   }
   return 'Channels (medians over all their rows; the JSON has every row)\n' + t.toString()
@@ -109,7 +110,7 @@ export function renderJson (r: RateResult): string {
 
 const CSV_COLUMNS = [
   'section', 'channel', 'transport', 'label', 'pattern', 'direction', 'bytes', 'peers', 'window', 'cold_cache', 'iterations',
-  'messages', 'delivered', 'elapsed_ms', 'msg_per_s', 'delivered_per_s', 'mb_per_s', 'cpu_us_per_msg', 'syscalls_per_msg',
+  'messages', 'delivered', 'elapsed_ms', 'msg_per_s', 'delivered_per_s', 'mb_per_s', 'cpu_us_per_msg', 'post_us_per_msg', 'post_share', 'syscalls_per_msg',
   'frames_per_msg', 'ratio_vs_net_tcp', 'cold_over_warm', 'samples', 'p50_us', 'p90_us', 'p99_us', 'p999_us'
 ] as const
 
@@ -120,7 +121,7 @@ export function renderCsv (r: RateResult): string {
     lines.push({
       section: 'rate', channel: x.channel, transport: x.transport, label: x.label, pattern: x.pattern, direction: x.direction, bytes: x.bytes,
       peers: x.peers, window: x.window, cold_cache: String(x.coldCache), iterations: x.iterations, messages: x.messages, delivered: x.delivered,
-      elapsed_ms: x.elapsedMs, msg_per_s: x.msgPerSec, delivered_per_s: x.deliveredPerSec, mb_per_s: x.mbPerSec, cpu_us_per_msg: x.cpuUsPerMsg,
+      elapsed_ms: x.elapsedMs, msg_per_s: x.msgPerSec, delivered_per_s: x.deliveredPerSec, mb_per_s: x.mbPerSec, cpu_us_per_msg: x.cpuUsPerMsg, post_us_per_msg: x.postUsPerMsg, post_share: x.postShare,
       syscalls_per_msg: x.overhead.syscallsPerMsg, frames_per_msg: x.overhead.framesPerMsg, ratio_vs_net_tcp: x.ratioVsNetTcp, cold_over_warm: x.coldOverWarm
     })
   }

@@ -21,7 +21,7 @@ import { formatBytes } from '../units'
 import { flushSize, lastLevelCache } from './cache'
 import { mark, since } from './counters'
 import { Hub, hubConn, type HubConn } from './hub'
-import { directionOf, type CpuReply, type PeerCell } from './protocol'
+import { directionOf, roles, type CpuReply, type PeerCell } from './protocol'
 import { measureRtt } from './rtt'
 import { derive, overheadNote } from './summary'
 import { DIRECTIONS, type Direction, type RateConfig, type RatePattern, type RateResult, type RateRow } from './types'
@@ -89,6 +89,8 @@ interface Live {
 /** What one channel accumulated in one cell. */
 interface Tally {
   timedNs: number
+  /** Of timedNs, the hub's posting of its sends. */
+  postNs: number
   iterations: number
   planned: number
   cpuUs: number
@@ -297,7 +299,7 @@ class RateRun {
       try {
         const conns = l.conns.slice(0, cell.peers)
         const warmups = Math.max(bidirectional ? 1 : 0, config.warmupIterations)
-        const ns = warmups === 0 ? 0 : await this.hub.run(conns, warmups, pairwise, config.timeoutMs)
+        const ns = warmups === 0 ? 0 : (await this.hub.run(conns, warmups, pairwise, config.timeoutMs)).timedNs
         const perIterationNs = warmups === 0 ? 0 : ns / warmups
         const min = bidirectional ? 1 : config.minIterations
         const planned = cell.coldCache
@@ -305,7 +307,7 @@ class RateRun {
           : perIterationNs <= 0 ? config.iterations : Math.max(min, Math.min(config.iterations, Math.round(config.budgetMs * 1e6 / perIterationNs)))
         const warmupMs = nowMs() - tw
         result.phases.warmupMs += warmupMs
-        tallies.set(l, { timedNs: 0, iterations: 0, planned, cpuUs: 0, syscalls: 0, frames: 0, warmupMs })
+        tallies.set(l, { timedNs: 0, postNs: 0, iterations: 0, planned, cpuUs: 0, syscalls: 0, frames: 0, warmupMs })
       } catch (err) {
         this.drop(l, `${name} warm-up`, err)
       }
@@ -324,12 +326,13 @@ class RateRun {
           const frames0 = framesSent(conns)
           const m = mark()
           const ts = nowMs()
-          const timedNs = await this.hub.run(conns, n, pairwise, config.timeoutMs)
+          const { timedNs, postNs } = await this.hub.run(conns, n, pairwise, config.timeoutMs)
           const wallMs = nowMs() - ts
           const own = since(m)
           const frames1 = framesSent(conns)
           const reads = await Promise.all(peers.map(async (p) => await p.request<CpuReply>({ cmd: 'cpu-read' })))
           tally.timedNs += timedNs
+          tally.postNs += postNs
           tally.iterations += n
           tally.cpuUs += own.cpuUs + reads.reduce((a, r) => a + r.cpuUs, 0)
           tally.syscalls = tally.syscalls === null || own.syscalls === null || reads.some((r) => r.syscalls === null)
@@ -375,6 +378,8 @@ class RateRun {
       deliveredPerSec: delivered / seconds,
       mbPerSec: (delivered * cell.bytes) / seconds / 1e6,
       cpuUsPerMsg: tally.cpuUs / delivered,
+      postUsPerMsg: roles(cell.direction).hubSends ? tally.postNs / 1e3 / (cell.peers * peerCell.messages * tally.iterations) : null,
+      postShare: tally.postNs / tally.timedNs,
       overhead: {
         syscallsPerMsg: tally.syscalls === null ? null : tally.syscalls / delivered,
         framesPerMsg: tally.frames === null ? null : tally.frames / delivered,

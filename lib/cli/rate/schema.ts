@@ -47,7 +47,7 @@ export const ROW_SCHEMA = {
   title: 'fastsock rate result row',
   type: 'object',
   required: ['channel', 'transport', 'label', 'pattern', 'direction', 'bytes', 'peers', 'window', 'coldCache', 'iterations',
-    'messages', 'delivered', 'elapsedMs', 'msgPerSec', 'deliveredPerSec', 'mbPerSec', 'cpuUsPerMsg', 'overhead', 'ratioVsNetTcp', 'coldOverWarm',
+    'messages', 'delivered', 'elapsedMs', 'msgPerSec', 'deliveredPerSec', 'mbPerSec', 'cpuUsPerMsg', 'postUsPerMsg', 'postShare', 'overhead', 'ratioVsNetTcp', 'coldOverWarm',
     'preparationMs', 'warmupMs'],
   properties: {
     channel: { type: 'string', pattern: '^(fastsock|net):[a-z+]+$' },
@@ -67,6 +67,8 @@ export const ROW_SCHEMA = {
     deliveredPerSec: { type: 'number', exclusiveMinimum: 0 },
     mbPerSec: { type: 'number', exclusiveMinimum: 0 },
     cpuUsPerMsg: { type: 'number', minimum: 0 },
+    postUsPerMsg: { type: ['number', 'null'], minimum: 0 },
+    postShare: { type: 'number', minimum: 0, maximum: 1 },
     overhead: {
       type: 'object',
       required: ['syscallsPerMsg', 'framesPerMsg', 'note'],

@@ -59,7 +59,8 @@ export function targets (rows: RateRow[]): TargetCheck[] {
       target: '64 B single-direction, 1 pair: shm ≥ 1 M msg/s and ≥ 3× net:tcp',
       met: shm.msgPerSec >= 1e6 && ratio >= 3,
       detail: `fastsock:shm ${M(shm.msgPerSec)} counted sent + received (${M(shm.deliveredPerSec)} delivered, osu_mbw_mr's count), ` +
-        `net:tcp ${M(tcp.msgPerSec)}: ${ratio.toFixed(2)}×`
+        `net:tcp ${M(tcp.msgPerSec)}: ${ratio.toFixed(2)}×; posting the window took ${fmt(shm.postUsPerMsg)} µs/msg on shm, ` +
+        `${fmt(tcp.postUsPerMsg)} on net:tcp (${fmt(100 * shm.postShare)}% and ${fmt(100 * tcp.postShare)}% of the time; the rest is waiting for the peer's ack)`
     })
   }
   for (const pattern of ['pair-based', 'all-start']) {

@@ -141,6 +141,13 @@ export interface RateRow {
   mbPerSec: number
   /** CPU time (user + sys) of the measuring process and all peers in this cell, per message delivered, µs. */
   cpuUsPerMsg: number
+  /**
+   * The measuring process's time posting its sends (cork, the writes, uncork) per message it
+   * sent, µs; null when it sends none (fan-in). The rest of the timed time is waiting.
+   */
+  postUsPerMsg: number | null
+  /** Share of the timed time spent posting sends (0..1); 1 - postShare is waiting for peers. */
+  postShare: number
   overhead: Overhead
   /** msgPerSec ÷ net:tcp's msgPerSec in the same cell of the same run, or null. */
   ratioVsNetTcp: number | null
