@@ -13,6 +13,7 @@ files=("$@")
 if [ ${#files[@]} -eq 0 ]; then files=(test/conformance test/rdma); fi
 echo "== pass 1: rxe0 ($RDMAVM_IP): verbs, rsocket, smc, tcp"
 FASTSOCK_TEST_RUNGS=verbs,rsocket,smc,tcp node scripts/run-tests.js "${files[@]}" || status=1
+[ $# -eq 0 ] && { echo "== fastsock rate --quick on every rung up here (rxe0 for verbs, rsocket)"; node dist/cli/main.js rate --quick --pattern single,pair --peers 1 --sizes 64 --cache warm --rtt-iterations 0 --no-plot --no-progress || status=1; }
 if [ $# -eq 0 ]; then
   echo "== pass 2: siw0 ($RDMAVM_SIW_IP): verbs over iWARP"
   FASTSOCK_TEST_RDMA_DEV=siw FASTSOCK_TEST_RUNGS=verbs node scripts/run-tests.js test/conformance test/rdma/verbs.test.js || status=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport),
+ * `fastsock rate` (message rate with many peers: msgrate's patterns, Observatory's phases),
  * `fastsock probe` (which transports this host offers) and `fastsock run -- <command>` (runs a
  * command with fastsock as its `net`). Exit status: 0 success, 1 failure,
  * 2 bad usage (commander's message on stderr).
@@ -9,6 +10,7 @@ import { Command, CommanderError } from 'commander'
 import { killAll } from './children'
 import { pipeCommand } from './pipe/command'
 import { probeCommand } from './probe'
+import { rateCommand } from './rate/command'
 import { runCommand } from './run'
 
 function program (): Command {
@@ -28,6 +30,7 @@ function program (): Command {
     // subcommands are added: they inherit it.
     .exitOverride()
   p.addCommand(copyInherited(p, pipeCommand()))
+  p.addCommand(copyInherited(p, rateCommand()))
   p.addCommand(copyInherited(p, probeCommand()))
   // `run -- cmd --opt`: options after the command are the command's, not fastsock's.
   p.enablePositionalOptions()

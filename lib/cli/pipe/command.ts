@@ -75,7 +75,8 @@ export function pipeCommand (): Command {
     })
 }
 
-async function writeOut (file: string, text: string): Promise<void> {
+/** Writes `text` to `file` ('-': stdout, resolved once flushed), creating its directory. */
+export async function writeOut (file: string, text: string): Promise<void> {
   if (file === '-') {
     await new Promise<void>((resolve, reject) => process.stdout.write(text, (err) => (err == null ? resolve() : reject(err))))
   } else {

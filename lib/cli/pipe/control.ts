@@ -11,10 +11,16 @@ import { onCpu } from './pinning'
 import type { PeerConfig, PeerHello, PeerReply, PeerRequest } from './protocol'
 import type { ChannelSpec } from './types'
 
-type Pending = { resolve: (rep: PeerReply & { ok: true }) => void, reject: (err: Error) => void, timer: NodeJS.Timeout }
+type Pending = { resolve: (rep: unknown) => void, reject: (err: Error) => void, timer: NodeJS.Timeout }
 
 /** Distributes a request without its id (added by Peer.request). */
 type Request = PeerRequest extends infer R ? R extends { id: number } ? Omit<R, 'id'> : never : never
+
+/**
+ * A request of another tool's peer script that speaks the same envelope (an `id` added here, a
+ * `cmd`, one reply `{ id, ok, ... }` per request): `fastsock rate`'s peer.
+ */
+export type ForeignRequest = { cmd: string } & Record<string, unknown>
 
 export class Peer {
   private nextId = 1
@@ -42,11 +48,11 @@ export class Peer {
 
   /**
    * Forks the peer (on CPU `cpu` when not null, through taskset) and waits for its hello (at
-   * most `timeoutMs`).
+   * most `timeoutMs`). `script`: the peer program, `pipe`'s peer.js unless another tool's.
    */
-  static async start (timeoutMs: number, cpu: number | null = null): Promise<Peer> {
+  static async start (timeoutMs: number, cpu: number | null = null, script = path.join(__dirname, 'peer.js')): Promise<Peer> {
     const prefix = onCpu(cpu)
-    const child = track(fork(path.join(__dirname, 'peer.js'), [], {
+    const child = track(fork(script, [], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // fork runs `execPath ...execArgv peer.js`: with taskset, that is `taskset -c N node peer.js`.
       ...(prefix.length > 0 ? { execPath: prefix[0], execArgv: [...prefix.slice(1), process.execPath] } : { execArgv: [] }),
@@ -64,8 +70,11 @@ export class Peer {
     return new Peer(child, pid)
   }
 
-  /** Sends one request; rejects on an error reply, a timeout or the peer's exit. */
-  async request (req: Request, timeoutMs = 10_000): Promise<PeerReply & { ok: true }> {
+  /**
+   * Sends one request; rejects on an error reply, a timeout or the peer's exit. `T`: the reply's
+   * shape, for a ForeignRequest.
+   */
+  async request<T extends { ok: true } = PeerReply & { ok: true }> (req: Request | ForeignRequest, timeoutMs = 10_000): Promise<T> {
     if (this.exited !== null) throw this.exited
     const id = this.nextId++
     return await new Promise((resolve, reject) => {
@@ -73,7 +82,8 @@ export class Peer {
         this.pending.delete(id)
         reject(new Error(`peer did not answer '${req.cmd}' within ${timeoutMs} ms`))
       }, timeoutMs)
-      this.pending.set(id, { resolve, reject, timer })
+      // The reply is whatever the peer sent; T is the caller's word for its shape.
+      this.pending.set(id, { resolve: resolve as (rep: unknown) => void, reject, timer })
       this.child.send({ ...req, id } as PeerRequest)
     })
   }

@@ -23,7 +23,8 @@ interface VegaModule {
 /** What needs vega, for MissingDependencyError's message. */
 export const PLOT_NEEDS = "fastsock pipe's plot"
 
-async function loadVega (): Promise<VegaModule> {
+/** vega, loaded as the ESM module it is (an optional dependency: MissingDependencyError without it). */
+export async function loadVega (): Promise<VegaModule> {
   // Resolve from this package (vega's only export condition is "default"), then import by URL.
   return await importEsm(pathToFileURL(resolveOptional('vega', PLOT_NEEDS)).href) as VegaModule
 }
@@ -53,7 +54,8 @@ function points (r: PipeResult): { latency: Point[], bandwidth: Point[] } {
 const DASH: Record<Point['kind'], number[]> = { measured: [1, 0], limit: [6, 4], nptcp: [2, 3] }
 
 const SIZE_TICKS = [1, 16, 256, 4096, 65536, 1048576, 4194304, 16777216]
-const SIZE_LABEL = "datum.value >= 1048576 ? (datum.value / 1048576) + ' MiB' : datum.value >= 1024 ? (datum.value / 1024) + ' KiB' : datum.value + ' B'"
+/** Vega label expression: a message size in B, KiB or MiB. */
+export const SIZE_LABEL = "datum.value >= 1048576 ? (datum.value / 1048576) + ' MiB' : datum.value >= 1024 ? (datum.value / 1024) + ' KiB' : datum.value + ' B'"
 
 function panel (name: 'latency' | 'bandwidth', x: number, width: number, height: number, title: string, yTitle: string): object {
   return {

@@ -12,8 +12,8 @@ export class Progress {
   private bar: SingleBar | null = null
   private value = 0
 
-  /** `enabled`: draw a bar (only honoured when stderr is a TTY). */
-  constructor (private readonly enabled: boolean) {}
+  /** `enabled`: draw a bar (only honoured when stderr is a TTY); `tool` names it. */
+  constructor (private readonly enabled: boolean, private readonly tool = 'fastsock pipe') {}
 
   start (total: number): void {
     if (!this.enabled || process.stderr.isTTY !== true) return
@@ -28,7 +28,7 @@ export class Progress {
     const { Presets, SingleBar } = cliProgress
     this.bar = new SingleBar({
       stream: process.stderr,
-      format: 'fastsock pipe {bar} {value}/{total} cells | {eta_formatted} left | {cell}',
+      format: `${this.tool} {bar} {value}/{total} cells | {eta_formatted} left | {cell}`,
       fps: 4, // few redraws: the timer shares the measuring thread
       hideCursor: true,
       clearOnComplete: true,
@@ -61,6 +61,6 @@ export class Progress {
 
   /** Prints a warning now unless a bar is being drawn. */
   warn (message: string): void {
-    if (this.bar === null) process.stderr.write(`fastsock pipe: warning: ${message}\n`)
+    if (this.bar === null) process.stderr.write(`${this.tool}: warning: ${message}\n`)
   }
 }

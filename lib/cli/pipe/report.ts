@@ -9,8 +9,9 @@ import { describePlacement } from './limits'
 import type { PingPongRow, PipeResult } from './types'
 import { fmt, fmtRatio, formatBytes } from '../units'
 
-function table (head: string[], aligns?: Array<'left' | 'right'>): Table.Table {
-  const Table = loadOptional<typeof import('cli-table3')>('cli-table3', "fastsock pipe's tables")
+/** A cli-table3 table in the style of every `fastsock` report (no colours; first column left). */
+export function table (head: string[], aligns?: Array<'left' | 'right'>): Table.Table {
+  const Table = loadOptional<typeof import('cli-table3')>('cli-table3', "fastsock's tables")
   return new Table({
     head,
     style: { head: [], border: [], compact: true }, // no colours: output goes to files and pipes too
@@ -155,7 +156,8 @@ const CSV_COLUMNS = [
 ] as const
 type CsvRow = Partial<Record<typeof CSV_COLUMNS[number], string | number | null>>
 
-function csvCell (v: string | number | null | undefined): string {
+/** One CSV cell: empty for null or non-finite, quoted when it holds a comma, quote or newline. */
+export function csvCell (v: string | number | null | undefined): string {
   if (v === null || v === undefined) return ''
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : ''
   return /[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v
