@@ -13,19 +13,18 @@
  *   without a copy), `readInto()` fills a caller's typed array, and `onread.buffer` may be any
  *   typed array.
  */
-import * as net from 'net'
 import type { TransportName } from './transports/names'
-import { NODE_TRANSPORT } from './transports/registry'
-import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './stream/readinto'
+import { ReadIntoRequest, targetBytes, feed, failAll } from './stream/readinto'
 import type { EndpointStream } from './stream/endpoint-stream'
-import { FastsockError, ReadIntoError, ShmOnlyError, SyncUnavailableError, errnoError } from './errors'
+import { ReadIntoError, ShmOnlyError, SyncUnavailableError, errnoError } from './errors'
 import { originals } from './originals'
-import type { SmcInfo, KernelHandle, TcpView } from './transports/contract'
-import { connectThroughChain, ChainHost } from './chain'
+import type { SmcInfo, TcpView } from './transports/contract'
+import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
-import { prepareOptions, PreparedOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { adoptChannel, attachEndpoint, nodeSymbol, AdoptingSocket } from './socket/adopt'
-import { applyChannel } from './socket/state'
+import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
+import { initFastsock, chainHost } from './socket/connect'
+import { installAccessors, asBuffer } from './socket/accessors'
+import { drainBuffered } from './socket/drain'
 
 export { kAccepted, kState }
 export type { SocketOptions, AcceptedInfo }
@@ -33,70 +32,7 @@ export type { SocketOptions, AcceptedInfo }
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
 
-const duplexWrite = NodeSocket.prototype.write
-const noop = (): void => {}
-
-function asBuffer (chunk: unknown): unknown {
-  if (ArrayBuffer.isView(chunk) && !(chunk instanceof Uint8Array)) {
-    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-  }
-  return chunk
-}
-
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** fastsock's part of the constructor, once Node's net.Socket constructor has run on `self`. */
-function initFastsock (self: SocketImpl, p: PreparedOptions): void {
-  const opts = p.nodeOptions as net.SocketConstructorOpts & { handle?: unknown, pauseOnCreate?: boolean }
-  const ch = p.accepted?.channel
-  self.transport = ch?.transport as TransportName ?? (opts.fd !== undefined || opts.handle ? NODE_TRANSPORT : null)
-  if (!ch) return
-  if (ch.endpoint) {
-    // Accepted without a handle: start the flow Node would start for one.
-    attachEndpoint(self as unknown as AdoptingSocket, ch)
-    if (opts.pauseOnCreate) self.pause()
-    else self.read(0)
-  } else {
-    applyChannel(self[kState], ch)
-  }
-}
-
-/** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
-function nodeConnect (sock: SocketImpl, normalized: unknown[], transport: TransportName): void {
-  sock.transport = transport
-  const self = sock as unknown as { _undestroy: AnyFn }
-  if (sock.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
-  try {
-    ;(NodeSocket.prototype.connect as AnyFn).call(sock, normalized)
-  } finally {
-    delete (self as { _undestroy?: AnyFn })._undestroy
-  }
-}
-
-/** The socket as the chain sees it. */
-function chainHost (sock: SocketImpl): ChainHost {
-  const st = sock[kState]
-  return {
-    get destroyed () { return sock.destroyed },
-    transports: st.transports,
-    timeoutMs: st.timeoutMs,
-    shmRingBytes: st.shmRingBytes,
-    hasHandleOrParent: () => {
-      const s = sock as unknown as { _parent: unknown, _handle: unknown }
-      return !!(s._parent || s._handle)
-    },
-    emit: (event, payload) => sock.emit(event, payload),
-    once: (event, cb) => sock.once(event, cb),
-    destroy: err => sock.destroy(err),
-    beginConnecting () {
-      st.writeImpl = null
-      ;(sock as unknown as { connecting: boolean }).connecting = true
-      sock._unrefTimer()
-    },
-    nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookup) => adoptChannel(sock as unknown as AdoptingSocket, ch, lookup)
-  }
-}
 
 /** The socket's stream core when synchronous I/O works on it; else throws why not. */
 function syncStream (sock: SocketImpl): EndpointStream {
@@ -435,105 +371,7 @@ export class SocketImpl extends NodeSocket {
   }
 }
 
-/** Serves pending readInto requests from bytes already in the socket's readable buffer. */
-function drainBuffered (sock: SocketImpl): void {
-  const q = sock[kState].readQueue!
-  settleFull(q)
-  const flowingListeners = sock.listenerCount('data') > 0
-  while (q.length > 0 && sock.readableLength > 0) {
-    const want = q[0].bytes.length - q[0].filled
-    // read(n) emits 'data' for what it returns: keep those bytes from 'data' listeners.
-    let chunk: Buffer | null
-    if (flowingListeners) {
-      const emit = sock.emit
-      sock.emit = function (this: SocketImpl, ev: string | symbol, ...rest: unknown[]) {
-        return ev === 'data' ? false : emit.apply(this, [ev, ...rest] as Parameters<typeof emit>)
-      } as typeof sock.emit
-      try {
-        chunk = sock.read(Math.min(want, sock.readableLength))
-      } finally {
-        delete (sock as { emit?: unknown }).emit
-      }
-    } else {
-      chunk = sock.read(Math.min(want, sock.readableLength))
-    }
-    if (chunk === null) break
-    feed(q, chunk)
-    settleFull(q)
-  }
-  if (q.length > 0 && sock.readableEnded) failAll(q, 'the stream ended')
-}
-
-const kBytesWrittenName = 'kBytesWritten'
-const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
-const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
-Object.defineProperties(SocketImpl.prototype, {
-  /** Node's: no handle or connecting. On a handle-less channel (no handle by design): connecting. */
-  pending: {
-    configurable: true,
-    enumerable: true,
-    get (this: SocketImpl): boolean { return this[kState].stream ? this.connecting : nodePending.call(this) }
-  },
-  bufferSize: {
-    configurable: true,
-    enumerable: true,
-    get (this: SocketImpl): number | undefined { return this[kState].stream ? this.writableLength : nodeBufferSize.call(this) }
-  },
-  /** Bytes received from the peer: application bytes only (handshakes are not counted). */
-  bytesRead: {
-    configurable: true,
-    enumerable: true,
-    get (this: SocketImpl): number {
-      const st = this[kState]
-      if (st.stream) return st.stream.bytesRead
-      const h = (this as unknown as { _handle: KernelHandle | null })._handle
-      const got = h ? h.bytesRead : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, 'kBytesRead')!] ?? 0)
-      return got - st.hsRead
-    }
-  },
-  /**
-   * @deprecated For lib/register.ts only, until it reads `tcpViewOf()` / `hasKernelHandle()`:
-   * the TCP view of a fast channel, or null.
-   */
-  _fsView: {
-    configurable: true,
-    enumerable: false,
-    get (this: SocketImpl): TcpView | null { return this[kState].view }
-  },
-  /** @deprecated For lib/register.ts only (see _fsView): truthy on a handle-less channel. */
-  _fsShm: {
-    configurable: true,
-    enumerable: false,
-    get (this: SocketImpl): EndpointStream | null { return this[kState].stream }
-  },
-  /** The base of Node's bytesWritten getter, which adds the queued bytes to it. */
-  _bytesDispatched: {
-    configurable: true,
-    enumerable: false,
-    get (this: SocketImpl): number {
-      const st = this[kState]
-      if (st.stream) return st.stream.bytesWritten
-      const h = (this as unknown as { _handle: KernelHandle | null })._handle
-      const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
-      return sent - st.hsWritten
-    }
-  }
-})
-
-/**
- * `write()` that takes any TypedArray or DataView. An accessor, because Node assigns
- * `socket.write` itself (on connect, and `writeAfterFIN` after the peer's FIN): the assigned
- * function is kept and called with the converted chunk.
- */
-function fastWrite (this: SocketImpl, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
-  return (this[kState].writeImpl ?? duplexWrite).call(this, asBuffer(chunk), encoding, cb)
-}
-Object.defineProperty(SocketImpl.prototype, 'write', {
-  configurable: true,
-  enumerable: false,
-  get () { return fastWrite },
-  set (this: SocketImpl, fn: AnyFn) { this[kState].writeImpl = fn === duplexWrite ? null : fn }
-})
+installAccessors(SocketImpl.prototype)
 
 export interface SocketImpl {
   /** Like net's `write()`, and `chunk` may be any TypedArray or DataView (its raw bytes). */
