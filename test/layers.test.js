@@ -33,6 +33,31 @@ t.test('no import cycle in lib/', async t => {
   t.same(res.circular(), [], 'no cycle')
 })
 
+// docs/design.md, "Layers": the layer of each lib/ file, first match wins.
+const LAYERS = [
+  [/^transports\/contract\.ts$/, 0],
+  [/^(errors|debug|address|wire|native|config|negative-cache|originals)\.ts$/, 1],
+  [/^(stream|sidechannel)\/|^cluster\.ts$/, 2],
+  [/^transports\/(registry|names)\.ts$/, 4],
+  [/^transports\//, 3],
+  [/^chain\.ts$/, 5],
+  [/^(socket|server)\.ts$|^socket\//, 6],
+  [/^(index|register)\.ts$|^cli\//, 7]
+]
+const layerOf = f => { const hit = LAYERS.find(([re]) => re.test(f)); return hit ? hit[1] : null }
+
+t.test('imports point down: every lib/ file imports its own layer or lower ones', async t => {
+  const res = await madge(path.join(root, 'lib'), config)
+  const upward = []
+  for (const [from, deps] of Object.entries(res.obj())) {
+    if (!from.endsWith('.ts')) continue // package.json (the command line reads its version)
+    t.not(layerOf(from), null, `${from} has a layer in docs/design.md's map`)
+    for (const to of deps.filter(d => d.endsWith('.ts'))) if (layerOf(to) > layerOf(from)) upward.push(`${from} (L${layerOf(from)}) -> ${to} (L${layerOf(to)})`)
+  }
+  t.same(upward, [], 'no upward import')
+  t.equal(layerOf('chain.ts') > layerOf('socket.ts'), false, 'the check can tell up from down')
+})
+
 t.test('no lib/ file over 800 lines', async t => {
   const walk = d => fs.readdirSync(d, { withFileTypes: true }).flatMap(e => e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)])
   const big = walk(path.join(root, 'lib')).filter(f => f.endsWith('.ts'))
