@@ -22,7 +22,7 @@ import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../addr
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
-import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelOffer } from '../transports/contract'
+import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
 const ECONNREFUSED = -111
 const ENOENT = -2
@@ -77,7 +77,8 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   return await accepted.offer.complete(accepted.end)
 }
 
-interface Accepted { offer: SideChannelOffer, end: import('../transports/contract').SideChannelClientEnd }
+/** The handshake's outcome: the offer the server chose, and the side channel for it. */
+interface Accepted { offer: SideChannelOffer, end: SideChannelClientEnd }
 
 /**
  * Finds, verifies and handshakes the side channel for the first local destination address that
