@@ -7,9 +7,8 @@
  */
 import * as os from 'os'
 import * as util from 'util'
-import type * as net from 'net'
 import { native } from '../native'
-import { originals } from '../originals'
+import { handleOverFd } from '../handles'
 import { addressBytes } from '../address'
 import { errnoError, unserved, AttemptTimeoutError, NotOfferedError } from '../errors'
 import { debug } from '../debug'
@@ -66,17 +65,12 @@ export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Pr
       ? fd
       : await new Promise<number>(resolve => core.waitConnected(fd, Math.max(1, deadline - Date.now()), resolve))
     if (status === 0 && !req.aborted()) {
-      let probe: net.Socket
       try {
-        probe = new originals.Socket({ fd, readable: true, writable: true, pauseOnCreate: true } as net.SocketConstructorOpts)
+        return handleOverFd(fd)
       } catch (err) {
         core.closeFd(fd)
         throw err
       }
-      const handle = (probe as unknown as { _handle: KernelHandle })._handle
-      ;(probe as unknown as { _handle: KernelHandle | null })._handle = null
-      probe.destroy()
-      return handle
     }
     if (fd >= 0) core.closeFd(fd)
     if (req.aborted()) throw new AttemptTimeoutError(`${k.rung}: the socket was destroyed while connecting`)

@@ -19,7 +19,7 @@ import { native, nativeMissingReason, RsocketOutcome } from '../native'
 import { debug } from '../debug'
 import { errnoError, AttemptTimeoutError, NotOfferedError, unserved } from '../errors'
 import { familyName, unmapV4, TcpView } from '../address'
-import { originals } from '../originals'
+import { handleOverFd } from '../handles'
 import { isLoopback, crossHostListenAddresses } from './remote'
 import { channel, Capabilities, Channel, ConnectRequest, KernelHandle, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from './contract'
 import { rdma, rdmaMissing, activeDevices } from './rdma'
@@ -45,15 +45,6 @@ function viewOf (o: RsocketOutcome, mapV4: boolean): TcpView {
   return { local: ep(o.local!), remote: ep(o.remote!) }
 }
 
-/** A Node Pipe handle over the JS end of a bridge's socketpair, not reading. */
-function pipeHandle (fd: number): KernelHandle {
-  const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
-  const sock = new NodeSocket({ fd, readable: true, writable: true, pauseOnCreate: true })
-  const handle = (sock as unknown as { _handle: KernelHandle })._handle
-  ;(sock as unknown as { _handle: KernelHandle | null })._handle = null
-  sock.destroy()
-  return handle
-}
 
 /**
  * One connect in a helper thread, which ends within timeoutMs on its own; a timer 1 s later
@@ -109,7 +100,7 @@ async function connect (req: ConnectRequest): Promise<Channel> {
     }
     debug('rsocket', 'connected to %s:%d over %s (%s:%d -> %s:%d)', address, req.port, o.device,
       o.local!.address, o.local!.port, o.remote!.address, o.remote!.port)
-    return channel({ transport: 'rsocket', handle: pipeHandle(o.fd), view: viewOf(o, false), caps: CAPS })
+    return channel({ transport: 'rsocket', handle: handleOverFd(o.fd), view: viewOf(o, false), caps: CAPS })
   }
   throw last ?? new NotOfferedError('rsocket: no address to dial')
 }
@@ -132,7 +123,7 @@ function listen (req: ListenRequest): RungListener | null {
     }
     let handle: KernelHandle
     try {
-      handle = pipeHandle(o.fd)
+      handle = handleOverFd(o.fd)
     } catch (err) {
       native!.closeFd(o.fd)
       return void debug('rsocket', 'cannot adopt an accepted connection: %s', (err as Error).message)

@@ -8,6 +8,7 @@ import * as wire from '../wire'
 import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle } from './contract'
 import { connectSideChannel, skipSideChannel } from '../sidechannel/client'
 import { listenSideChannel } from '../sidechannel/serve'
+import { detachHandle } from '../handles'
 
 /**
  * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
@@ -26,12 +27,6 @@ function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'leftov
   return channel({ transport: 'unix', handle, caps: CAPS, view, leftover, handshakeRead, handshakeWritten })
 }
 
-/** Takes the handle away from the internal socket that held it, which then goes. */
-function detach (sock: import('net').Socket): void {
-  (sock as unknown as { _handle: unknown })._handle = null
-  sock.destroy()
-}
-
 export const unix: Rung<'unix'> = {
   name: 'unix',
   unixPath: true,
@@ -48,12 +43,12 @@ export const unix: Rung<'unix'> = {
     carriesData: true,
     async complete (side) {
       const c = pipeChannel(side.handle, side)
-      detach(side.probe)
+      detachHandle(side.probe)
       return c
     },
     async accept (side) {
       const c = pipeChannel(side.handle, { ...side, leftover: [] })
-      detach(side.raw)
+      detachHandle(side.raw)
       return c
     }
   },
