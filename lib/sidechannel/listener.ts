@@ -23,6 +23,7 @@ function allocateClientPort (): number {
   return p
 }
 
+/** What a SideChannelListener serves: the TCP listener it stands beside, and what it may offer. */
 export interface SideChannelOptions {
   /** The TCP listener's bound address as Node reports it, and its port. */
   address: string
@@ -91,6 +92,7 @@ export class SideChannelListener {
     return true
   }
 
+  /** Unbinds the name; clients then use TCP. Idempotent. */
   close (): void {
     if (this.server) {
       this.server.close()
