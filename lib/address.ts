@@ -100,8 +100,4 @@ export function familyName (ip: string): 'IPv4' | 'IPv6' {
   return net.isIPv4(ip) ? 'IPv4' : 'IPv6'
 }
 
-/** One end's view of a connection that does not run over a kernel TCP socket. */
-export interface EndpointView { address: string, family: 'IPv4' | 'IPv6', port: number }
-
-/** The TCP 4-tuple a connection reports on one end, as Node's _getsockname/_getpeername shape. */
-export interface TcpView { local: EndpointView, remote: EndpointView }
+export type { EndpointView, TcpView } from './transports/contract'

@@ -1,49 +1,54 @@
 /**
- * The failover chain (JFS 3.1.4), modelled on Node's internalConnectMultiple: walk the rungs in
- * order, bound each attempt by a timeout, emit an event per attempt and per failure, and end on
- * the first rung that connects. TCP, when in the chain, is the last attempt and is Node's own
- * connect, errors included. Without TCP, exhausting the chain destroys the socket with an
- * AggregateError (code ERR_FASTSOCK_ALL_TRANSPORTS_FAILED) of every attempt's error.
+ * L5, the failover chain (JFS 3.1.4), a generic loop over the registry's rungs modelled on Node's
+ * internalConnectMultiple: one attempt context, each attempt bounded by a timeout, an event per
+ * attempt and per failure, the first rung that connects wins. A rung that is Node's own connect
+ * (tcp) ends the chain there, errors included. Without it, exhausting the chain destroys the
+ * socket with an AllTransportsFailedError (an AggregateError, code
+ * ERR_FASTSOCK_ALL_TRANSPORTS_FAILED) of every attempt's error.
  *
- * Negative results are cached per rung and destination: a destination without a side channel for
- * NOT_OFFERED_TTL_MS, a failed attempt (timeout, unverified peer, bad handshake) for
- * FAILURE_TTL_MS, so a missing or broken rung costs its timeout once, not on every connect.
+ * Negative results are cached per rung and destination (lib/negative-cache.ts): "not offered"
+ * briefly, failures longer, a busy server not at all; so a missing or broken rung costs its
+ * timeout once, not on every connect.
+ *
+ * The chain runs over a ChainHost (the socket implements it), and names no rung: what a rung
+ * does (skip a destination, share a set-up with another) is the rung's.
  */
 import * as net from 'net'
 import * as dns from 'dns'
-import type { Socket } from './socket'
-import { TransportName, parseTransports } from './transports/names'
-import { availability } from './transports/availability'
-import { connectUnix, NotOffered, Established } from './transports/unix'
-import { remoteRung, RemoteRung } from './transports/remote'
-import './transports/rungs'
-import { isLocalAddress } from './address'
+import { parseTransports, TransportName } from './transports/names'
+import { availability, rungOf, rankOf, NODE_TRANSPORT, PATH_TRANSPORT } from './transports/registry'
+import type { AttemptContext, Channel, ConnectRequest, Rung } from './transports/contract'
+import { discardChannel } from './transports/contract'
 import { debug, debugEnabled } from './debug'
-import { FastsockError } from './errors'
-import { RejectReason, CAP_SHM, CAP_UNIX } from './wire'
+import { AllTransportsFailedError } from './errors'
+import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
-/** How long (ms) a rung's "not offered" answer (nobody serves it there) is cached per destination. */
-export const NOT_OFFERED_TTL_MS = 1000
-/** How long (ms) a rung's failure (timeout, error) is cached per destination. */
-export const FAILURE_TTL_MS = 30000
-
-const negativeCache = new Map<string, { until: number, reason: string }>()
-
-/** Forgets every cached negative result (tests; or after changing the local servers). */
-export function clearNegativeCache (): void { negativeCache.clear() }
-
-function cached (key: string): string | null {
-  const e = negativeCache.get(key)
-  if (!e) return null
-  if (e.until <= Date.now()) {
-    negativeCache.delete(key)
-    return null
-  }
-  return e.reason
-}
+export { clearNegativeCache, NOT_OFFERED_TTL_MS, FAILURE_TTL_MS } from './negative-cache'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
+
+/** What the chain needs of the socket it connects. */
+export interface ChainHost {
+  readonly destroyed: boolean
+  /** The socket's chain (its `transports` option, else the process's). */
+  readonly transports: readonly TransportName[]
+  /** Upper bound of one rung's attempt (ms). */
+  readonly timeoutMs: number
+  /** shm ring bytes per direction, for a rung that sets up rings. */
+  readonly shmRingBytes: number
+  /** A handle or a parent stream is already there (a TLSSocket's, a socket from an fd). */
+  hasHandleOrParent (): boolean
+  emit (event: string, payload: unknown): boolean
+  once (event: 'connect', cb: AnyFn): unknown
+  destroy (err?: Error): unknown
+  /** Enters the connecting state (no handle yet): writes queue, timers refresh. */
+  beginConnecting (): void
+  /** Node's own connect on these normalized arguments; the socket reports `transport`. */
+  nodeConnect (normalized: unknown[], transport: TransportName): void
+  /** Takes the channel over and emits 'lookup' (when given), 'connect', 'ready'. */
+  adopt (channel: Channel, lookup: [string, number, string] | null): void
+}
 
 interface ConnectOptions {
   port?: number | string
@@ -55,17 +60,18 @@ interface ConnectOptions {
   hints?: number
   lookup?: AnyFn
   fd?: number
+  transports?: unknown
 }
 
 /**
- * Why no fast rung may serve these options (the side channel cannot honour them), or null.
- * A caller asking for a local address or port, or an fd, gets TCP as it asked.
+ * Why no fast rung may serve these options, or null. A caller asking for a local address or
+ * port, or an fd, gets Node's own connect as it asked.
  */
 function declineReason (o: ConnectOptions): string | null {
   if (o.localAddress != null && (o.localAddress as unknown) !== '') return 'localAddress requested'
   if (o.localPort != null && (o.localPort as unknown) !== 0) return 'localPort requested'
   if (o.fd !== undefined) return 'fd given'
-  // A family the host literal does not have: Node's connect decides (TCP), as without fastsock.
+  // A family the host literal does not have: Node's connect decides, as without fastsock.
   const lit = typeof o.host === 'string' ? net.isIP(o.host) : 0
   if ((o.family === 4 || o.family === 6) && lit !== 0 && lit !== o.family) return `family ${o.family} requested for an IPv${lit} address`
   return null
@@ -78,51 +84,41 @@ function validPort (port: unknown): boolean {
   return false
 }
 
-/** Implements Socket#connect: see its docstring. */
-export function connectThroughChain (socket: Socket, args: unknown[]): Socket {
-  // connect(normalizedArgs) as net.connect() calls it: an array Node has already normalized.
+/**
+ * Implements Socket#connect (see its docstring): `args` as connect() got them, or an array Node
+ * already normalized (net.connect's call).
+ */
+export function connectThroughChain (host: ChainHost, args: unknown[]): void {
   const pre = args[0]
   const normalized = Array.isArray(pre) && Object.getOwnPropertySymbols(pre).length > 0 ? pre : normalizeArgs(args)
   const options = normalized[0] as ConnectOptions
   const cb = normalized[1] as AnyFn | null
-  if (options.path != null) {
-    const s = socket._fsNodeConnect(normalized)
-    s.transport = 'unix'
-    return s
-  }
+  if (options.path != null) return host.nodeConnect(normalized, PATH_TRANSPORT)
   const hostOk = options.host === undefined || options.host === null || typeof options.host === 'string'
-  const preset = socket as unknown as { _parent: Socket | null, _handle: unknown }
-  // A socket that already has a handle (a TLSSocket's TLSWrap, a socket made from an fd) or a
-  // parent stream connects that handle: Node's own connect.
-  if (!validPort(options.port) || !hostOk || socket.destroyed || preset._parent || preset._handle) {
+  if (!validPort(options.port) || !hostOk || host.destroyed || host.hasHandleOrParent()) {
     // Node's own connect throws or handles these exactly as net does.
-    return socket._fsNodeConnect(normalized)
+    return host.nodeConnect(normalized, NODE_TRANSPORT)
   }
   const decline = declineReason(options)
   if (decline) debug('chain', 'fast rungs declined: %s', decline)
-  const chain = (options as { transports?: unknown }).transports !== undefined
-    ? parseTransports((options as { transports?: unknown }).transports)
-    : socket._fsTransports
-  const rungs = chain.filter(t => {
-    if (t === 'tcp') return true
+  const chain = options.transports !== undefined ? parseTransports(options.transports) : host.transports
+  const rungs = chain.map(rungOf).filter(r => {
+    if (r.nodeConnect) return true
     if (decline) return false
-    const a = availability(t)
-    if (!a.available) debug('chain', 'skip %s: %s', t, a.reason)
+    const a = availability(r.name as TransportName)
+    if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
     return a.available
   })
-  if (rungs.length === 1 && rungs[0] === 'tcp') {
+  if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.
-    process.nextTick(() => socket.emit('transportAttempt', { transport: 'tcp' }))
-    return socket._fsNodeConnect(normalized)
+    process.nextTick(() => host.emit('transportAttempt', { transport: rungs[0].name }))
+    return host.nodeConnect(normalized, rungs[0].name as TransportName)
   }
-  if (cb !== null) socket.once('connect', cb)
-  socket._fsWriteImpl = null
-  ;(socket as unknown as { connecting: boolean }).connecting = true
-  socket._fsUnrefTimer()
-  runChain(socket, options, rungs).catch(err => {
-    if (!socket.destroyed) socket.destroy(err)
+  if (cb !== null) host.once('connect', cb)
+  host.beginConnecting()
+  runChain(host, options, rungs).catch(err => {
+    if (!host.destroyed) host.destroy(err)
   })
-  return socket
 }
 
 function lookupAll (options: ConnectOptions): Promise<string[]> {
@@ -138,127 +134,79 @@ function lookupAll (options: ConnectOptions): Promise<string[]> {
   })
 }
 
+/** The DNS answer for a fast rung's request; none when the lookup fails (only Node's connect remains). */
+async function resolveAddresses (options: ConnectOptions, host: string): Promise<string[]> {
+  try {
+    return await lookupAll(options)
+  } catch (err) {
+    debug('chain', 'lookup of %s failed (%s): fast rungs skipped', host, (err as Error).message)
+    return []
+  }
+}
+
+async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]): Promise<void> {
+  const port = Number(options.port)
+  const hostname = options.host || 'localhost'
+  const ctx: AttemptContext = { rungs, index: 0, errors: [], rank: rankOf }
+  let req: ConnectRequest | null = null
+  await new Promise<void>(resolve => process.nextTick(resolve)) // events after connect() returns
+  for (; ctx.index < rungs.length; ctx.index++) {
+    const rung = rungs[ctx.index]
+    if (host.destroyed) return
+    if (rung.nodeConnect) {
+      debug('chain', '%s:%d -> %s', hostname, port, rung.name)
+      host.emit('transportAttempt', { transport: rung.name })
+      host.nodeConnect(normalizeArgs([options]), rung.name as TransportName)
+      return
+    }
+    if (req === null) {
+      const addresses = await resolveAddresses(options, hostname)
+      if (host.destroyed) return
+      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, shmRingBytes: host.shmRingBytes, aborted: () => host.destroyed }
+    }
+    const ch = await attempt(host, rung, req, ctx)
+    if (ch === null) continue
+    if (host.destroyed) return discardChannel(ch)
+    const remoteAddress = ch.view?.remote.address ?? req.addresses[0]
+    debug('chain', '%s:%d -> %s (%s)', hostname, port, ch.transport, remoteAddress)
+    host.adopt(ch, net.isIP(hostname) ? null : [remoteAddress, net.isIP(remoteAddress), hostname])
+    return
+  }
+  if (host.destroyed) return
+  const tried = rungs.map(r => r.name).join(', ')
+  const agg = new AllTransportsFailedError(ctx.errors, `fastsock: no transport connected to ${hostname}:${port} (chain: ${tried})`)
+  if (debugEnabled) debug('chain', agg.message)
+  host.destroy(agg)
+}
+
 /**
- * One attempt on a cross-host rung (lib/transports/remote.ts), with its events and the negative
- * cache. The established connection, or null (the error is pushed to `errors`).
+ * One attempt of `rung` with its events and the negative cache: the channel, or null when the
+ * rung was skipped or failed (its error then goes to ctx.errors and 'transportAttemptFailed').
  */
-async function tryRemote (socket: Socket, remote: RemoteRung, host: string, addresses: string[], port: number,
-  errors: Error[]): Promise<Established | null> {
-  const rung = remote.name
-  const key = `${rung}|${addresses.join(',')}|${port}`
-  const hit = cached(key)
-  if (hit !== null) {
-    debug('chain', 'skip %s for %s:%d: cached (%s)', rung, host, port, hit)
+async function attempt (host: ChainHost, rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel | null> {
+  if (req.addresses.length === 0 || !rung.connect) return null
+  const skip = rung.skip?.(req, ctx) ?? null
+  if (skip !== null) {
+    debug('chain', 'skip %s for %s:%d: %s', rung.name, req.host, req.port, skip)
     return null
   }
-  socket.emit('transportAttempt', { transport: rung })
+  const key = `${rung.name}|${req.addresses.join(',')}|${req.port}`
+  const hit = cachedFailure(key)
+  if (hit !== null) {
+    debug('chain', 'skip %s for %s:%d: cached (%s)', rung.name, req.host, req.port, hit)
+    return null
+  }
+  host.emit('transportAttempt', { transport: rung.name })
   const started = Date.now()
   try {
-    const est = await remote.connect({ host, addresses, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed })
-    debug('chain', '%s:%d -> %s in %d ms', host, port, rung, Date.now() - started)
-    return est
+    return await rung.connect(req, ctx)
   } catch (err) {
-    const e = err as Error & { notOffered?: boolean }
-    debug('chain', '%s failed for %s:%d after %d ms: %s', rung, host, port, Date.now() - started, e.message)
-    errors.push(e)
-    negativeCache.set(key, { until: Date.now() + (e.notOffered ? NOT_OFFERED_TTL_MS : FAILURE_TTL_MS), reason: e.message })
-    socket.emit('transportAttemptFailed', { transport: rung, error: e })
+    const e = err as Error
+    debug('chain', '%s failed for %s:%d after %d ms: %s', rung.name, req.host, req.port, Date.now() - started, e.message)
+    ctx.errors.push(e)
+    const ttl = negativeTtlMs(e)
+    if (ttl > 0) cacheFailure(key, ttl, e.message)
+    host.emit('transportAttemptFailed', { transport: rung.name, error: e })
     return null
   }
 }
-
-/** Releases a connection established for a socket destroyed meanwhile. */
-function discard (est: Established): void {
-  est.probe?.destroy()
-  est.shm?.close(true)
-}
-
-async function runChain (socket: Socket, options: ConnectOptions, rungs: TransportName[]): Promise<void> {
-  const port = Number(options.port)
-  const host = options.host || 'localhost'
-  const errors: Error[] = []
-  let addresses: string[] | null = null
-  let sideChannelTried = false
-  await new Promise<void>(resolve => process.nextTick(resolve)) // events after connect() returns
-  for (const rung of rungs) {
-    if (socket.destroyed) return
-    if (rung === 'tcp') {
-      debug('chain', '%s:%d -> tcp', host, port)
-      socket.emit('transportAttempt', { transport: 'tcp' })
-      socket._fsNodeConnect(normalizeArgs([options]))
-      return
-    }
-    if (addresses === null) {
-      try {
-        addresses = await lookupAll(options)
-      } catch (err) {
-        debug('chain', 'lookup of %s failed (%s): fast rungs skipped', host, (err as Error).message)
-        addresses = []
-      }
-      if (socket.destroyed) return
-    }
-    if (rung !== 'unix' && rung !== 'shm') {
-      const remote = remoteRung(rung)
-      if (remote === undefined || addresses.length === 0) continue
-      const est = await tryRemote(socket, remote, host, addresses, port, errors)
-      if (est === null) continue
-      if (socket.destroyed) return discard(est)
-      const lookup: [string, number, string] | null = net.isIP(host) ? null : [addresses[0], net.isIP(addresses[0]), host]
-      socket._fsAdopt(est, lookup)
-      return
-    }
-    const local = addresses.filter(isLocalAddress)
-    if (local.length === 0) {
-      debug('chain', 'skip %s: %s is not on this host', rung, host)
-      continue
-    }
-    // shm and unix share the side channel: one attempt offers both, the server picks.
-    const sideKey = `side|${local.join(',')}|${port}`
-    const shmKey = `shm|${local.join(',')}|${port}`
-    const hit = cached(sideKey) ?? (rung === 'shm' ? cached(shmKey) : null)
-    if (hit !== null) {
-      debug('chain', 'skip %s for %s:%d: cached (%s)', rung, host, port, hit)
-      continue
-    }
-    if (sideChannelTried) {
-      debug('chain', 'skip %s: the side channel was already tried', rung)
-      continue
-    }
-    const laterUnix = rung === 'shm' && rungs.indexOf('unix') > rungs.indexOf('shm') && cached(sideKey) === null
-    const capabilities = rung === 'shm' ? CAP_SHM | (laterUnix ? CAP_UNIX : 0) : CAP_UNIX
-    socket.emit('transportAttempt', { transport: rung })
-    try {
-      const est = await connectUnix({
-        addresses: local, port, timeoutMs: socket._fsTimeoutMs, aborted: () => socket.destroyed,
-        capabilities, shmRingBytes: socket._fsShmRingBytes
-      })
-      if (socket.destroyed) return discard(est)
-      const remoteAddress = est.view!.remote.address
-      debug('chain', '%s:%d -> %s (%s)', host, port, est.transport, remoteAddress)
-      const lookup: [string, number, string] | null = net.isIP(host) ? null : [remoteAddress, net.isIP(remoteAddress), host]
-      socket._fsAdopt(est, lookup)
-      return
-    } catch (err) {
-      const shmSetup = (err as { shmSetup?: boolean }).shmSetup === true
-      const e = err instanceof NotOffered
-        ? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${rung}: ${err.message}`)
-        : err as Error & { reason?: number }
-      debug('chain', '%s failed for %s:%d: %s', rung, host, port, e.message)
-      errors.push(e)
-      if (err instanceof NotOffered) {
-        negativeCache.set(sideKey, { until: Date.now() + NOT_OFFERED_TTL_MS, reason: err.message })
-      } else if ((e as { reason?: number }).reason !== RejectReason.Busy) {
-        negativeCache.set(shmSetup ? shmKey : sideKey, { until: Date.now() + FAILURE_TTL_MS, reason: e.message })
-      }
-      if (!shmSetup) sideChannelTried = true
-      socket.emit('transportAttemptFailed', { transport: rung, error: e })
-    }
-  }
-  if (socket.destroyed) return
-  const tried = rungs.join(', ')
-  const agg = new AggregateError(errors, `fastsock: no transport connected to ${host}:${port} (chain: ${tried})`) as AggregateError & { code: string }
-  agg.code = 'ERR_FASTSOCK_ALL_TRANSPORTS_FAILED'
-  if (debugEnabled) debug('chain', agg.message)
-  socket.destroy(agg)
-}
-

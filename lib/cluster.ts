@@ -17,7 +17,7 @@
  */
 import type * as net from 'net'
 import type { Worker } from 'cluster'
-import type { SideChannelListener } from './transports/unix'
+import type { SideChannelListener } from './sidechannel/listener'
 import { debug } from './debug'
 
 const RR_LISTEN = 'NODE_FASTSOCK_RR_LISTEN'

@@ -13,12 +13,11 @@ import { Server, ServerOptions } from './server'
 export * from 'net'
 export { Socket, Socket as Stream, Server }
 export type { SocketOptions, ServerOptions }
-export { transports, TransportAvailability } from './transports/availability'
-export { TRANSPORT_NAMES, TransportName } from './transports/names'
-import type { TransportName } from './transports/names'
+export { transports, TransportAvailability, TRANSPORT_NAMES, TransportName } from './transports/registry'
+import type { TransportName } from './transports/registry'
 export { FastsockError } from './errors'
-export type { SmcInfo } from './transports/smc'
-export { clearNegativeCache } from './chain'
+export type { SmcInfo } from './transports/contract'
+export { clearNegativeCache } from './negative-cache'
 
 type ConnectListener = () => void
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -4,6 +4,7 @@
  * the fast rungs are then absent and every connection uses TCP.
  */
 import * as path from 'path'
+import type { StreamEndpoint } from './transports/contract'
 
 /** The functions csrc/addon.cc exports. fds are plain numbers; -errno results are negative. */
 export interface NativeCore {
@@ -80,7 +81,7 @@ export interface NativeCore {
   rdmaDeviceForAddress? (address: string): { name: string, transport: 'ib' | 'iwarp' | 'other' } | null
   /** rsocket helper threads alive in this process (bridges, accept and connect threads). */
   rsocketThreads? (): number
-  /** The bits of StreamEndpointNative.state() (csrc/stream_state.h), defined once natively. */
+  /** The bits of StreamEndpoint.state() (csrc/stream_state.h), defined once natively. */
   streamState: { EOF: number, RESET: number, GONE: number, CLOSED: number, READABLE: number }
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
   sourceHash: string
@@ -94,8 +95,8 @@ export interface VerbsInfo {
   device: string
 }
 
-/** csrc/rdma/verbs.cc's endpoint: the stream surface the pump drives, plus its own. */
-export interface VerbsEndpointNative extends StreamEndpointNative {
+/** csrc/rdma/verbs.cc's endpoint: the stream surface the stream core drives, plus its own. */
+export interface VerbsEndpointNative extends StreamEndpoint {
   /** Where events go (the endpoint exists before its socket does). */
   setOnEvent (fn: () => void): void
   /** Protocol counters: credits, rndvThreshold, eager/rendezvous counts, registration cache. */
@@ -134,34 +135,8 @@ export interface RsocketOutcome {
   notOffered?: boolean
 }
 
-/**
- * What every native endpoint without a kernel handle (shm, verbs) offers the stream pump
- * (lib/transports/shm.ts ShmConnection): non-blocking moves that return byte counts, arming
- * for the next event (false: retry now), and the connection's state.
- */
-export interface StreamEndpointNative {
-  write (view: ArrayBufferView): number
-  readInto (view: ArrayBufferView): number
-  /** At most maxBytes, or a whole rendezvous Buffer when it fits; verbs may return a Uint8Array view. */
-  read (maxBytes: number): Uint8Array | null
-  readable (): number
-  writable (): number
-  armRead (): boolean
-  armWrite (): boolean
-  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes waiting. */
-  state (): number
-  shutdown (): void
-  close (reset: boolean): void
-  ref (): void
-  unref (): void
-  /** Upper bound (µs) of the in-loop polling before sleeping; 0 never polls. */
-  setPollUs (us: number): void
-  /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
-  counters (): [number, number]
-}
-
 /** The JS face of csrc/shm/endpoint.h (see its contract): a stream endpoint over a shared ring. */
-export interface ShmEndpointNative extends StreamEndpointNative {
+export interface ShmEndpointNative extends StreamEndpoint {
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   /** One ArrayBuffer over the transmit ring's mirrored mapping (2 x ring bytes). */
@@ -173,7 +148,7 @@ export interface ShmEndpointNative extends StreamEndpointNative {
 }
 
 /** True when `ep` is an shm endpoint (a shared ring: zero-copy loans, synchronous I/O). */
-export function isShmEndpoint (ep: StreamEndpointNative): ep is ShmEndpointNative {
+export function isShmEndpoint (ep: StreamEndpoint): ep is ShmEndpointNative {
   return typeof (ep as Partial<ShmEndpointNative>).txRegion === 'function'
 }
 
@@ -202,3 +177,8 @@ try {
 export const native: NativeCore | null = loaded
 /** Why the native core did not load, or null. */
 export const loadError: Error | null = error
+
+/** Why a rung that needs the addon is unavailable: "native addon not loaded: <first line of the load error>". */
+export function nativeMissingReason (): string {
+  return `native addon not loaded: ${error?.message.split('\n')[0] ?? 'unknown'}`
+}

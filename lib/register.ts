@@ -33,7 +33,7 @@ import { originals } from './originals'
 import { connect, transportOf } from './index'
 import { FastsockError } from './errors'
 import { defaultTransports } from './transports/names'
-import { availability } from './transports/availability'
+import { availability } from './transports/registry'
 import { isLocalAddress } from './address'
 import { debug } from './debug'
 

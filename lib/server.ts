@@ -1,8 +1,9 @@
 /**
- * fastsock's Server: a `net.Server` whose connections are fastsock Sockets, and which, when it
- * listens on TCP, also listens on the side channel (lib/transports/unix.ts) so that fastsock
- * clients on this host reach it over a faster rung. Plain `net` clients keep using TCP and see
- * nothing different.
+ * L6, fastsock's Server: a `net.Server` whose connections are fastsock Sockets, and which, when
+ * it listens on TCP, asks every rung it offers to listen beside it (`Rung.listen`: the side
+ * channel for the same-host rungs, RDMA listeners for the cross-host ones), or to be the TCP
+ * listener itself (`Rung.listenFd`). Plain `net` clients keep using TCP and see nothing
+ * different. The server names no rung: it adopts the Channels the rungs hand it.
  *
  * Accepting a connection on any rung does what Node's onconnection does: maxConnections and
  * 'drop', pauseOnConnect, noDelay/keepAlive, highWaterMark, allowHalfOpen, socket.server,
@@ -14,13 +15,10 @@ import * as util from 'util'
 import * as diagnostics from 'diagnostics_channel'
 import { Socket, kAccepted, AcceptedInfo } from './socket'
 import { TransportName, parseTransports, defaultTransports } from './transports/names'
-import { availability } from './transports/availability'
-import { SideChannelListener, AcceptedFast } from './transports/unix'
+import { availability, RUNGS, NODE_TRANSPORT } from './transports/registry'
+import { channel, Channel, KernelHandle, ListenRequest, Rung, RungListener, discardChannel } from './transports/contract'
 import { originals } from './originals'
-import { debug } from './debug'
-import { remoteRungs, remoteRung, RemoteListener } from './transports/remote'
-import './transports/rungs'
-import { dispatchToWorkers, serveFromPrimary, isRoundRobinWorker, keyOf } from './cluster'
+import { isRoundRobinWorker } from './cluster'
 
 const serverSocketChannel = diagnostics.channel('net.server.socket')
 
@@ -53,19 +51,34 @@ interface ClientHandle {
 
 const UV_TCP_IPV6ONLY = 1
 
-/** The fastsock state a net.Server carries (absent on a server core made before the hook). */
-interface FsServerFields {
-  _fsTransports?: TransportName[]
-  _fsSideChannel?: SideChannelListener | null
-  _fsSameUidOnly?: boolean
-  _fsHandshakeTimeoutMs?: number
-  _fsShmPollUs?: number | undefined
-  /** Listeners of the cross-host rungs (verbs, rsocket) beside the TCP one. */
-  _fsRemoteListeners?: RemoteListener[]
+/** The key of a server's ServerState (absent on a server core made before the hook). */
+const kServer = Symbol.for('fastsock.server.state')
+
+/** fastsock's state of one net.Server. */
+interface ServerState {
+  /** Rungs offered (the `transports` option, else the process's). */
+  transports: TransportName[]
+  /** Accept side-channel clients of this uid only. */
+  sameUidOnly: boolean
+  handshakeTimeoutMs: number
+  /** Polling budget (µs) of accepted handle-less connections; undefined: the socket's default. */
+  pollUs: number | undefined
+  /** The rungs' listeners beside the TCP one. */
+  listeners: RungListener[]
   /** The rung whose socket the TCP listener is (smc), if any. */
-  _fsListenRung?: TransportName
+  listenRung: Rung | null
 }
-type AnyServer = net.Server & FsServerFields
+type AnyServer = net.Server & { [kServer]?: ServerState }
+
+/** The server's state; made with the process defaults for a server core made (http.Server...). */
+function stateOf (server: AnyServer): ServerState {
+  return server[kServer] ??= { transports: defaultTransports(), sameUidOnly: true, handshakeTimeoutMs: 2000, pollUs: undefined, listeners: [], listenRung: null }
+}
+
+/** The registry's rungs this server offers and this host has, in registry order. */
+function offeredRungs (st: ServerState): Rung[] {
+  return RUNGS.filter(r => st.transports.includes(r.name) && availability(r.name).available)
+}
 
 const nodeListen2 = originals.serverProto._listen2
 const nodeClose = originals.serverProto.close
@@ -78,12 +91,14 @@ const nodeClose = originals.serverProto.close
  */
 export function listen2 (server: net.Server, args: unknown[]): void {
   const self = server as unknown as NodeServerInternals
-  const transports = (server as AnyServer)._fsTransports ?? defaultTransports()
+  const st = stateOf(server as AnyServer)
+  const rungs = offeredRungs(st)
   // A rung that must own the TCP listener itself (smc) supplies its socket as the fd to adopt.
   const [address, port, addressType, , fd, flags] = args as [string, number, number, number, number | undefined, number | undefined]
+  st.listenRung = null
   if ((fd === undefined || fd === -1) && typeof port === 'number' && port >= 0 && !isRoundRobinWorker(server)) {
-    for (const r of remoteRungs()) {
-      if (!r.listenFd || !transports.includes(r.name) || !availability(r.name).available) continue
+    for (const r of rungs) {
+      if (!r.listenFd) continue
       const own = r.listenFd(address, port, addressType, flags ?? 0)
       if (own !== null) {
         args = [...args]
@@ -91,7 +106,7 @@ export function listen2 (server: net.Server, args: unknown[]): void {
         // Node asserts that an fd comes without an address or port (createServerHandle).
         args[0] = null
         args[1] = null
-        ;(server as AnyServer)._fsListenRung = r.name
+        st.listenRung = r
         break
       }
     }
@@ -101,10 +116,8 @@ export function listen2 (server: net.Server, args: unknown[]): void {
   // A UNIX path or fd listener (no TCP address) keeps Node's accept path: nothing to add there.
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
-  self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server, err, clientHandle)
-  const v6only = ((flags ?? 0) & UV_TCP_IPV6ONLY) !== 0
-  startSideChannel(server as AnyServer, v6only)
-  startRemoteListeners(server as AnyServer, transports, v6only)
+  self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
+  startListeners(server as AnyServer, st, rungs, addr, ((flags ?? 0) & UV_TCP_IPV6ONLY) !== 0)
 }
 
 /** Why a fast rung's listener must turn a client away now (not listening, maxConnections), or null. */
@@ -114,33 +127,36 @@ function busyReason (server: net.Server): string | null {
   return server.maxConnections && s._connections >= server.maxConnections ? 'maxConnections reached' : null
 }
 
-/** Every cross-host rung that listens beside TCP (verbs, rsocket) starts here. */
-function startRemoteListeners (server: AnyServer, transports: TransportName[], v6only: boolean): void {
-  const addr = server.address()
-  if (addr === null || typeof addr === 'string') return
-  for (const l of server._fsRemoteListeners ?? []) l.close()
-  server._fsRemoteListeners = []
-  if (isRoundRobinWorker(server) || listenHandleReason(server)) return
-  for (const r of remoteRungs()) {
-    if (!r.listen || !transports.includes(r.name) || !availability(r.name).available) continue
-    const l = r.listen({
-      address: addr.address,
-      port: addr.port,
-      v6only,
-      busy: () => busyReason(server),
-      accept: a => acceptFast(server, a)
-    })
-    if (l) server._fsRemoteListeners.push(l)
+/** Every offered rung's listener beside TCP (side channel, verbs, rsocket) starts here. */
+function startListeners (server: AnyServer, st: ServerState, rungs: Rung[], addr: net.AddressInfo, v6only: boolean): void {
+  for (const l of st.listeners) l.close()
+  st.listeners = []
+  const req: ListenRequest = {
+    server,
+    address: addr.address,
+    port: addr.port,
+    v6only,
+    rungs,
+    sameUidOnly: st.sameUidOnly,
+    handshakeTimeoutMs: st.handshakeTimeoutMs,
+    roundRobinWorker: isRoundRobinWorker(server),
+    listenHandleProblem: listenHandleReason(server),
+    busy: () => busyReason(server),
+    accept: c => acceptChannel(server, c)
+  }
+  for (const r of rungs) {
+    const l = r.listen?.(req)
+    if (l && !st.listeners.includes(l)) st.listeners.push(l)
   }
 }
 
 /** Stops accepting on every rung (the side channel too), then Node's close(). */
 export function close (server: net.Server, cb?: (err?: Error) => void): net.Server {
-  const s = server as AnyServer
-  s._fsSideChannel?.close()
-  s._fsSideChannel = null
-  for (const l of s._fsRemoteListeners ?? []) l.close()
-  s._fsRemoteListeners = []
+  const st = (server as AnyServer)[kServer]
+  if (st) {
+    for (const l of st.listeners) l.close()
+    st.listeners = []
+  }
   return nodeClose.call(server, cb)
 }
 
@@ -155,55 +171,6 @@ function listenHandleReason (server: net.Server): string | null {
   const h = (server as unknown as { _handle: { fd?: unknown } | null })._handle
   if (h && !(typeof h.fd === 'number' && h.fd >= 0)) return 'the listen handle is not a kernel socket here'
   return null
-}
-
-function startSideChannel (server: AnyServer, v6only: boolean): void {
-  const transports = server._fsTransports ?? defaultTransports()
-  const offer = {
-    shm: transports.includes('shm') && availability('shm').available,
-    unix: transports.includes('unix') && availability('unix').available
-  }
-  if (!offer.shm && !offer.unix) return
-  const addr = server.address()
-  if (addr === null || typeof addr === 'string') return
-  const rrWorker = isRoundRobinWorker(server)
-  const why = rrWorker ? null : listenHandleReason(server)
-  if (why) return void debug('server', 'no side channel for %s:%d: %s', addr.address, addr.port, why)
-  server._fsSideChannel?.close()
-  const sc = new SideChannelListener({
-    address: addr.address,
-    port: addr.port,
-    v6only,
-    offer,
-    sameUidOnly: server._fsSameUidOnly ?? true,
-    handshakeTimeoutMs: server._fsHandshakeTimeoutMs ?? 2000,
-    busy: () => {
-      if (!(server as unknown as NodeServerInternals)._handle) {
-        // Someone took the listen handle away (cluster's round-robin primary does, to accept
-        // and distribute itself): this server no longer accepts, so neither does its side channel.
-        if (server._fsSideChannel === sc) server._fsSideChannel = null
-        setImmediate(() => sc.close())
-      }
-      return busyReason(server)
-    },
-    accept: a => acceptFast(server, a)
-  })
-  if (rrWorker) {
-    // Round-robin worker: the primary owns the name and hands its clients over (lib/cluster.ts).
-    serveFromPrimary(server, sc, keyOf(addr.address, addr.port))
-    return
-  }
-  server._fsSideChannel = sc.listen() ? sc : null
-  if (server._fsSideChannel) {
-    // cluster's round-robin primary takes the listen handle away in its own 'listening'
-    // listener (registered after this one) to accept and distribute connections itself: the
-    // side channel then hands its clients to the workers the same way (lib/cluster.ts).
-    server.once('listening', () => process.nextTick(() => {
-      if (!(server as unknown as NodeServerInternals)._handle && server._fsSideChannel === sc) {
-        dispatchToWorkers(sc, keyOf(addr.address, addr.port))
-      }
-    }))
-  }
 }
 
 function newSocket (server: AnyServer, handle: unknown, accepted: AcceptedInfo): Socket {
@@ -260,26 +227,19 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     clientHandle.close()
     return
   }
-  const rung = server._fsListenRung
-  const socket = newSocket(server, clientHandle, { transport: rung ?? 'tcp', view: null, handshakeRead: 0, handshakeWritten: 0, smcHandle: rung === 'smc' })
-  const accepted = rung ? remoteRung(rung)?.accepted : undefined
-  if (accepted) socket.transport = accepted(socket)
+  const rung = stateOf(server).listenRung
+  const ch = rung?.acceptedChannel ? rung.acceptedChannel(clientHandle as unknown as KernelHandle) : channel({ transport: NODE_TRANSPORT })
+  const socket = newSocket(server, clientHandle, { channel: ch })
   const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
   if (o.noDelay) socket.setNoDelay(true)
   if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)
   admit(server, socket)
 }
 
-/** A connection the side channel verified and handshook: adopt it like a TCP one. */
-function acceptFast (server: AnyServer, a: AcceptedFast): void {
-  if (!server.listening) {
-    ;(a.handle as unknown as ClientHandle | null)?.close()
-    a.shm?.close(true)
-    return
-  }
-  const socket = newSocket(server, a.handle ?? undefined, {
-    transport: a.transport, view: a.view, handshakeRead: a.handshakeRead, handshakeWritten: a.handshakeWritten, shm: a.shm, bindShm: a.bindShm, shmPollUs: server._fsShmPollUs
-  })
+/** A connection a rung's listener established: adopt it like a TCP one. */
+function acceptChannel (server: AnyServer, c: Channel): void {
+  if (!server.listening) return discardChannel(c)
+  const socket = newSocket(server, c.handle ?? undefined, { channel: c, pollUs: stateOf(server).pollUs })
   admit(server, socket)
 }
 
@@ -289,16 +249,8 @@ function acceptFast (server: AnyServer, a: AcceptedFast): void {
  * `instanceof net.Server`; its connections are fastsock Sockets on every rung.
  */
 export class Server extends net.Server {
-  /** @internal */
-  declare _fsTransports: TransportName[]
-  /** @internal */
-  declare _fsSideChannel: SideChannelListener | null
-  /** @internal */
-  declare _fsSameUidOnly: boolean
-  /** @internal */
-  declare _fsHandshakeTimeoutMs: number
-  /** @internal */
-  declare _fsShmPollUs: number | undefined
+  /** @internal fastsock's state */
+  declare [kServer]: ServerState
 
   constructor (listener?: (socket: Socket) => void)
   constructor (options?: ServerOptions, listener?: (socket: Socket) => void)
@@ -315,14 +267,10 @@ export class Server extends net.Server {
     delete opts.handshakeTimeoutMs
     delete opts.shmPollUs
     super(opts, listener as (socket: net.Socket) => void)
-    this._fsSideChannel = null
-    this._fsTransports = transports ?? defaultTransports()
-    this._fsSameUidOnly = sameUidOnly
-    this._fsHandshakeTimeoutMs = handshakeTimeoutMs
-    this._fsShmPollUs = shmPollUs
+    this[kServer] = { transports: transports ?? defaultTransports(), sameUidOnly, handshakeTimeoutMs, pollUs: shmPollUs, listeners: [], listenRung: null }
   }
 
-  /** @internal Node's setupListenHandle, then fastsock's accept path and side channel. */
+  /** @internal Node's setupListenHandle, then fastsock's accept path and the rungs' listeners. */
   _listen2 (...args: unknown[]): void {
     listen2(this, args)
   }

@@ -6,21 +6,21 @@
  * `net.Socket` with full fidelity and the handle's own addresses.
  */
 import * as os from 'os'
-import type * as net from 'net'
+import * as util from 'util'
 import { native } from '../native'
-import { originals } from '../originals'
+import { handleOverFd } from '../handles'
 import { addressBytes } from '../address'
-import { errnoError, FastsockError } from '../errors'
+import { errnoError, unserved, AttemptTimeoutError, NotOfferedError } from '../errors'
 import { debug } from '../debug'
-import type { Established } from './unix'
-import type { RemoteConnectRequest } from './remote'
-import type { TransportName } from './names'
+import type { Availability, ConnectRequest, KernelHandle } from './contract'
 
 const { ETIMEDOUT, ECONNREFUSED } = os.constants.errno
 
 /** One kernel socket family a rung runs on. */
 export interface KernelFamily {
-  rung: TransportName
+  rung: string
+  /** The family's name in sentences ('AF_SMC'). */
+  label: string
   /** The socket() domain (43 AF_SMC, 27 AF_INET_SDP). */
   family: number
   /** socket()'s protocol for an IPv4 or IPv6 destination, or null when the family cannot reach it. */
@@ -29,25 +29,35 @@ export interface KernelFamily {
   bufferBytes: number
 }
 
-type RungError = Error & { notOffered?: boolean }
+/**
+ * The family's availability in this kernel: socket(family, SOCK_STREAM, 0) works or not, and the
+ * errno that says why not.
+ */
+export function familyAvailability (k: KernelFamily): Availability {
+  if (!native) return { available: false, reason: `${k.label}: native addon not loaded` }
+  const r = native.probeSocketFamily(k.family)
+  return r === 0
+    ? { available: true, reason: `${k.label} sockets exist in this kernel` }
+    : { available: false, reason: `no ${k.label} in this kernel (${util.getSystemErrorName(r)})` }
+}
 
 /**
  * Connects to the first of `req.addresses` that accepts, within `req.timeoutMs` overall.
- * Resolves with the connected socket as `probe` (reading paused: the caller adopts its handle);
- * rejects with Node's connect error (code ECONNREFUSED..., `notOffered: true` when nothing
- * listens), ERR_FASTSOCK_TRANSPORT_TIMEOUT, or ERR_FASTSOCK_NOT_OFFERED when no address is one
- * this family can reach. An aborted request closes its fd and rejects.
+ * Resolves with the connected Node TCP handle over the fd (not reading: the caller's socket
+ * adopts it); rejects with UnservedError (ECONNREFUSED: nothing listens), Node's connect error
+ * (code ...), AttemptTimeoutError, or NotOfferedError when no address is one this family can
+ * reach. An aborted request closes its fd and rejects.
  */
-export async function connectKernelFd (k: KernelFamily, req: RemoteConnectRequest): Promise<Established> {
-  if (!native) throw Object.assign(new FastsockError('ERR_FASTSOCK_NATIVE_UNAVAILABLE', `${k.rung}: native addon not loaded`), { notOffered: true })
+export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Promise<KernelHandle> {
+  if (!native) throw new NotOfferedError(`${k.rung}: native addon not loaded`)
   const core = native
   const deadline = Date.now() + req.timeoutMs
-  let last: RungError | null = null
+  let last: Error | null = null
   for (const address of req.addresses) {
     const ab = addressBytes(address)
     const protocol = ab ? k.protocol(ab.family) : null
     if (!ab || protocol === null) {
-      last ??= Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${k.rung} cannot reach ${address}`), { notOffered: true })
+      last ??= new NotOfferedError(`${k.rung} cannot reach ${address}`)
       continue
     }
     const fd = core.connectStream(k.family, protocol, ab.family, ab.bytes, req.port, k.bufferBytes)
@@ -55,27 +65,24 @@ export async function connectKernelFd (k: KernelFamily, req: RemoteConnectReques
       ? fd
       : await new Promise<number>(resolve => core.waitConnected(fd, Math.max(1, deadline - Date.now()), resolve))
     if (status === 0 && !req.aborted()) {
-      let probe: net.Socket
       try {
-        probe = new originals.Socket({ fd, readable: true, writable: true, pauseOnCreate: true } as net.SocketConstructorOpts)
+        return handleOverFd(fd)
       } catch (err) {
         core.closeFd(fd)
         throw err
       }
-      return { transport: k.rung, probe, shm: null, bindShm: null, leftover: [], view: null, handshakeRead: 0, handshakeWritten: 0 }
     }
     if (fd >= 0) core.closeFd(fd)
-    if (req.aborted()) throw new FastsockError('ERR_FASTSOCK_TRANSPORT_TIMEOUT', `${k.rung}: the socket was destroyed while connecting`)
+    if (req.aborted()) throw new AttemptTimeoutError(`${k.rung}: the socket was destroyed while connecting`)
     if (status === -ETIMEDOUT) {
-      last = new FastsockError('ERR_FASTSOCK_TRANSPORT_TIMEOUT', `${k.rung} connect to ${address}:${req.port} took longer than ${req.timeoutMs} ms`)
+      last = new AttemptTimeoutError(`${k.rung} connect to ${address}:${req.port} took longer than ${req.timeoutMs} ms`)
       break
     }
-    last = errnoError(status, 'connect', `${address}:${req.port}`)
-    if (status === -ECONNREFUSED) last.notOffered = true
+    last = status === -ECONNREFUSED ? unserved(status, 'connect', `${address}:${req.port}`) : errnoError(status, 'connect', `${address}:${req.port}`)
     debug(k.rung, 'connect %s:%d failed: %s', address, req.port, last.message)
     if (Date.now() >= deadline) break
   }
-  throw last ?? Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `${k.rung}: no address to dial`), { notOffered: true })
+  throw last ?? new NotOfferedError(`${k.rung}: no address to dial`)
 }
 
 /**

@@ -1,12 +1,13 @@
 /**
- * The rungs of the failover chain, fastest first (JFS 3.1.4). `tcp` is always last and always
- * available, so a fastsock endpoint still talks to a plain `net` peer byte for byte.
+ * The `transports` option and FASTSOCK_TRANSPORTS: which rungs of the registry a socket or
+ * server uses, in which order.
  */
-import { FastsockError } from '../errors'
+import { UnknownTransportError } from '../errors'
 import { debug } from '../debug'
+import { TRANSPORT_NAMES, TransportName } from './registry'
 
-export const TRANSPORT_NAMES = ['shm', 'unix', 'verbs', 'rsocket', 'smc', 'sdp', 'tcp'] as const
-export type TransportName = typeof TRANSPORT_NAMES[number]
+export { TRANSPORT_NAMES }
+export type { TransportName }
 
 /** True when `s` names a rung of the chain. */
 export function isTransportName (s: unknown): s is TransportName {
@@ -20,13 +21,13 @@ export function isTransportName (s: unknown): s is TransportName {
 export function parseTransports (value: unknown, what = 'options.transports'): TransportName[] {
   const list = typeof value === 'string' ? value.split(',').map(s => s.trim()).filter(Boolean) : value
   if (!Array.isArray(list) || list.length === 0) {
-    throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT',
+    throw new UnknownTransportError(
       `${what} must be a non-empty array of transport names (${TRANSPORT_NAMES.join(', ')})`)
   }
   const out: TransportName[] = []
   for (const t of list) {
     if (!isTransportName(t)) {
-      throw new FastsockError('ERR_FASTSOCK_UNKNOWN_TRANSPORT',
+      throw new UnknownTransportError(
         `${what}: unknown transport ${JSON.stringify(t)}; known: ${TRANSPORT_NAMES.join(', ')}`)
     }
     if (!out.includes(t)) out.push(t)

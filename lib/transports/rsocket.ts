@@ -15,26 +15,25 @@
  * docs/transports.md ("rsocket") has what was measured.
  */
 import * as net from 'net'
-import { native, RsocketOutcome } from '../native'
+import { native, nativeMissingReason, RsocketOutcome } from '../native'
 import { debug } from '../debug'
-import { errnoError, FastsockError } from '../errors'
+import { errnoError, AttemptTimeoutError, NotOfferedError, unserved } from '../errors'
 import { familyName, unmapV4, TcpView } from '../address'
-import { originals } from '../originals'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses, LISTEN_BACKLOG } from './remote'
-import type { Established, PipeHandle } from './unix'
+import { handleOverFd } from '../handles'
+import { isLoopback, crossHostListenAddresses } from './remote'
+import { channel, Capabilities, Channel, ConnectRequest, KernelHandle, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from './contract'
+import { rdma, rdmaMissing, activeDevices } from './rdma'
 
+/** The bridge's JS end is a UNIX stream socket standing in for TCP. */
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, pipeStandIn: true })
 
-/** An Error for a failed attempt: code from errno, `notOffered` when nobody listens there. */
-function attemptError (o: RsocketOutcome, address: string, port: number): Error & { notOffered?: boolean } {
+/** The error of a failed attempt: a timeout, UnservedError when nobody listens there, else Node's system error. */
+function attemptError (o: RsocketOutcome, address: string, port: number): Error {
   const errno = o.errno ?? -5
-  let err: Error & { notOffered?: boolean }
-  if (errno === -110) {
-    err = new FastsockError('ERR_FASTSOCK_TRANSPORT_TIMEOUT', `rsocket: ${address}:${port}: ${o.reason}`)
-  } else {
-    err = errnoError(errno, o.syscall ?? 'rconnect', `${address}:${port} (rsocket: ${o.reason})`)
-  }
-  if (o.notOffered) err.notOffered = true
-  return err
+  if (errno === -110) return new AttemptTimeoutError(`rsocket: ${address}:${port}: ${o.reason}`)
+  const syscall = o.syscall ?? 'rconnect'
+  const extra = `${address}:${port} (rsocket: ${o.reason})`
+  return o.notOffered ? unserved(errno, syscall, extra) : errnoError(errno, syscall, extra)
 }
 
 /** A TCP view from the native names, in Node's form. */
@@ -46,11 +45,6 @@ function viewOf (o: RsocketOutcome, mapV4: boolean): TcpView {
   return { local: ep(o.local!), remote: ep(o.remote!) }
 }
 
-/** A paused net.Socket over the JS end of a bridge's socketpair (a Node Pipe handle). */
-function pipeSocket (fd: number): net.Socket {
-  const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
-  return new NodeSocket({ fd, readable: true, writable: true, pauseOnCreate: true })
-}
 
 /**
  * One connect in a helper thread, which ends within timeoutMs on its own; a timer 1 s later
@@ -76,30 +70,27 @@ function attempt (address: string, port: number, timeoutMs: number): Promise<Rso
 
 /**
  * Connects to the first address that answers with rsockets. Loopback addresses are declined at
- * once unless an RDMA device owns them. Rejects with `notOffered` when every address declined or
+ * once unless an RDMA device owns them. Rejects with NotOfferedError or UnservedError when every address declined or
  * refused (no RDMA route, an iWARP route, or REJECTED: no rsocket listener on that port).
  */
-async function connect (req: RemoteConnectRequest): Promise<Established> {
+async function connect (req: ConnectRequest): Promise<Channel> {
   const started = Date.now()
-  let last: (Error & { notOffered?: boolean }) | null = null
-  let allNotOffered = true
+  let last: Error | null = null
   for (const raw of req.addresses) {
     if (req.aborted()) break
     const address = unmapV4(raw) ?? raw
     if ((isLoopback(address) || address === '0.0.0.0' || address === '::') && !native!.rdmaDeviceForAddress!(address)) {
-      last = Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `rsocket: ${address} is a loopback address no RDMA device owns`), { notOffered: true })
+      last = new NotOfferedError(`rsocket: ${address} is a loopback address no RDMA device owns`)
       continue
     }
     const left = req.timeoutMs - (Date.now() - started)
     if (left <= 0) {
-      last = new FastsockError('ERR_FASTSOCK_TRANSPORT_TIMEOUT', `rsocket: no connection within ${req.timeoutMs} ms`)
-      allNotOffered = false
+      last = new AttemptTimeoutError(`rsocket: no connection within ${req.timeoutMs} ms`)
       break
     }
     const o = await attempt(address, req.port, left)
     if (o.fd === undefined) {
       last = attemptError(o, address, req.port)
-      if (!o.notOffered) allNotOffered = false
       debug('rsocket', 'attempt to %s:%d failed: %s', address, req.port, last.message)
       continue
     }
@@ -109,27 +100,16 @@ async function connect (req: RemoteConnectRequest): Promise<Established> {
     }
     debug('rsocket', 'connected to %s:%d over %s (%s:%d -> %s:%d)', address, req.port, o.device,
       o.local!.address, o.local!.port, o.remote!.address, o.remote!.port)
-    return {
-      transport: 'rsocket',
-      probe: pipeSocket(o.fd),
-      shm: null,
-      bindShm: null,
-      leftover: [],
-      view: viewOf(o, false),
-      handshakeRead: 0,
-      handshakeWritten: 0
-    }
+    return channel({ transport: 'rsocket', handle: handleOverFd(o.fd), view: viewOf(o, false), caps: CAPS })
   }
-  const err = last ?? Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', 'rsocket: no address to dial'), { notOffered: true })
-  if (allNotOffered) err.notOffered = true
-  throw err
+  throw last ?? new NotOfferedError('rsocket: no address to dial')
 }
 
 /**
  * Listens with rsockets on port `req.port` of every local address of an RDMA device that the
  * TCP listener covers. Null when no address could be bound (each reason in FASTSOCK_DEBUG).
  */
-function listen (req: RemoteListenRequest): RemoteListener | null {
+function listen (req: ListenRequest): RungListener | null {
   const ids: number[] = []
   let closed = false
   const mapV4 = req.address === '::'
@@ -141,19 +121,16 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
       debug('rsocket', 'turning away %s:%d: %s', o.remote!.address, o.remote!.port, busy)
       return void native!.closeFd(o.fd)
     }
-    let raw: net.Socket
+    let handle: KernelHandle
     try {
-      raw = pipeSocket(o.fd)
+      handle = handleOverFd(o.fd)
     } catch (err) {
       native!.closeFd(o.fd)
       return void debug('rsocket', 'cannot adopt an accepted connection: %s', (err as Error).message)
     }
-    const handle = (raw as unknown as { _handle: PipeHandle | null })._handle
-    ;(raw as unknown as { _handle: PipeHandle | null })._handle = null
-    raw.destroy()
-    req.accept({ transport: 'rsocket', handle, shm: null, bindShm: null, view: viewOf(o, mapV4), handshakeRead: 0, handshakeWritten: 0 })
+    req.accept(channel({ transport: 'rsocket', handle, view: viewOf(o, mapV4), caps: CAPS }))
   }
-  for (const address of listenAddresses(req.address, req.v6only)) {
+  for (const address of crossHostListenAddresses(req)) {
     const dev = native!.rdmaDeviceForAddress!(address)
     if (!dev) {
       debug('rsocket', 'not listening on %s:%d: no RDMA device owns that address', address, req.port)
@@ -180,6 +157,19 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
   }
 }
 
-if (native && typeof native.rsocketConnect === 'function') {
-  registerRemoteRung({ name: 'rsocket', connect, listen })
+export const rsocket: Rung<'rsocket'> = {
+  name: 'rsocket',
+  probe () {
+    if (!native) return { available: false, reason: nativeMissingReason() }
+    const why = rdmaMissing()
+    if (why) return { available: false, reason: why }
+    const devs = activeDevices()
+    const r = rdma()!
+    if (!r.rsocket) return { available: false, reason: 'librdmacm has no rsocket API' }
+    if (typeof native.rsocketConnect !== 'function') return { available: false, reason: `not in this build (devices: ${devs})` }
+    const limit = r.rsocketSvcBug ? `; librdmacm ${r.rdmacmVersion || '(release unknown)'} predates rdma-core's rsocket service-thread fix (53, 44.7...): worked around, up to 67 rsocket connections and 67 listeners per process` : ''
+    return { available: true, reason: `rsockets (librdmacm) on ${devs}${limit}` }
+  },
+  connect,
+  listen
 }

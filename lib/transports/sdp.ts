@@ -6,14 +6,13 @@
  * cost. No listener: an SDP server is whatever listens with AF_INET_SDP on that port (with
  * OFED's libsdp, any TCP server run under it).
  */
-import { registerRemoteRung } from './remote'
-import { connectKernelFd, KernelFamily } from './kernelfd'
+import { AF_INET_SDP, channel, Rung } from './contract'
+import { connectKernelFd, familyAvailability, KernelFamily } from './kernelfd'
 
-const AF_INET_SDP = 27
+const SDP: KernelFamily = { rung: 'sdp', label: 'AF_INET_SDP', family: AF_INET_SDP, protocol: f => f === 4 ? 0 : null, bufferBytes: 0 }
 
-const SDP: KernelFamily = { rung: 'sdp', family: AF_INET_SDP, protocol: f => f === 4 ? 0 : null, bufferBytes: 0 }
-
-registerRemoteRung({
+export const sdp: Rung<'sdp'> = {
   name: 'sdp',
-  connect: req => connectKernelFd(SDP, req)
-})
+  probe: () => familyAvailability(SDP),
+  connect: async req => channel({ transport: 'sdp', handle: await connectKernelFd(SDP, req) })
+}

@@ -17,12 +17,12 @@
 import type * as net from 'net'
 import { native } from '../native'
 import { debug, debugEnabled } from '../debug'
-import { registerRemoteRung } from './remote'
-import type { TransportName } from './names'
-import { connectKernelFd, bindKernelFd, KernelFamily } from './kernelfd'
-import { rdma } from './availability'
+import { AF_SMC, channel, Capabilities, Channel, KernelHandle, NO_CAPABILITIES, Rung, SmcInfo } from './contract'
+import { connectKernelFd, bindKernelFd, familyAvailability, KernelFamily } from './kernelfd'
+import { rdma } from './rdma'
 
-const AF_SMC = 43
+export type { SmcInfo } from './contract'
+
 const SMCPROTO_SMC = 0
 const SMCPROTO_SMC6 = 1
 
@@ -35,19 +35,7 @@ const SMCPROTO_SMC6 = 1
  */
 const SMC_BUFFER_BYTES = 1 << 20
 
-const SMC: KernelFamily = { rung: 'smc', family: AF_SMC, protocol: f => f === 4 ? SMCPROTO_SMC : SMCPROTO_SMC6, bufferBytes: SMC_BUFFER_BYTES }
-
-/** What the kernel runs an smc connection on (smc_diag). */
-export interface SmcInfo {
-  /** 'SMCR': SMC-R over RDMA; 'SMCD': SMC-D (ISM); 'TCP': the kernel fell back to TCP. */
-  mode: 'SMCR' | 'SMCD' | 'TCP'
-  /** The kernel's fallback reason (SMC_CLC_DECL_*, net/smc/smc_clc.h); 0 without a fallback. */
-  fallbackReason: number
-  /** Its name and meaning ('' without a fallback). */
-  fallbackText: string
-  /** The reason the peer gave when it declined (0 when none). */
-  peerDiagnosis: number
-}
+const SMC: KernelFamily = { rung: 'smc', label: 'AF_SMC', family: AF_SMC, protocol: f => f === 4 ? SMCPROTO_SMC : SMCPROTO_SMC6, bufferBytes: SMC_BUFFER_BYTES }
 
 /** SMC_CLC_DECL_* of net/smc/smc_clc.h: the reasons a connection falls back to TCP. */
 const DECLINE: Record<number, string> = {
@@ -108,20 +96,24 @@ export function smcInfoOf (socket: net.Socket): SmcInfo | null {
   return h && typeof h.fd === 'number' ? smcInfoOfFd(h.fd) : null
 }
 
+/** An AF_SMC handle: smcInfo(), and end() once the kernel sent every byte. */
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, smcInfo: true })
+
 /**
- * The transport an AF_SMC connection really runs on: 'tcp' when smc_diag reports a TCP
- * fallback (a plain TCP peer, no RDMA path...), else 'smc'. With FASTSOCK_DEBUG, logs the mode.
+ * The Channel of a connected AF_SMC handle. Its transport is what the connection really runs on:
+ * 'tcp' when smc_diag reports a TCP fallback (a plain TCP peer, no RDMA path...), else 'smc'.
+ * With FASTSOCK_DEBUG, logs the mode.
  */
-function runsOn (socket: net.Socket, side: string): TransportName {
-  const i = smcInfoOf(socket)
+function smcChannel (handle: KernelHandle, side: string): Channel {
+  const i = smcInfoOfFd(handle.fd)
   if (debugEnabled) {
-    if (!i) debug('smc', '%s %s:%d <-> %s:%d: not listed by smc_diag', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort)
+    if (!i) debug('smc', '%s fd %d: not listed by smc_diag', side, handle.fd)
     else {
-      debug('smc', '%s %s:%d <-> %s:%d runs on %s%s', side, socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort,
+      debug('smc', '%s fd %d runs on %s%s', side, handle.fd,
         i.mode, i.mode === 'TCP' ? ` (fallback 0x${i.fallbackReason.toString(16).padStart(8, '0')} ${i.fallbackText})` : '')
     }
   }
-  return i?.mode === 'TCP' ? 'tcp' : 'smc'
+  return channel({ transport: i?.mode === 'TCP' ? 'tcp' : 'smc', handle, caps: CAPS, hooks: { beforeFinal: whenSent, smcInfo: smcInfoOf } })
 }
 
 /**
@@ -158,11 +150,11 @@ export function smcListenState (): { on: boolean, reason: string } {
 
 let listenState: { on: boolean, reason: string } | null = null
 
-registerRemoteRung({
+export const smc: Rung<'smc'> = {
   name: 'smc',
+  probe: () => familyAvailability(SMC),
   async connect (req) {
-    const est = await connectKernelFd(SMC, req)
-    return { ...est, transport: runsOn(est.probe!, 'connected'), smcHandle: true }
+    return smcChannel(await connectKernelFd(SMC, req), 'connected')
   },
   listenFd (address, port, _addressType, flags) {
     listenState ??= smcListenState()
@@ -174,7 +166,7 @@ registerRemoteRung({
     if (fd !== null) debug('smc', 'listening with AF_SMC on %s:%d (%s)', address ?? '(any)', port, listenState.reason)
     return fd
   },
-  accepted (socket) {
-    return runsOn(socket, 'accepted')
+  acceptedChannel (handle) {
+    return smcChannel(handle, 'accepted')
   }
-})
+}

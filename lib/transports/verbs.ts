@@ -4,8 +4,8 @@
  * pre-registered buffers, SENT under credit-based flow control); writes of at least
  * `rndvThreshold` bytes go by rendezvous (the receiver RDMA READs them straight from the
  * writer's registered typed array into the reader's, zero copies). The socket has no kernel
- * handle: its Duplex hooks drive the native endpoint through the same pump as shm
- * (lib/transports/shm.ts ShmConnection), so both rungs share stream semantics.
+ * handle: its Duplex hooks drive the native endpoint through the stream core shm uses too
+ * (lib/stream/endpoint-stream.ts), so both rungs share stream semantics.
  *
  * Port spaces: a fastsock server listening on TCP port P listens with RDMA CM on port P of the
  * IB port space (RDMA_PS_IB) on every InfiniBand/RoCE address, and on port iwarpPort(P) of the
@@ -18,12 +18,13 @@
  * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000).
  */
 import * as net from 'net'
-import { native, VerbsEndpointNative, VerbsInfo } from '../native'
-import { registerRemoteRung, RemoteConnectRequest, RemoteListenRequest, RemoteListener, isLoopback, listenAddresses, LISTEN_BACKLOG } from './remote'
-import { Established } from './unix'
-import { FastsockError } from '../errors'
+import { native, nativeMissingReason, VerbsEndpointNative, VerbsInfo } from '../native'
+import { isLoopback, crossHostListenAddresses } from './remote'
+import { channel, Capabilities, Channel, ConnectRequest, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from './contract'
+import { NotOfferedError, UnservedError } from '../errors'
 import { debug } from '../debug'
 import { familyName } from '../address'
+import { rdmaMissing, activeDevices } from './rdma'
 
 /** Native options of every verbs connection of this process. */
 export interface VerbsOptions {
@@ -75,59 +76,53 @@ function view (info: VerbsInfo, localPort: number | null, remotePort: number | n
   }
 }
 
-function established (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: number | null, listenPort: number | null): Established {
-  return {
-    transport: 'verbs',
-    probe: null,
-    shm: ep,
-    bindShm: fn => ep.setOnEvent(fn),
-    leftover: [],
-    view: view(info, listenPort, dialedPort),
-    handshakeRead: 0,
-    handshakeWritten: 0
-  }
+/** Protocol counters (`stats()`), no shared ring. */
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, stats: true })
+
+function verbsChannel (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: number | null, listenPort: number | null): Channel {
+  return channel({ transport: 'verbs', endpoint: ep, bindEvents: fn => ep.setOnEvent(fn), view: view(info, listenPort, dialedPort), caps: CAPS })
 }
 
-function connectOne (addr: string, port: number, timeoutMs: number): Promise<Established> {
+function connectOne (addr: string, port: number, timeoutMs: number): Promise<Channel> {
   return new Promise((resolve, reject) => {
     native!.verbsConnect(addr, port, iwarpPort(port), { ...verbsOptions(), timeoutMs }, (err, ep, info) => {
       if (err) {
         // REJECTED: an RDMA CM answered but nobody listens there (not a fastsock server, or one
         // without verbs): the briefly cached "not offered".
-        if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED') (err as { notOffered?: boolean }).notOffered = true
-        return reject(err)
+        const e = err as NodeJS.ErrnoException
+        return reject(e.code === 'ECONNREFUSED' ? UnservedError.from(e) : e)
       }
       debug('verbs', 'connected %s:%d -> %s:%d on %s', info!.localAddress, info!.localPort, info!.remoteAddress, info!.remotePort, info!.device)
-      resolve(established(ep!, info!, port, null))
+      resolve(verbsChannel(ep!, info!, port, null))
     })
   })
 }
 
-async function connect (req: RemoteConnectRequest): Promise<Established> {
+async function connect (req: ConnectRequest): Promise<Channel> {
   const candidates = req.addresses.filter(a => net.isIP(a) && !isLoopback(a))
   if (candidates.length === 0) {
-    throw Object.assign(new FastsockError('ERR_FASTSOCK_NOT_OFFERED', `verbs: ${req.host} is a loopback address (no RDMA device serves it)`), { notOffered: true })
+    throw new NotOfferedError(`verbs: ${req.host} is a loopback address (no RDMA device serves it)`)
   }
   let last: Error | null = null
   for (const addr of candidates) {
     if (req.aborted()) break
     try {
-      const est = await connectOne(addr, req.port, req.timeoutMs)
+      const c = await connectOne(addr, req.port, req.timeoutMs)
       if (req.aborted()) {
-        est.shm!.close(true)
+        c.endpoint!.close(true)
         break
       }
-      return est
+      return c
     } catch (err) {
       last = err as Error
     }
   }
-  throw last ?? new FastsockError('ERR_FASTSOCK_NOT_OFFERED', 'verbs: aborted')
+  throw last ?? new NotOfferedError('verbs: aborted')
 }
 
-function listen (req: RemoteListenRequest): RemoteListener | null {
+function listen (req: ListenRequest): RungListener | null {
   const listeners: Array<{ close: () => void }> = []
-  for (const addr of listenAddresses(req.address, req.v6only)) {
+  for (const addr of crossHostListenAddresses(req)) {
     try {
       const l = new native!.VerbsListener(addr, req.port, iwarpPort(req.port), LISTEN_BACKLOG, { ...verbsOptions() }, (ep, info) => {
         const why = req.busy()
@@ -136,8 +131,7 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
           ep.close(true)
           return
         }
-        const est = established(ep, info, null, req.port)
-        req.accept({ transport: 'verbs', handle: null, shm: est.shm, bindShm: est.bindShm, view: est.view, handshakeRead: 0, handshakeWritten: 0 })
+        req.accept(verbsChannel(ep, info, null, req.port))
       })
       debug('verbs', 'listening on %s port %d (%s, %s)', addr, l.port, l.device, l.transport)
       listeners.push(l)
@@ -149,4 +143,14 @@ function listen (req: RemoteListenRequest): RemoteListener | null {
   return { close: () => { for (const l of listeners) l.close() } }
 }
 
-registerRemoteRung({ name: 'verbs', connect, listen })
+export const verbs: Rung<'verbs'> = {
+  name: 'verbs',
+  probe () {
+    if (!native) return { available: false, reason: nativeMissingReason() }
+    const why = rdmaMissing()
+    if (why) return { available: false, reason: why }
+    return { available: true, reason: `RC queue pairs over RDMA CM on ${activeDevices()}` }
+  },
+  connect,
+  listen
+}

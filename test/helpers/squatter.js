@@ -3,7 +3,7 @@
 // test/fixtures/fake-server.js (a process owning both a TCP port and its side channel).
 const path = require('path')
 const { spawnNode } = require('./util')
-const { channelName } = require('../../dist/transports/unix.js')
+const { channelName } = require('../../dist/sidechannel/names.js')
 
 const SQUATTER = path.join(__dirname, '..', 'fixtures', 'squatter.js')
 const FAKE_SERVER = path.join(__dirname, '..', 'fixtures', 'fake-server.js')

@@ -12,7 +12,7 @@ const { spawnNode, once, within } = require('../helpers/util')
 const fastsock = require('../..')
 const native = require('node-gyp-build')(path.join(__dirname, '..', '..'))
 const wire = require('../../dist/wire.js')
-const { channelName } = require('../../dist/transports/unix.js')
+const { channelName } = require('../../dist/sidechannel/names.js')
 
 const skip = !rungs.includes('shm') && 'shm is not available here'
 

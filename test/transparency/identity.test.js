@@ -27,7 +27,7 @@ t.test('new, call without new, ES5 .call(this), class extends', async t => {
   util.inherits(Legacy, net.Socket)
   const c = new Legacy({ transports: ['tcp'] })
   t.ok(c.legacy && c instanceof Legacy && c instanceof net.Socket)
-  t.same(c._fsTransports, ['tcp'], 'fastsock\'s options were applied to the ES5 subclass')
+  t.same(c[Symbol.for('fastsock.socket.state')].transports, ['tcp'], 'fastsock\'s options were applied to the ES5 subclass')
 
   class Modern extends net.Socket { hello () { return 'hi' } }
   const d = new Modern()

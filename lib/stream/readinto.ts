@@ -9,7 +9,7 @@
  * request is pending stay with the stream ('data' listeners, read(), pipe()), and the next
  * readInto takes those first.
  */
-import { FastsockError, outOfRange } from './errors'
+import { ReadIntoError, outOfRange } from '../errors'
 
 /** One pending readInto: `bytes` is the caller's element range seen as bytes. */
 export interface ReadIntoRequest {
@@ -69,9 +69,7 @@ export function settleFull (queue: ReadIntoRequest[]): void {
 export function failAll (queue: ReadIntoRequest[], why: string, cause?: Error | null): void {
   const pending = queue.splice(0)
   for (const r of pending) {
-    const err = new FastsockError('ERR_FASTSOCK_READINTO',
-      `readInto: ${why} after ${r.filled} of ${r.bytes.length} bytes`, cause ? { cause } : undefined)
-    ;(err as FastsockError & { bytesRead: number }).bytesRead = r.filled
+    const err = new ReadIntoError(`readInto: ${why} after ${r.filled} of ${r.bytes.length} bytes`, r.filled, cause ? { cause } : undefined)
     r.settle(err)
   }
 }

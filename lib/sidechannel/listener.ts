@@ -1,0 +1,191 @@
+/**
+ * L2, the side channel's listening half (docs/design.md, "Discovery"): the abstract UNIX name
+ * beside a fastsock server's TCP listener. It checks each client's uid, reads HELLO, picks the
+ * first rung (in the server's order) that both offer, answers ACCEPT, and hands the side channel
+ * to that rung's offer (`SideChannelOffer.accept`), whose Channel the server adopts.
+ */
+import * as net from 'net'
+import { native } from '../native'
+import { debug } from '../debug'
+import { formatAddress, isLocalAddress, familyName } from '../address'
+import * as wire from '../wire'
+import { originals } from '../originals'
+import { LISTEN_BACKLOG } from '../transports/contract'
+import type { Channel, KernelHandle, SideChannelOffer } from '../transports/contract'
+import { channelName } from './names'
+
+let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
+
+/** A port number in the kernel's ephemeral range for a side-channel client's TCP view. */
+function allocateClientPort (): number {
+  const p = nextClientPort
+  nextClientPort = nextClientPort >= 60999 ? 32768 : nextClientPort + 1
+  return p
+}
+
+/** What a SideChannelListener serves: the TCP listener it stands beside, and what it may offer. */
+export interface SideChannelOptions {
+  /** The TCP listener's bound address as Node reports it, and its port. */
+  address: string
+  port: number
+  v6only: boolean
+  /** The rungs this listener may choose, in the server's order of preference (registry order). */
+  offers: Array<{ name: string, offer: SideChannelOffer }>
+  /** Same-uid clients only (the default): others get REJECT(Forbidden) and use TCP. */
+  sameUidOnly: boolean
+  handshakeTimeoutMs: number
+  /** Returns a reason to turn the client away now (maxConnections), or null. */
+  busy: () => string | null
+  /** Adopts the verified, handshaken connection as an application socket. */
+  accept: (c: Channel) => void
+}
+
+/**
+ * The listening half of the side channel, owned by a fastsock Server. Its own net.Server is
+ * unref'd: the TCP listener alone decides whether the process stays alive.
+ */
+export class SideChannelListener {
+  readonly name: string
+  private server: net.Server | null = null
+  private readonly opts: SideChannelOptions
+  private readonly family: 4 | 6
+
+  constructor (opts: SideChannelOptions) {
+    this.opts = opts
+    this.name = channelName(opts.address, opts.port, opts.v6only)
+    this.family = net.isIPv4(opts.address) ? 4 : 6
+  }
+
+  /** Binds the name. Returns false (and logs why with FASTSOCK_DEBUG) when it cannot. */
+  listen (): boolean {
+    if (!native) return false
+    let fd: number
+    try {
+      fd = native.listenAbstract(this.name, LISTEN_BACKLOG)
+    } catch (err) {
+      debug('unix', 'no side channel for %s:%d: %s (clients will use TCP)', this.opts.address, this.opts.port, (err as Error).message)
+      return false
+    }
+    const server = (originals.createServer as typeof net.createServer)({ pauseOnConnect: true })
+    server.on('error', err => debug('unix', 'side channel %s error: %s', this.name, err.message))
+    if ((require('cluster') as import('cluster').Cluster).isWorker) {
+      // listen({ fd }) would go through the cluster primary (net.js listenInCluster), which
+      // cannot take this fd: set the handle up here, as a lone process's listen would.
+      ;(server as unknown as { _listen2: (...a: unknown[]) => void })._listen2(null, null, null, LISTEN_BACKLOG, fd)
+    } else {
+      server.listen({ fd })
+    }
+    // Accept here rather than through Node's onconnection: these internal connections are not
+    // the application's, so they do not go on the 'net.server.socket' diagnostics channel (the
+    // connection the handshake yields is published, as the server's own, when it is adopted).
+    const h = (server as unknown as { _handle: { onconnection: unknown } | null })._handle
+    if (h) {
+      h.onconnection = (err: number, clientHandle: unknown) => {
+        if (err || !clientHandle) return
+        const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
+        this.onRaw(new NodeSocket({ handle: clientHandle, pauseOnCreate: true, readable: true, writable: true }))
+      }
+    }
+    server.unref()
+    this.server = server
+    debug('unix', 'side channel listening on @%s', this.name)
+    return true
+  }
+
+  /** Unbinds the name; clients then use TCP. Idempotent. */
+  close (): void {
+    if (this.server) {
+      this.server.close()
+      this.server = null
+    }
+  }
+
+  private reject (raw: net.Socket, reason: wire.RejectReason, text: string): void {
+    debug('unix', 'side channel %s rejects a client: %s', this.name, text)
+    raw.end(wire.encodeReject(reason, text))
+    raw.destroySoon()
+  }
+
+  /**
+   * Set in a cluster primary whose TCP handle cluster took over (lib/cluster.ts): each client is
+   * handed, unread, to a worker instead of being served here.
+   */
+  handoff: ((raw: net.Socket) => void) | null = null
+
+  /** Serves one side-channel client: `raw` is its connected socket, nothing read yet. */
+  serve (raw: net.Socket): void {
+    this.onRaw(raw)
+  }
+
+  private onRaw (raw: net.Socket): void {
+    if (this.handoff) return this.handoff(raw)
+    const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
+    if (!handle || !native) return void raw.destroy()
+    raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    if (this.opts.sameUidOnly) {
+      let uid = -1
+      try {
+        uid = native.peerCred(handle.fd).uid
+      } catch {}
+      const euid = process.geteuid ? process.geteuid() : 0
+      if (uid !== euid) return this.reject(raw, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
+    }
+    let acc: Buffer = Buffer.alloc(0)
+    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
+    const onData = (chunk: Buffer): void => {
+      acc = acc.length ? Buffer.concat([acc, chunk]) : chunk
+      let parsed
+      try {
+        parsed = wire.decode(acc)
+      } catch (err) {
+        clearTimeout(timer)
+        raw.removeListener('data', onData)
+        return this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
+      }
+      if (!parsed) return
+      clearTimeout(timer)
+      raw.removeListener('data', onData)
+      raw.pause()
+      handle.reading = false
+      handle.readStop()
+      const m = parsed.message
+      if (m.type !== wire.MessageType.Hello) return this.reject(raw, wire.RejectReason.Malformed, 'expected HELLO')
+      if (m.version !== wire.PROTOCOL_VERSION) {
+        return this.reject(raw, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
+      }
+      if (parsed.bytes !== acc.length) return this.reject(raw, wire.RejectReason.Malformed, 'bytes after HELLO before ACCEPT')
+      const chosen = this.opts.offers.find(o => (m.capabilities & o.offer.cap) !== 0)
+      if (!chosen) return this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
+      const dialed = formatAddress(m.family, m.address)
+      const why = this.checkDialed(m.family, dialed, m.port)
+      if (why) return this.reject(raw, wire.RejectReason.Malformed, why)
+      const busy = this.opts.busy()
+      if (busy) return this.reject(raw, wire.RejectReason.Busy, busy)
+      const clientPort = allocateClientPort()
+      // The server reports the address the client reached, in its own family (IPv4-mapped on
+      // an IPv6 listener), like the kernel does for a loopback TCP connection.
+      const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
+      const family = familyName(seen)
+      const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
+      raw.write(wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort }), err => {
+        if (err || raw.destroyed) return
+        const h = (raw as unknown as { _handle: KernelHandle | null })._handle
+        if (!h) return
+        chosen.offer.accept({ raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
+          .then(c => this.opts.accept(c), e => debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message))
+      })
+    }
+    raw.on('data', onData)
+    raw.resume()
+  }
+
+  /** Null when a client may have reached this listener by dialing `dialed`, else why not. */
+  private checkDialed (family: 4 | 6, dialed: string, port: number): string | null {
+    if (port !== this.opts.port) return `HELLO names port ${port}, this listener is on ${this.opts.port}`
+    if (!isLocalAddress(dialed)) return `HELLO names ${dialed}, not an address of this host`
+    const bound = this.opts.address
+    if (bound === '0.0.0.0') return family === 4 ? null : `IPv6 ${dialed} on an IPv4 listener`
+    if (bound === '::') return this.opts.v6only && family === 4 ? `IPv4 ${dialed} on an IPv6-only listener` : null
+    return dialed === bound ? null : `HELLO names ${dialed}, this listener is bound to ${bound}`
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The accessors fastsock's Socket defines over Node's (lib/socket.ts installs them).
+ */
+import type * as net from 'net'
+import { originals } from '../originals'
+import type { KernelHandle, TcpView } from '../transports/contract'
+import type { EndpointStream } from '../stream/endpoint-stream'
+import { kState, SocketState } from './state'
+import { nodeSymbol } from './adopt'
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+type FsSocket = net.Socket & { [kState]: SocketState }
+
+const NodeSocket = originals.Socket
+const duplexWrite = NodeSocket.prototype.write
+
+/** A Buffer over a TypedArray's or DataView's bytes (no copy); anything else as it is. */
+export function asBuffer (chunk: unknown): unknown {
+  if (ArrayBuffer.isView(chunk) && !(chunk instanceof Uint8Array)) {
+    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+  }
+  return chunk
+}
+
+/**
+ * `write()` that takes any TypedArray or DataView. An accessor, because Node assigns
+ * `socket.write` itself (on connect, and `writeAfterFIN` after the peer's FIN): the assigned
+ * function is kept and called with the converted chunk.
+ */
+function fastWrite (this: FsSocket, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
+  return (this[kState].writeImpl ?? duplexWrite).call(this, asBuffer(chunk), encoding, cb)
+}
+const kBytesWrittenName = 'kBytesWritten'
+const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
+const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
+/**
+ * Installs on fastsock's Socket prototype the accessors Node defines on net.Socket's and that a
+ * socket without a handle must answer itself (NET-COMPAT.md): `pending`, `bufferSize`,
+ * `bytesRead`, `_bytesDispatched`; and the `write` accessor.
+ */
+export function installAccessors (proto: object): void {
+  Object.defineProperties(proto, {
+    /** Node's: no handle or connecting. On a handle-less channel (no handle by design): connecting. */
+    pending: {
+      configurable: true,
+      enumerable: true,
+      get (this: FsSocket): boolean { return this[kState].stream ? this.connecting : nodePending.call(this) }
+    },
+    bufferSize: {
+      configurable: true,
+      enumerable: true,
+      get (this: FsSocket): number | undefined { return this[kState].stream ? this.writableLength : nodeBufferSize.call(this) }
+    },
+    /** Bytes received from the peer: application bytes only (handshakes are not counted). */
+    bytesRead: {
+      configurable: true,
+      enumerable: true,
+      get (this: FsSocket): number {
+        const st = this[kState]
+        if (st.stream) return st.stream.bytesRead
+        const h = (this as unknown as { _handle: KernelHandle | null })._handle
+        const got = h ? h.bytesRead : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, 'kBytesRead')!] ?? 0)
+        return got - st.hsRead
+      }
+    },
+    /**
+     * @deprecated For lib/register.ts only, until it reads `tcpViewOf()` / `hasKernelHandle()`:
+     * the TCP view of a fast channel, or null.
+     */
+    _fsView: {
+      configurable: true,
+      enumerable: false,
+      get (this: FsSocket): TcpView | null { return this[kState].view }
+    },
+    /** @deprecated For lib/register.ts only (see _fsView): truthy on a handle-less channel. */
+    _fsShm: {
+      configurable: true,
+      enumerable: false,
+      get (this: FsSocket): EndpointStream | null { return this[kState].stream }
+    },
+    /** The base of Node's bytesWritten getter, which adds the queued bytes to it. */
+    _bytesDispatched: {
+      configurable: true,
+      enumerable: false,
+      get (this: FsSocket): number {
+        const st = this[kState]
+        if (st.stream) return st.stream.bytesWritten
+        const h = (this as unknown as { _handle: KernelHandle | null })._handle
+        const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
+        return sent - st.hsWritten
+      }
+    }
+  })
+
+  Object.defineProperty(proto, 'write', {
+    configurable: true,
+    enumerable: false,
+    get () { return fastWrite },
+    set (this: FsSocket, fn: AnyFn) { this[kState].writeImpl = fn === duplexWrite ? null : fn }
+  })
+}

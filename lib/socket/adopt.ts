@@ -1,0 +1,82 @@
+/**
+ * How a Socket takes over a Channel a rung made: a native endpoint goes to the stream core; a
+ * kernel handle becomes the socket's own `_handle`, as if Node had created it (owner, async id,
+ * the onread buffer). Then the events Node's afterConnect emits: 'lookup' (when a host name was
+ * resolved), 'connect', 'ready'.
+ */
+import type * as net from 'net'
+import type { Channel } from '../transports/contract'
+import { EndpointStream } from '../stream/endpoint-stream'
+import { kState, SocketState, applyChannel } from './state'
+
+/** The parts of a fastsock Socket adoption touches. */
+export type AdoptingSocket = net.Socket & { [kState]: SocketState, transport: string | null, _unrefTimer (): void }
+
+/** A Node-internal symbol found by its description on an object that carries it. */
+export function nodeSymbol (obj: object, description: string): symbol | undefined {
+  return Object.getOwnPropertySymbols(obj).find(s => s.description === description)
+}
+
+/** Gives a handle-less channel's endpoint to a new stream core for `sock`, and routes its events there. */
+export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStream {
+  const st = sock[kState]
+  const stream = new EndpointStream(ch.endpoint!, sock, st, st.pollUs)
+  st.stream = stream
+  ch.bindEvents!(() => stream.onevent())
+  sock.transport = ch.transport
+  applyChannel(st, ch)
+  return stream
+}
+
+/** Client side: takes over the channel the chain established (see the module comment). */
+export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookup: [string, number, string] | null): void {
+  const st = sock[kState]
+  if (ch.endpoint) {
+    if (sock.destroyed) return void ch.endpoint.close(true)
+    const stream = attachEndpoint(sock, ch)
+    connected(sock, lookup)
+    stream.pump()
+    return
+  }
+  const handle = ch.handle!
+  if (sock.destroyed) return void handle.close()
+  const owner = nodeSymbol(handle, 'owner_symbol')
+  if (!owner) {
+    handle.close()
+    throw new Error('cannot adopt a connected handle on this Node version (no owner_symbol)')
+  }
+  const self = sock as unknown as Record<string | symbol, unknown>
+  ;(handle as unknown as Record<symbol, unknown>)[owner] = sock
+  self._handle = handle
+  const asyncId = nodeSymbol(sock, 'async_id_symbol')
+  if (asyncId) self[asyncId] = handle.getAsyncId()
+  const ob = st.onread
+  if (ob) {
+    // What Node's initSocketHandle does for a handle it creates: the first buffer.
+    let u8 = ob.buffer
+    if (ob.gen) {
+      u8 = ob.gen()
+      const kBuffer = nodeSymbol(sock, 'kBuffer')
+      if (kBuffer) self[kBuffer] = u8
+    }
+    handle.useUserBuffer(u8!)
+  }
+  self._sockname = null
+  self._peername = null
+  sock.transport = ch.transport
+  applyChannel(st, ch)
+  connected(sock, lookup, ch.leftover)
+}
+
+/** Node's afterConnect, for a channel adopted while connecting. */
+function connected (sock: AdoptingSocket, lookup: [string, number, string] | null, leftover: Buffer[] = []): void {
+  const st = sock[kState]
+  ;(sock as unknown as { connecting: boolean }).connecting = false
+  sock._unrefTimer()
+  if (lookup) sock.emit('lookup', null, lookup[0], lookup[1], lookup[2])
+  sock.emit('connect')
+  sock.emit('ready')
+  for (const b of leftover) sock.push(b)
+  if (!sock.isPaused() || (st.readQueue && st.readQueue.length > 0)) sock.read(0)
+}
+

@@ -1,0 +1,72 @@
+/**
+ * The Socket's side of connecting: fastsock's part of the constructor (a channel a server
+ * accepted), Node's own connect, and the ChainHost the chain runs over.
+ */
+import type * as net from 'net'
+import type { TransportName } from '../transports/names'
+import { NODE_TRANSPORT } from '../transports/registry'
+import type { ChainHost } from '../chain'
+import { originals } from '../originals'
+import { kState, applyChannel } from './state'
+import type { PreparedOptions } from './options'
+import { adoptChannel, attachEndpoint, AdoptingSocket } from './adopt'
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+type FsSocket = AdoptingSocket & { transport: TransportName | null }
+
+const NodeSocket = originals.Socket
+const noop = (): void => {}
+
+/** fastsock's part of the constructor, once Node's net.Socket constructor has run on `self`. */
+export function initFastsock (self: FsSocket, p: PreparedOptions): void {
+  const opts = p.nodeOptions as net.SocketConstructorOpts & { handle?: unknown, pauseOnCreate?: boolean }
+  const ch = p.accepted?.channel
+  self.transport = ch?.transport as TransportName ?? (opts.fd !== undefined || opts.handle ? NODE_TRANSPORT : null)
+  if (!ch) return
+  if (ch.endpoint) {
+    // Accepted without a handle: start the flow Node would start for one.
+    attachEndpoint(self, ch)
+    if (opts.pauseOnCreate) self.pause()
+    else self.read(0)
+  } else {
+    applyChannel(self[kState], ch)
+  }
+}
+
+/** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
+function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
+  sock.transport = transport
+  const self = sock as unknown as { _undestroy: AnyFn }
+  if (sock.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
+  try {
+    ;(NodeSocket.prototype.connect as AnyFn).call(sock, normalized)
+  } finally {
+    delete (self as { _undestroy?: AnyFn })._undestroy
+  }
+}
+
+/** The socket as the chain sees it. */
+export function chainHost (sock: FsSocket): ChainHost {
+  const st = sock[kState]
+  return {
+    get destroyed () { return sock.destroyed },
+    transports: st.transports,
+    timeoutMs: st.timeoutMs,
+    shmRingBytes: st.shmRingBytes,
+    hasHandleOrParent: () => {
+      const s = sock as unknown as { _parent: unknown, _handle: unknown }
+      return !!(s._parent || s._handle)
+    },
+    emit: (event, payload) => sock.emit(event, payload),
+    once: (event, cb) => sock.once(event, cb),
+    destroy: err => sock.destroy(err),
+    beginConnecting () {
+      st.writeImpl = null
+      ;(sock as unknown as { connecting: boolean }).connecting = true
+      sock._unrefTimer()
+    },
+    nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
+    adopt: (ch, lookup) => adoptChannel(sock, ch, lookup)
+  }
+}
+

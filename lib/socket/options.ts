@@ -1,0 +1,75 @@
+/**
+ * The Socket's options: Node's, plus the chain's, validated and split from Node's before any
+ * stream state exists.
+ */
+import type * as net from 'net'
+import { parseTransports, defaultTransports, TransportName } from '../transports/names'
+import type { Channel } from '../transports/contract'
+import { outOfRange } from '../errors'
+import { configuredPollUs, configuredRingBytes, validRingBytes } from '../config'
+import { onreadSpec } from '../stream/onread'
+import { newState, SocketState } from './state'
+
+/** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
+export interface SocketOptions extends net.SocketConstructorOpts {
+  /** Rungs to try, in order (default: FASTSOCK_TRANSPORTS, else the whole chain). */
+  transports?: TransportName[] | string
+  /** Upper bound for one fast rung's attempt, in ms (default 1000); TCP keeps Node's own. */
+  transportTimeoutMs?: number
+  /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
+  shmRingBytes?: number
+  /**
+   * shm: poll the ring from the event loop for up to this many µs (adaptive, iodev-style)
+   * before sleeping on the doorbell: lower latency, paid in CPU. Default 0 (never spin) or
+   * FASTSOCK_SHM_POLL_US.
+   */
+  shmPollUs?: number
+  /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
+  onread?: { buffer: ArrayBufferView | (() => ArrayBufferView), callback: (bytes: number, buf: ArrayBufferView) => boolean | void }
+}
+
+/** Internal option: what a server hands a socket it accepted. */
+export const kAccepted = Symbol('fastsock.accepted')
+
+/** A connection a server accepted: its channel, and the server's polling budget (µs). */
+export interface AcceptedInfo {
+  channel: Channel
+  pollUs?: number
+}
+
+const DEFAULT_TRANSPORT_TIMEOUT_MS = 1000
+
+/** What the constructor keeps from the options until Node's own initialization has run. */
+export interface PreparedOptions {
+  nodeOptions: net.SocketConstructorOpts
+  state: SocketState
+  accepted: AcceptedInfo | undefined
+}
+
+/**
+ * Validates fastsock's options (throws ERR_FASTSOCK_UNKNOWN_TRANSPORT, RangeError
+ * ERR_OUT_OF_RANGE) and splits them from Node's: Node's options, and the socket's state.
+ */
+export function prepareOptions (options?: SocketOptions | number): PreparedOptions {
+  let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
+  const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
+  const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw outOfRange(`options.transportTimeoutMs must be a positive number of ms, got ${String(timeoutMs)}`)
+  // Node's onread takes a Uint8Array (or a function returning one): hand it a byte view of
+  // the caller's typed array and give the caller's callback its own array back.
+  const onread = onreadSpec(opts.onread)
+  if (onread) opts = { ...opts, onread: onread.nodeOption as never }
+  const accepted = opts[kAccepted]
+  const ringBytes = opts.shmRingBytes ?? configuredRingBytes()
+  if (!validRingBytes(ringBytes)) {
+    throw outOfRange(`options.shmRingBytes must be a power of two from 4096 to 268435456, got ${String(ringBytes)}`)
+  }
+  delete opts.transports
+  delete opts.transportTimeoutMs
+  delete opts.shmRingBytes
+  const pollUs = opts.shmPollUs ?? accepted?.pollUs ?? configuredPollUs()
+  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
+  delete opts.shmPollUs
+  const state = newState(transports ?? defaultTransports(), timeoutMs, ringBytes, pollUs, onread?.spec ?? null)
+  return { nodeOptions: opts as net.SocketConstructorOpts, state, accepted }
+}

@@ -1,0 +1,71 @@
+/**
+ * The fastsock state of one Socket, behind one symbol-keyed object (nothing else of fastsock's
+ * sits on the socket): the chain's configuration, the adopted channel's view, capabilities and
+ * hooks, the stream core of a handle-less channel, and the read-side requests it serves.
+ */
+import type { TransportName } from '../transports/names'
+import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel } from '../transports/contract'
+import type { EndpointStream, StreamState } from '../stream/endpoint-stream'
+import type { OnreadSpec } from '../stream/onread'
+
+type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The key of a socket's SocketState (Symbol.for: a second copy of fastsock in the process sees it too). */
+export const kState = Symbol.for('fastsock.socket.state')
+
+/** See the module comment. */
+export interface SocketState extends StreamState {
+  /** The chain this socket walks (its `transports` option, else the process's). */
+  transports: TransportName[]
+  /** Upper bound of one fast rung's attempt (ms). */
+  timeoutMs: number
+  /** shm ring bytes per direction. */
+  shmRingBytes: number
+  /** In-loop polling budget (µs) handed to a handle-less endpoint. */
+  pollUs: number
+  /** The TCP view of a channel without a TCP socket; null: the handle's own addresses. */
+  view: TcpView | null
+  caps: Capabilities
+  hooks: ChannelHooks
+  /** Handshake bytes on the handle's counters. */
+  hsRead: number
+  hsWritten: number
+  /** What Node assigned to `this.write` (writeAfterFIN), or null for the default. */
+  writeImpl: AnyFn | null
+  /** The stream core of a handle-less channel (shm, verbs); null on a kernel handle. */
+  stream: EndpointStream | null
+  /** pipeStandIn: the first EPIPE after the peer left was already swallowed. */
+  peerGone: boolean
+  /** The onread option as Node sees it (no 'data', no readInto then). */
+  onread: OnreadSpec | null
+}
+
+/** A fresh state: no channel yet. */
+export function newState (transports: TransportName[], timeoutMs: number, shmRingBytes: number, pollUs: number,
+  onread: OnreadSpec | null): SocketState {
+  return {
+    transports,
+    timeoutMs,
+    shmRingBytes,
+    pollUs,
+    view: null,
+    caps: NO_CAPABILITIES,
+    hooks: {},
+    hsRead: 0,
+    hsWritten: 0,
+    writeImpl: null,
+    stream: null,
+    peerGone: false,
+    readQueue: null,
+    onread
+  }
+}
+
+/** Records what the socket reads of a channel it adopted (view, capabilities, hooks, counters). */
+export function applyChannel (st: SocketState, ch: Channel): void {
+  st.view = ch.view
+  st.caps = ch.caps
+  st.hooks = ch.hooks
+  st.hsRead = ch.handshakeRead
+  st.hsWritten = ch.handshakeWritten
+}

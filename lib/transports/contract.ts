@@ -1,0 +1,313 @@
+/**
+ * L0, the rung contract: what every rung of the failover chain is (`Rung`), what a connection it
+ * made is (`Channel`), what the chain asks of it (`ConnectRequest`, `AttemptContext`) and what a
+ * server asks of it (`ListenRequest`). Types and shared constants only: this module imports
+ * nothing of fastsock, and every other module may import it.
+ *
+ * A rung is one file or folder under lib/transports/ exporting one `Rung`, plus one line in
+ * lib/transports/registry.ts (docs/design.md, "Adding a rung"). The socket, the server and the
+ * chain read a Channel's capabilities and hooks; they never ask which rung made it.
+ */
+import type * as net from 'net'
+
+/** Address family AF_SMC (the kernel's SMC, net/smc): the `smc` rung's sockets. */
+export const AF_SMC = 43
+/** Address family AF_INET_SDP (legacy OFED kernels' Sockets Direct Protocol): the `sdp` rung's sockets. */
+export const AF_INET_SDP = 27
+/** Backlog of every fastsock listener beside the TCP one: Node's default for a TCP listen. */
+export const LISTEN_BACKLOG = 511
+
+/** One end's address of a connection, in Node's `_getsockname`/`_getpeername` shape. */
+export interface EndpointView { address: string, family: 'IPv4' | 'IPv6', port: number }
+
+/** The TCP 4-tuple a connection that does not run over a kernel TCP socket reports on one end. */
+export interface TcpView { local: EndpointView, remote: EndpointView }
+
+/** A rung on this host: usable or not, and why, in a sentence (what `fastsock probe` prints). */
+export interface Availability {
+  available: boolean
+  reason: string
+}
+
+/**
+ * The parts of Node's StreamBase handle (a `Pipe` or a `TCP` wrap) fastsock touches when a
+ * socket takes over a connection made elsewhere.
+ */
+export interface KernelHandle {
+  fd: number
+  reading: boolean
+  readStop (): number
+  readStart (): number
+  getAsyncId (): number
+  useUserBuffer (buf: Uint8Array): void
+  close (cb?: () => void): void
+  onread: unknown
+  bytesRead: number
+  bytesWritten: number
+}
+
+/**
+ * What a native endpoint without a kernel handle (shm, verbs) offers the stream core
+ * (lib/stream/endpoint-stream.ts), as an operations table: non-blocking moves that return byte
+ * counts, arming for the next event (false: there is work, retry now), and the connection's
+ * state. csrc/stream_state.h defines the state bits (exported as `native.streamState`).
+ */
+export interface StreamEndpoint {
+  write (view: ArrayBufferView): number
+  readInto (view: ArrayBufferView): number
+  /** At most maxBytes, or a whole rendezvous Buffer when it fits; may return a Uint8Array view. */
+  read (maxBytes: number): Uint8Array | null
+  readable (): number
+  writable (): number
+  armRead (): boolean
+  armWrite (): boolean
+  /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes waiting. */
+  state (): number
+  shutdown (): void
+  close (reset: boolean): void
+  ref (): void
+  unref (): void
+  /** Upper bound (µs) of the in-loop polling before sleeping; 0 never polls. */
+  setPollUs (us: number): void
+  /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
+  counters (): [number, number]
+}
+
+/** What the kernel runs an smc connection on (smc_diag), as `socket.smcInfo()` reports it. */
+export interface SmcInfo {
+  /** 'SMCR': SMC-R over RDMA; 'SMCD': SMC-D (ISM); 'TCP': the kernel fell back to TCP. */
+  mode: 'SMCR' | 'SMCD' | 'TCP'
+  /** The kernel's fallback reason (SMC_CLC_DECL_*, net/smc/smc_clc.h); 0 without a fallback. */
+  fallbackReason: number
+  /** Its name and meaning ('' without a fallback). */
+  fallbackText: string
+  /** The reason the peer gave when it declined (0 when none). */
+  peerDiagnosis: number
+}
+
+/**
+ * What a channel can do beyond a byte stream; the socket offers an API only where its flag is
+ * set (UCX's capability flags: the caller asks what the transport can do, never which it is).
+ */
+export interface Capabilities {
+  /** `writeSync` / `readIntoSync`: the endpoint is a ring this thread may busy-poll (shm). */
+  syncIo: boolean
+  /** `allocShared`: a view inside the transmit ring to fill and write without a copy (shm). */
+  zeroCopyLoan: boolean
+  /** `transportStats()`: the endpoint has protocol counters (`stats()`, verbs). */
+  stats: boolean
+  /** `smcInfo()`: the handle is an AF_SMC socket whose real mode smc_diag reports. */
+  smcInfo: boolean
+  /**
+   * The kernel handle is a UNIX stream socket standing in for TCP (unix, rsocket's bridge):
+   * `resetAndDestroy()` is a plain destroy (no RST exists), and the first EPIPE after the peer
+   * closed is swallowed as TCP does (the peer answers that write with a RST).
+   */
+  pipeStandIn: boolean
+}
+
+/** No capability: a plain byte stream (tcp, sdp, and Node's own sockets). */
+export const NO_CAPABILITIES: Capabilities = Object.freeze({ syncIo: false, zeroCopyLoan: false, stats: false, smcInfo: false, pipeStandIn: false })
+
+/** Behaviour a rung adds to a socket on its channel; each hook is optional. */
+export interface ChannelHooks {
+  /** Runs before Node's `_final` shuts the handle down (smc: once the kernel sent every byte). */
+  beforeFinal? (socket: net.Socket, then: () => void): void
+  /** `socket.smcInfo()` (with `caps.smcInfo`). */
+  smcInfo? (socket: net.Socket): SmcInfo | null
+}
+
+/**
+ * One connection a rung made (client side) or accepted (server side), before a socket adopts it:
+ * either a kernel `handle` the socket drives as Node's own, or a native `endpoint` the stream
+ * core drives. Replaces the per-side records a rung used to fill field by field.
+ */
+export interface Channel {
+  /** The rung the connection runs on (an smc socket the kernel runs on TCP says 'tcp'). */
+  transport: string
+  /** The TCP view both ends report; null: the handle's own addresses are the truth. */
+  view: TcpView | null
+  /** A connected kernel handle (Pipe or TCP wrap), owned by the channel until adopted. */
+  handle: KernelHandle | null
+  /** A native endpoint without a kernel handle (shm, verbs). */
+  endpoint: StreamEndpoint | null
+  /** Routes the endpoint's events to the stream core once it exists (endpoint channels). */
+  bindEvents: ((onevent: () => void) => void) | null
+  /** Application bytes that arrived with the handshake, in order (pushed first). */
+  leftover: Buffer[]
+  /** Handshake bytes on the handle's counters, kept out of bytesRead / bytesWritten. */
+  handshakeRead: number
+  handshakeWritten: number
+  caps: Capabilities
+  hooks: ChannelHooks
+}
+
+/** A Channel with defaults for what a rung leaves out. */
+export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Channel {
+  return {
+    view: null,
+    handle: null,
+    endpoint: null,
+    bindEvents: null,
+    leftover: [],
+    handshakeRead: 0,
+    handshakeWritten: 0,
+    caps: NO_CAPABILITIES,
+    hooks: {},
+    ...c
+  }
+}
+
+/** Releases a channel nobody adopted (its socket was destroyed meanwhile): a reset. */
+export function discardChannel (c: Channel): void {
+  c.handle?.close()
+  c.endpoint?.close(true)
+}
+
+/** What the chain asks a rung to reach. */
+export interface ConnectRequest {
+  /** The host as the caller gave it, and its resolved addresses, in order. */
+  host: string
+  addresses: string[]
+  port: number
+  /** The whole attempt must end (connected or failed, resources released) within this. */
+  timeoutMs: number
+  /** shm ring bytes per direction (the socket's `shmRingBytes`). */
+  shmRingBytes: number
+  /** True once the socket was destroyed: stop, release everything. */
+  aborted: () => boolean
+}
+
+/**
+ * The state of one connect across its rungs, as Node's internalConnectMultiple keeps its
+ * `context`: rungs that share a set-up (the side channel) read it to decide what to offer.
+ */
+export interface AttemptContext {
+  /** The rungs this connect tries, in order (after the per-socket, per-process and host filters). */
+  readonly rungs: readonly Rung[]
+  /** Index in `rungs` of the rung attempting now. */
+  index: number
+  /**
+   * A rung's position in the registry: the order a fastsock server prefers rungs in when a
+   * client offers several in one side-channel HELLO.
+   */
+  rank (r: Rung): number
+  /** Every failed attempt's error so far, in order. */
+  readonly errors: Error[]
+}
+
+/** How a side-channel rung (shm, unix) is negotiated: docs/wire-protocol.md, HELLO and ACCEPT. */
+export interface SideChannelOffer {
+  /** The HELLO capability bit a client offers it with. */
+  cap: number
+  /** The transport id a server's ACCEPT chooses it with. */
+  wireTransport: number
+  /**
+   * The side channel itself carries the application's bytes after ACCEPT (unix); otherwise
+   * (shm) a byte after ACCEPT is a handshake error.
+   */
+  carriesData: boolean
+  /**
+   * Client side, after ACCEPT chose this rung: turns the verified side channel into a Channel.
+   * Rejects (releasing everything) when this rung's own set-up fails; the side channel's other
+   * rungs may then still be tried.
+   */
+  complete (side: SideChannelClientEnd): Promise<Channel>
+  /** Server side, after ACCEPT went out choosing this rung: resolves with the Channel to adopt. */
+  accept (side: SideChannelServerEnd): Promise<Channel>
+}
+
+/** The client's side channel once ACCEPT arrived: the socket that holds it, paused. */
+export interface SideChannelClientEnd {
+  /** The internal socket holding the connected side channel (reading stopped). */
+  probe: net.Socket
+  handle: KernelHandle
+  /** Bytes after ACCEPT (application bytes on a handle rung). */
+  leftover: Buffer[]
+  view: TcpView
+  /** Bytes of the handshake each way (ACCEPT's length as read, HELLO's as written). */
+  handshakeRead: number
+  handshakeWritten: number
+  /** What is left of the attempt's time (ms). */
+  remainingMs: number
+  shmRingBytes: number
+}
+
+/** The server's side channel once ACCEPT went out: the client's socket, paused. */
+export interface SideChannelServerEnd {
+  raw: net.Socket
+  handle: KernelHandle
+  view: TcpView
+  handshakeRead: number
+  handshakeWritten: number
+  handshakeTimeoutMs: number
+}
+
+/** What a fastsock server asks each rung it offers, for every TCP listener it opens. */
+export interface ListenRequest {
+  /** The Node server (cluster hand-offs, the listen handle). */
+  server: net.Server
+  /** The TCP listener's bound address as Node reports it ('0.0.0.0', '::', or a literal). */
+  address: string
+  port: number
+  v6only: boolean
+  /** Every rung this server offers here, in chain order (side-channel rungs share one listener). */
+  rungs: readonly Rung[]
+  /** Same-uid side-channel clients only (the default). */
+  sameUidOnly: boolean
+  /** How long a side-channel client may take to say HELLO (ms). */
+  handshakeTimeoutMs: number
+  /** True in a cluster worker under round-robin (its listen handle is a stand-in). */
+  roundRobinWorker: boolean
+  /** Why the listen handle cannot be trusted for verification (not a kernel socket), or null. */
+  listenHandleProblem: string | null
+  /** A reason to turn the client away now (maxConnections, not accepting), or null. */
+  busy: () => string | null
+  /** Hands an established connection to the server. */
+  accept: (c: Channel) => void
+}
+
+/** A rung's listener: closed with the server. `close()` may be called more than once. */
+export interface RungListener {
+  close (): void
+}
+
+/**
+ * One rung of the failover chain. Every operation but `name` and `probe` is optional: a missing
+ * one means the rung does not do that (UCX's ops tables).
+ */
+export interface Rung<N extends string = string> {
+  readonly name: N
+  /** Availability on this host with a reason; the registry calls it once per process. */
+  probe (): Availability
+  /**
+   * This rung is Node's own connect (tcp): the chain hands the socket over and ends; it is never
+   * declined and needs no lookup first. Such a rung has no `connect`.
+   */
+  readonly nodeConnect?: true
+  /** A connect to a UNIX path (Node's own) reports this rung as its transport (unix). */
+  readonly unixPath?: true
+  /**
+   * Why this rung will not attempt this destination now (no attempt, no event, no error), or
+   * null: not on this host, a shared set-up already tried in this connect, cached elsewhere.
+   */
+  skip? (req: ConnectRequest, ctx: AttemptContext): string | null
+  /**
+   * Connects. Rejects with a typed error (lib/errors.ts): NotOfferedError or UnservedError when
+   * nobody serves this rung there (cached briefly), ServerBusyError (not cached), anything else
+   * a failure (cached longer).
+   */
+  connect? (req: ConnectRequest, ctx: AttemptContext): Promise<Channel>
+  /** Negotiated over the side channel (lib/sidechannel/): its HELLO bit and set-up. */
+  readonly sideChannel?: SideChannelOffer
+  /** Starts listening beside a TCP listener; null when it cannot serve that address. */
+  listen? (req: ListenRequest): RungListener | null
+  /**
+   * For a rung whose listener must BE the TCP listener (smc: AF_SMC shares the TCP port space and
+   * accepts plain TCP clients too): a bound, not yet listening, socket fd Node's listen adopts in
+   * place of its own, or null to leave Node's TCP listener. Arguments are Node's _listen2 ones.
+   */
+  listenFd? (address: string, port: number, addressType: number, flags: number): number | null
+  /** With listenFd: the Channel for a connection that listener accepted (its Node handle). */
+  acceptedChannel? (handle: KernelHandle): Channel
+}

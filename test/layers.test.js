@@ -1,0 +1,66 @@
+'use strict'
+// lib/ imports point downward only: no import cycle (type imports and require() included, found
+// by madge over the TypeScript sources), and no lib/ file over 800 lines (docs/design.md, "Layers").
+const t = require('tap')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const madge = require('madge')
+
+const root = path.join(__dirname, '..')
+const config = {
+  fileExtensions: ['ts'],
+  tsConfig: path.join(root, 'tsconfig.json'),
+  // import type, and require() inside TypeScript, are edges too.
+  detectiveOptions: { ts: { skipTypeImports: false, mixedImports: true } }
+}
+
+t.test('the checker sees type imports and require() (a cycle of each is found)', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastsock-layers-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  fs.writeFileSync(path.join(dir, 'a.ts'), "import type { B } from './b'\nexport interface A { b: B }\n")
+  fs.writeFileSync(path.join(dir, 'b.ts'), "import { c } from './c'\nexport interface B { n: number }\nexport const x = c\n")
+  fs.writeFileSync(path.join(dir, 'c.ts'), "export const c = 1\nexport function f (): unknown { return require('./a') }\n")
+  const res = await madge(dir, { ...config, tsConfig: undefined })
+  t.same(res.circular().map(c => c.slice().sort()), [['a.ts', 'b.ts', 'c.ts']], 'a -> b (type) -> c -> a (require) is a cycle')
+})
+
+t.test('no import cycle in lib/', async t => {
+  const res = await madge(path.join(root, 'lib'), config)
+  const files = Object.keys(res.obj())
+  t.ok(files.length > 30, `madge read lib/ (${files.length} files)`)
+  t.ok(res.obj()['socket.ts'].includes('chain.ts'), 'it sees the socket -> chain edge')
+  t.same(res.circular(), [], 'no cycle')
+})
+
+// docs/design.md, "Layers": the layer of each lib/ file, first match wins.
+const LAYERS = [
+  [/^transports\/contract\.ts$/, 0],
+  [/^(errors|debug|address|wire|native|config|negative-cache|originals|handles)\.ts$/, 1],
+  [/^(stream|sidechannel)\/|^cluster\.ts$/, 2],
+  [/^transports\/(registry|names)\.ts$/, 4],
+  [/^transports\//, 3],
+  [/^chain\.ts$/, 5],
+  [/^(socket|server)\.ts$|^socket\//, 6],
+  [/^(index|register)\.ts$|^cli\//, 7]
+]
+const layerOf = f => { const hit = LAYERS.find(([re]) => re.test(f)); return hit ? hit[1] : null }
+
+t.test('imports point down: every lib/ file imports its own layer or lower ones', async t => {
+  const res = await madge(path.join(root, 'lib'), config)
+  const upward = []
+  for (const [from, deps] of Object.entries(res.obj())) {
+    if (!from.endsWith('.ts')) continue // package.json (the command line reads its version)
+    t.not(layerOf(from), null, `${from} has a layer in docs/design.md's map`)
+    for (const to of deps.filter(d => d.endsWith('.ts'))) if (layerOf(to) > layerOf(from)) upward.push(`${from} (L${layerOf(from)}) -> ${to} (L${layerOf(to)})`)
+  }
+  t.same(upward, [], 'no upward import')
+  t.equal(layerOf('chain.ts') > layerOf('socket.ts'), false, 'the check can tell up from down')
+})
+
+t.test('no lib/ file over 800 lines', async t => {
+  const walk = d => fs.readdirSync(d, { withFileTypes: true }).flatMap(e => e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)])
+  const big = walk(path.join(root, 'lib')).filter(f => f.endsWith('.ts'))
+    .map(f => [path.relative(root, f), fs.readFileSync(f, 'utf8').split('\n').length]).filter(([, n]) => n > 800)
+  t.same(big, [], 'every file 800 lines or fewer')
+})
