@@ -16,7 +16,7 @@ import { TcpView } from './address'
 import { ReadIntoRequest, targetBytes, feed, failAll, settleFull } from './readinto'
 import type { Established, PipeHandle } from './transports/unix'
 import type { StreamEndpointNative } from './native'
-import { ShmConnection, configuredRingBytes, configuredPollUs } from './transports/shm'
+import { ShmConnection, configuredRingBytes, configuredPollUs, pollUsFor } from './transports/shm'
 import { FastsockError, errnoError, outOfRange } from './errors'
 import { originals } from './originals'
 import { smcInfoOf, SmcInfo, whenSent } from './transports/smc'
@@ -33,9 +33,11 @@ export interface SocketOptions extends net.SocketConstructorOpts {
   /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
   shmRingBytes?: number
   /**
-   * shm: poll the ring from the event loop for up to this many µs (adaptive, iodev-style)
-   * before sleeping on the doorbell: lower latency, paid in CPU. Default 0 (never spin) or
-   * FASTSOCK_SHM_POLL_US.
+   * shm: the cap, in µs, of the adaptive busy-polling window: a waiting connection is polled by
+   * its event loop's progress engine for a window learned from its recent wait times (KVM
+   * haltpoll's x2/÷2 rule) before it sleeps on its doorbell, under a per-process CPU cap
+   * (docs/polling.md). Default 200, or FASTSOCK_SHM_POLL_US; 0 never spins. In [0, 1e6], else
+   * ERR_OUT_OF_RANGE. (verbs: a fixed poll after each wake-up, default 0.)
    */
   shmPollUs?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
@@ -97,7 +99,7 @@ interface PreparedOptions {
   fsOnread: OnreadSpec | null
   accepted: AcceptedInfo | undefined
   ringBytes: number
-  pollUs: number
+  pollUs: number | undefined
 }
 
 /**
@@ -142,7 +144,7 @@ function prepareOptions (options?: SocketOptions | number): PreparedOptions {
   delete opts.transportTimeoutMs
   delete opts.shmRingBytes
   const pollUs = opts.shmPollUs ?? accepted?.shmPollUs ?? configuredPollUs()
-  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
+  if (pollUs !== undefined && (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6)) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
   delete opts.shmPollUs
   return { nodeOptions: opts as net.SocketConstructorOpts, transports, timeoutMs, fsOnread, accepted, ringBytes, pollUs }
 }
@@ -203,13 +205,14 @@ export class SocketImpl extends NodeSocket {
   /** @internal */
   declare _fsShmRingBytes: number
   /** @internal */
-  declare _fsShmPollUs: number
+  declare _fsShmPollUs: number | undefined
 
   /** @internal */
   _fsAttachShm (ep: StreamEndpointNative, bind: (onevent: () => void) => void): void {
     const conn = new ShmConnection(ep, this)
     this._fsShm = conn
-    if (this._fsShmPollUs > 0) ep.setPollUs(this._fsShmPollUs)
+    const pollUs = pollUsFor(ep, this._fsShmPollUs)
+    if (pollUs > 0) ep.setPollUs(pollUs)
     bind(() => conn.onevent())
   }
 

@@ -6,7 +6,9 @@
  * `_handle` and its Duplex hooks call into ShmConnection.
  *
  * Event-loop integration: each end's doorbell eventfd is on a uv_poll; a doorbell is rung only
- * when the other side said it sleeps (csrc/shm/ring.h). Nothing spins on the main thread; the
+ * when the other side said it sleeps (csrc/shm/ring.h). Before sleeping, a waiting end is
+ * busy-polled by its loop's progress engine for a window learned per connection, at most
+ * `shmPollUs` (default 200 µs; 0: never), under a per-process CPU cap (docs/polling.md). The
  * synchronous pair (writeSync / readIntoSync) busy-polls for `spinUs` in the calling thread.
  */
 import { native, ShmEndpointNative, StreamEndpointNative, isShmEndpoint } from '../native'
@@ -29,17 +31,29 @@ const STATE_RESET = 2
 const STATE_GONE = 4
 const STATE_READABLE = 16
 
+/** Default cap of the adaptive polling window of shm connections, µs (docs/polling.md). */
+export const DEFAULT_SHM_POLL_US = 200
+
 // Read once per process (every Socket consults them; process.env is a slow lookup).
-let pollUsFromEnv: number | null = null
+let pollUsFromEnv: number | undefined | null = null
 let ringBytesFromEnv: number | null = null
 
-/** In-loop polling budget from FASTSOCK_SHM_POLL_US (µs), else 0: never spin unless asked. */
-export function configuredPollUs (): number {
+/** The polling window's cap from FASTSOCK_SHM_POLL_US (µs), else undefined (the rung's default). */
+export function configuredPollUs (): number | undefined {
   if (pollUsFromEnv === null) {
-    const v = Number(process.env.FASTSOCK_SHM_POLL_US ?? 0)
-    pollUsFromEnv = Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : 0
+    const raw = process.env.FASTSOCK_SHM_POLL_US
+    const v = Number(raw)
+    pollUsFromEnv = raw !== undefined && raw !== '' && Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : undefined
   }
   return pollUsFromEnv
+}
+
+/**
+ * The polling window's cap (µs) for `ep`: `pollUs` (the option or FASTSOCK_SHM_POLL_US) when
+ * set, else DEFAULT_SHM_POLL_US on shm and 0 on verbs (whose polling does not adapt yet).
+ */
+export function pollUsFor (ep: StreamEndpointNative, pollUs: number | undefined): number {
+  return pollUs ?? (isShmEndpoint(ep) ? DEFAULT_SHM_POLL_US : 0)
 }
 
 /** Ring size from FASTSOCK_SHM_RING_BYTES, else the default. */
