@@ -1,5 +1,6 @@
 #include "progress.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -236,12 +237,17 @@ void ProgressEngine::Run() {
   uint64_t entered = NowNs();
   uint64_t now = entered;
   uint64_t deadline = Sweep(now);
+  now = NowNs();  // Sweep may have run JS
   SpinCap& cap = Cap();
   while (!hot_.empty()) {
     // Spin only while the loop would otherwise block: nothing pending, no immediate, no due
     // timer (libuv's own poll timeout is not 0); yield one non-blocking turn of the loop every
     // kYieldNs so that I/O and newly started watchers are served.
-    if (now - entered >= kYieldNs || uv_backend_timeout(loop_) == 0) {
+    bool spun_long = now - entered >= kYieldNs;
+    if (spun_long || uv_backend_timeout(loop_) == 0) {
+      // iodev's yield: a process this one shares a CPU with (the peer, often) runs now, not
+      // after this one's time slice; with nothing else runnable it returns at once.
+      if (spun_long) sched_yield();
       uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
       return;
     }
