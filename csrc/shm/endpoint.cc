@@ -369,7 +369,6 @@ Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
 }
 
 void ShmEndpoint::SetRefed(bool on) {
-  refed_ = on;
   for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(doorbell_poll_), reinterpret_cast<uv_handle_t*>(side_poll_)}) {
     if (!h) continue;
     if (on) uv_ref(h);

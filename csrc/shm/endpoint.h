@@ -99,7 +99,6 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   bool closed_ = false;
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
-  bool refed_ = true;
   bool drained_doorbell_ = false;
   Napi::FunctionReference onevent_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
