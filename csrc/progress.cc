@@ -23,12 +23,20 @@ constexpr unsigned kDefaultCapPercent = 50;  // of one core
 constexpr uint64_t kYieldNs = 20000;
 // Polling passes over the hot endpoints between two reads of the clock.
 constexpr unsigned kPassesPerClockRead = 8;
+// A yield that took this long, or this long between two reads of the clock while spinning, means
+// another task wanted this CPU (the peer, or anyone): spinning then steals from it, so the whole
+// process stops spinning for kContentionBackoffNs. (The kernel's haltpoll polls only an idle
+// CPU; user space learns of contention this way.)
+constexpr uint64_t kPreemptedNs = 20000;
+constexpr uint64_t kContentionBackoffNs = kCapPeriodNs;
 
 struct SpinCap {
   std::atomic<uint64_t> period_start_ns{0};
   std::atomic<uint64_t> spent_ns{0};  // in the current period
   std::atomic<uint64_t> total_ns{0};
   std::atomic<uint64_t> throttles{0};
+  std::atomic<uint64_t> backoff_until_ns{0};
+  std::atomic<uint64_t> contended{0};
   unsigned percent = kDefaultCapPercent;
   uint64_t budget_ns = kCapPeriodNs * kDefaultCapPercent / 100;
 
@@ -45,10 +53,16 @@ struct SpinCap {
 
   // True when this process may still spin in the period that contains now_ns.
   bool Allows(uint64_t now_ns) {
+    if (now_ns < backoff_until_ns.load(std::memory_order_relaxed)) return false;
     uint64_t start = period_start_ns.load(std::memory_order_relaxed);
     if (now_ns - start >= kCapPeriodNs && period_start_ns.compare_exchange_strong(start, now_ns, std::memory_order_relaxed))
       spent_ns.store(0, std::memory_order_relaxed);
     return spent_ns.load(std::memory_order_relaxed) < budget_ns;
+  }
+  // Another task wanted the CPU: no spinning in this process for a while.
+  void BackOff(uint64_t now_ns) {
+    backoff_until_ns.store(now_ns + kContentionBackoffNs, std::memory_order_relaxed);
+    contended.fetch_add(1, std::memory_order_relaxed);
   }
   void Charge(uint64_t ns) {
     spent_ns.fetch_add(ns, std::memory_order_relaxed);
@@ -247,7 +261,11 @@ void ProgressEngine::Run() {
     if (spun_long || uv_backend_timeout(loop_) == 0) {
       // iodev's yield: a process this one shares a CPU with (the peer, often) runs now, not
       // after this one's time slice; with nothing else runnable it returns at once.
-      if (spun_long) sched_yield();
+      if (spun_long) {
+        sched_yield();
+        uint64_t back = NowNs();
+        if (back - now > kPreemptedNs) cap.BackOff(back);
+      }
       uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
       return;
     }
@@ -260,7 +278,7 @@ void ProgressEngine::Run() {
     }
     uint64_t start = now;
     uint64_t end = std::min(deadline, entered + kYieldNs);
-    bool found = false;
+    bool found = false, preempted = false;
     for (unsigned pass = 1; !found; pass++) {
       for (Pollable* p : hot_) {
         if (p->Poll()) {
@@ -269,11 +287,14 @@ void ProgressEngine::Run() {
         }
       }
       if (found || pass % kPassesPerClockRead == 0) {
-        now = NowNs();
-        if (now >= end) break;
+        uint64_t t = NowNs();
+        if (t - now > kPreemptedNs) preempted = true;
+        now = t;
+        if (now >= end || preempted) break;
       }
       if (!found) CpuRelax();
     }
+    if (preempted) cap.BackOff(now);
     uint64_t spun = now - start;
     cap.Charge(spun);
     stats_.spin_ns += spun;
@@ -309,6 +330,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   o.Set("slices", static_cast<double>(s.slices));
   o.Set("processSpinNs", static_cast<double>(cap.total_ns.load(std::memory_order_relaxed)));
   o.Set("processThrottles", static_cast<double>(cap.throttles.load(std::memory_order_relaxed)));
+  o.Set("processContended", static_cast<double>(cap.contended.load(std::memory_order_relaxed)));
   o.Set("capPercent", static_cast<double>(cap.percent));
   o.Set("periodNs", static_cast<double>(kCapPeriodNs));
   return o;

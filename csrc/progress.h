@@ -21,7 +21,9 @@
 //   for nothing spins at most one window.
 // - A per-process cap on spinning CPU (all loops of the process, shared atomics): at most
 //   `capPercent` of one core per 10 ms period (default 50 %, FASTSOCK_POLL_CAP_PERCENT); past it
-//   every hot endpoint sleeps until the next period.
+//   every hot endpoint sleeps until the next period. A sign that another task wanted the CPU
+//   (a yield that took over 20 µs, or a 20 µs gap between two clock reads while spinning) stops
+//   all spinning of the process for 10 ms as well.
 //
 // Threading: an engine is used only on its loop's thread; the registry (loop -> engine) and the
 // process cap are shared by all threads.
@@ -124,7 +126,7 @@ class ProgressEngine {
 
 // progressStats() -> { hot, spinNs, hits, misses, throttles, slices } of this thread's loop
 // engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
-// capPercent, periodNs }.
+// processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);
 
 }  // namespace fastsock

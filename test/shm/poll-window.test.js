@@ -6,6 +6,7 @@
 // no timing asserted.
 const t = require('tap')
 const fastsock = require('../..')
+const { native } = require('../../dist/native')
 const { rungs } = require('../helpers/rungs')
 const { spawnNode, once, within } = require('../helpers/util')
 
@@ -52,7 +53,10 @@ t.test('the window grows on quick answers and shrinks on late ones', { skip }, a
   const quick = stats()
   t.ok(quick.windowUs >= 50, `quick answers grew the window (${quick.windowUs} µs)`)
   t.ok(quick.windowUs <= quick.maxUs, 'within the cap')
-  t.ok(quick.hits > 0, `replies were caught while polling (${quick.hits} hits of 2000)`)
+  // On a machine where other tasks want the CPU the engine backs off (docs/polling.md): then
+  // fewer or no replies are caught by polling, and the counters say why.
+  const contended = native.progressStats().processContended
+  t.ok(quick.hits > 0 || contended > 0, `replies were caught while polling (${quick.hits} hits of 2000; ${contended} contention back-offs)`)
   t.ok(quick.spinNs > 0, 'polling spent some CPU')
 
   // A late peer: every wait (5 ms) is past the cap, so the window halves each time: from 200 µs
