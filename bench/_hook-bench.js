@@ -6,7 +6,8 @@
  *
  * Configurations (server hook / client hook):
  *   net       no / no    Node's net over TCP loopback: the baseline
- *   shm       yes / yes  fastsock's best rung (shm)
+ *   shm       yes / yes  fastsock's best rung (shm), its defaults (adaptive polling on)
+ *   shm no poll yes / yes  shm with FASTSOCK_SHM_POLL_US=0 in both: polling off, for comparison
  *   unix      yes / yes  FASTSOCK_TRANSPORTS=unix,tcp in both: the unix rung
  *   fallback  no / yes   the client has the hook, the server is plain net: TCP after the chain
  *                        finds no side channel. Its cost against `net` is the fallback overhead
@@ -31,6 +32,7 @@ if (!fs.existsSync(REGISTER)) {
 const CONFIGS = [
   { name: 'net', server: false, client: false, env: {} },
   { name: 'shm', server: true, client: true, env: {} },
+  { name: 'shm no poll', server: true, client: true, env: { FASTSOCK_SHM_POLL_US: '0' } },
   { name: 'unix', server: true, client: true, env: { FASTSOCK_TRANSPORTS: 'unix,tcp' } },
   { name: 'fallback', server: false, client: true, env: {} },
   { name: 'net again', server: false, client: false, env: {} }

@@ -12,6 +12,7 @@
 #include "fdpass.h"
 #include "kernelsock.h"
 #include "native_limits.h"
+#include "progress.h"
 #include "rdma/probe.h"
 #include "rdma/verbs.h"
 #include "rdma/bridge.h"
@@ -167,7 +168,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"unsentBytes", UnsentBytesJs},
       {"rsocketConnect", RsocketConnectJs},     {"rsocketListen", RsocketListenJs},
       {"rsocketClose", RsocketCloseJs},         {"rdmaDeviceForAddress", RdmaDeviceForAddressJs},
-      {"rsocketThreads", RsocketThreadsJs},
+      {"rsocketThreads", RsocketThreadsJs},     {"progressStats", ProgressStatsJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

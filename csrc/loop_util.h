@@ -12,17 +12,26 @@
 namespace fastsock {
 
 // The bytes of a TypedArray or DataView (nullptr for anything else); *len gets the byte length.
+// One N-API call for a typed array (it is on every write and read: each call costs ~20 ns).
 inline uint8_t* BytesOf(const Napi::Value& v, size_t* len) {
-  if (v.IsTypedArray()) {
-    Napi::TypedArray ta = v.As<Napi::TypedArray>();
-    Napi::ArrayBuffer ab = ta.ArrayBuffer();
-    *len = ta.ByteLength();
-    return static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset();
+  napi_typedarray_type type;
+  size_t count = 0;
+  void* data = nullptr;
+  if (napi_get_typedarray_info(v.Env(), v, &type, &count, &data, nullptr, nullptr) == napi_ok) {
+    size_t elem = 1;
+    switch (type) {
+      case napi_int16_array: case napi_uint16_array: elem = 2; break;
+      case napi_int32_array: case napi_uint32_array: case napi_float32_array: elem = 4; break;
+      case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: elem = 8; break;
+      default: break;
+    }
+    *len = count * elem;
+    return static_cast<uint8_t*>(data);
   }
-  if (v.IsDataView()) {
-    Napi::DataView dv = v.As<Napi::DataView>();
-    *len = dv.ByteLength();
-    return static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
+  size_t n = 0;
+  if (napi_get_dataview_info(v.Env(), v, &n, &data, nullptr, nullptr) == napi_ok) {
+    *len = n;
+    return static_cast<uint8_t*>(data);
   }
   return nullptr;
 }

@@ -6,7 +6,7 @@
 /** Default shm ring size per direction: comparable to loopback socket buffers (docs/design.md). */
 export const DEFAULT_SHM_RING_BYTES = 1 << 20
 
-let pollUsFromEnv: number | null = null
+let pollUsFromEnv: number | undefined | null = null
 let ringBytesFromEnv: number | null = null
 
 /** True for a valid shm ring size: a power of two from 4096 to 256 MiB, in bytes. */
@@ -15,13 +15,21 @@ export function validRingBytes (v: unknown): v is number {
 }
 
 /**
- * The in-loop polling budget (µs) of handle-less endpoints, from FASTSOCK_SHM_POLL_US, else 0:
- * never spin unless asked. The stream core hands it to the endpoint (`setPollUs`).
+ * Default cap (µs) of the adaptive busy-polling window of an endpoint that joins its loop's
+ * progress engine (capability `adaptivePolling`: shm). docs/polling.md says how it was chosen.
  */
-export function configuredPollUs (): number {
+export const DEFAULT_POLL_WINDOW_US = 200
+
+/**
+ * The cap (µs) of the busy-polling window from FASTSOCK_SHM_POLL_US, else undefined: each
+ * channel's default then applies (DEFAULT_POLL_WINDOW_US with `adaptivePolling`, else 0).
+ * The stream core hands the result to the endpoint (`setPollUs`).
+ */
+export function configuredPollUs (): number | undefined {
   if (pollUsFromEnv === null) {
-    const v = Number(process.env.FASTSOCK_SHM_POLL_US ?? 0)
-    pollUsFromEnv = Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : 0
+    const raw = process.env.FASTSOCK_SHM_POLL_US
+    const v = Number(raw)
+    pollUsFromEnv = raw !== undefined && raw.trim() !== '' && Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : undefined
   }
   return pollUsFromEnv
 }

@@ -14,11 +14,6 @@
 #include <unistd.h>
 
 namespace fastsock {
-namespace {
-
-constexpr unsigned kPollMissesBeforeDecay = 4;
-
-}  // namespace
 
 Napi::Function ShmEndpoint::Define(Napi::Env env) {
   return DefineClass(env, "ShmEndpoint",
@@ -39,6 +34,7 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("readIntoSync", &ShmEndpoint::ReadIntoSync),
                          InstanceMethod("counters", &ShmEndpoint::Counters),
                          InstanceMethod("setPollUs", &ShmEndpoint::SetPollUs),
+                         InstanceMethod("pollStats", &ShmEndpoint::PollStats),
                          InstanceMethod("txRegion", &ShmEndpoint::TxRegion),
                          InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
                          InstanceMethod("commit", &ShmEndpoint::Commit),
@@ -102,11 +98,9 @@ ShmEndpoint::~ShmEndpoint() {
 }
 
 void ShmEndpoint::Teardown() {
-  if (idle_) {
-    idle_->data = nullptr;
-    uv_idle_stop(idle_);
-    CloseHandle(idle_);
-    idle_ = nullptr;
+  if (engine_) {
+    engine_->Disarm(this);
+    engine_.reset();
   }
   if (doorbell_poll_) {
     doorbell_poll_->data = nullptr;
@@ -178,6 +172,7 @@ void ShmEndpoint::OnDoorbell(uv_poll_t* h, int, int) {
   auto* self = static_cast<ShmEndpoint*>(h->data);
   if (!self || self->closed_) return;
   self->DrainDoorbell();
+  if (self->poll_window.waiting) self->poll_window.EndWait(NowNs());
   self->Notify();
 }
 
@@ -210,7 +205,10 @@ Napi::Value ShmEndpoint::ReadInto(const Napi::CallbackInfo& info) {
   uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
   if (!p && len) throw Napi::TypeError::New(info.Env(), "readInto(view)");
   uint64_t n = p ? rx_.Pop(p, len) : 0;
-  if (n && rx_.ProducerNeedsWake()) RingPeer();
+  if (n) {
+    if (rx_.ProducerNeedsWake()) RingPeer();
+    if (poll_window.waiting) poll_window.EndWait(NowNs());
+  }
   return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
@@ -226,6 +224,7 @@ Napi::Value ShmEndpoint::Read(const Napi::CallbackInfo& info) {
   memcpy(buf.Data(), rx_.ReadPtr(), n);
   rx_.Release(n);
   if (rx_.ProducerNeedsWake()) RingPeer();
+  if (poll_window.waiting) poll_window.EndWait(NowNs());
   return buf;
 }
 
@@ -238,78 +237,92 @@ Napi::Value ShmEndpoint::Writable(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ShmEndpoint::ArmRead(const Napi::CallbackInfo& info) {
-  if (closed_ || peer_gone_) return Napi::Boolean::New(info.Env(), false);
-  if (budget_ns_ > 0) {
-    StartPolling(true);
-    return Napi::Boolean::New(info.Env(), true);
-  }
-  return Napi::Boolean::New(info.Env(), rx_.ArmConsumerWait());
+  return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && Await(true));
 }
 
 Napi::Value ShmEndpoint::ArmWrite(const Napi::CallbackInfo& info) {
-  if (closed_ || peer_gone_) return Napi::Boolean::New(info.Env(), false);
-  if (budget_ns_ > 0) {
-    StartPolling(false);
-    return Napi::Boolean::New(info.Env(), true);
-  }
-  return Napi::Boolean::New(info.Env(), tx_.ArmProducerWait());
+  return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && Await(false));
 }
 
-// setPollUs(us): the polling budget's upper bound; 0 (the default) never polls from the loop.
+// A wait begins at the first arm and lasts until its event is seen (by the engine, the
+// doorbell, or a read that finds bytes); re-arming during it does not restart the window, so a
+// connection that waits for nothing (an idle reader that keeps writing) spins at most once.
+bool ShmEndpoint::Await(bool read) {
+  if (engine_ && poll_window.window_ns > 0) {
+    uint64_t now = NowNs();
+    if (!poll_window.waiting) poll_window.BeginWait(now);
+    if (now - poll_window.armed_at_ns < poll_window.window_ns && engine_->Arm(this, now)) {
+      // Polling: the peer need not ring (a flag left from an earlier sleep would make it).
+      if (read) {
+        poll_read_ = true;
+        rx_.control()->consumer_waiting.store(0, std::memory_order_relaxed);
+      } else {
+        poll_write_ = true;
+        tx_.control()->producer_waiting.store(0, std::memory_order_relaxed);
+      }
+      return true;
+    }
+  } else if (!poll_window.waiting && poll_window.max_ns > 0) {
+    poll_window.BeginWait(NowNs());  // observed on wake-up: a short wait regrows the window
+  }
+  bool armed = read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
+  if (!armed) poll_window.waiting = false;
+  return armed;
+}
+
+bool ShmEndpoint::Poll() {
+  return (poll_read_ && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0)) || (poll_write_ && tx_.Writable() > 0);
+}
+
+void ShmEndpoint::OnPollReady() {
+  poll_read_ = poll_write_ = false;
+  Notify();
+}
+
+void ShmEndpoint::OnPollExpired() {
+  bool r = poll_read_, w = poll_write_;
+  poll_read_ = poll_write_ = false;
+  if (closed_) return;
+  bool sleep = true;
+  if (r && !rx_.ArmConsumerWait()) sleep = false;
+  if (w && !tx_.ArmProducerWait()) sleep = false;
+  if (!sleep) {
+    poll_window.EndWait(NowNs());
+    Notify();
+  }
+}
+
+// setPollUs(us): the polling window's upper bound in µs, in [0, 1e6]; 0 (the default) never
+// polls. RangeError otherwise.
 Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
   double us = info.Length() > 0 ? info[0].ToNumber().DoubleValue() : 0;
   if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
-  poll_max_ns_ = static_cast<uint64_t>(us * 1000);
-  budget_ns_ = poll_max_ns_;
+  poll_window.SetMax(static_cast<uint64_t>(us * 1000));
+  if (poll_window.max_ns == 0) {
+    if (engine_) engine_->Disarm(this);
+    poll_read_ = poll_write_ = false;
+  } else if (!engine_ && !closed_) {
+    engine_ = ProgressEngine::ForEnv(info.Env());
+  }
   return info.Env().Undefined();
 }
 
-void ShmEndpoint::StartPolling(bool for_read) {
-  if (for_read) poll_read_ = true;
-  else poll_write_ = true;
-  if (!idle_) {
-    uv_loop_t* loop = nullptr;
-    napi_get_uv_event_loop(onevent_.Env(), &loop);
-    idle_ = new uv_idle_t;
-    uv_idle_init(loop, idle_);
-    idle_->data = this;
-    if (!refed_) uv_unref(reinterpret_cast<uv_handle_t*>(idle_));
-  }
-  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(idle_))) {
-    poll_start_ns_ = NowNs();
-    uv_idle_start(idle_, OnIdle);
-  }
-}
-
-void ShmEndpoint::OnIdle(uv_idle_t* h) {
-  auto* self = static_cast<ShmEndpoint*>(h->data);
-  if (!self || self->closed_) return;
-  bool ready = (self->poll_read_ && (self->rx_.Readable() > 0 || self->rx_.ProducerFlags() != 0)) ||
-               (self->poll_write_ && self->tx_.Writable() > 0);
-  uint64_t now = NowNs();
-  if (ready) {
-    uv_idle_stop(h);
-    self->poll_read_ = self->poll_write_ = false;
-    self->budget_ns_ = self->poll_max_ns_;
-    self->poll_misses_ = 0;
-    self->Notify();
-    return;
-  }
-  if (now - self->poll_start_ns_ < self->budget_ns_) return;
-  // Budget spent: sleep on the doorbell. After kPollMissesBeforeDecay misses in a row, halve the
-  // budget (down to 1 µs), so a connection whose peer went quiet stops costing CPU.
-  uv_idle_stop(h);
-  if (++self->poll_misses_ >= kPollMissesBeforeDecay) {
-    self->poll_misses_ = 0;
-    self->budget_ns_ /= 2;
-    if (self->budget_ns_ < 1000) self->budget_ns_ = 1000;
-  }
-  bool r = self->poll_read_, w = self->poll_write_;
-  self->poll_read_ = self->poll_write_ = false;
-  bool sleep = true;
-  if (r && !self->rx_.ArmConsumerWait()) sleep = false;
-  if (w && !self->tx_.ArmProducerWait()) sleep = false;
-  if (!sleep) self->Notify();
+// pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }: the learned
+// polling window (µs), its cap, whether the engine polls this endpoint now, waits caught while
+// polling, windows that ran out into a sleep, this endpoint's share of the spinning (ns), and the
+// last wait observed (µs).
+Napi::Value ShmEndpoint::PollStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  const PollWindow& w = poll_window;
+  o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
+  o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
+  o.Set("hot", hot_index >= 0);
+  o.Set("hits", static_cast<double>(w.hits));
+  o.Set("misses", static_cast<double>(w.misses));
+  o.Set("spinNs", static_cast<double>(w.spin_ns));
+  o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
+  return o;
 }
 
 // state() -> bit field: 1 the peer sent EOF, 2 the peer reset, 4 the peer is gone (side channel
@@ -356,9 +369,7 @@ Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
 }
 
 void ShmEndpoint::SetRefed(bool on) {
-  refed_ = on;
-  for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(idle_), reinterpret_cast<uv_handle_t*>(doorbell_poll_),
-                         reinterpret_cast<uv_handle_t*>(side_poll_)}) {
+  for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(doorbell_poll_), reinterpret_cast<uv_handle_t*>(side_poll_)}) {
     if (!h) continue;
     if (on) uv_ref(h);
     else uv_unref(h);
@@ -419,12 +430,15 @@ Napi::Error SyncError(Napi::Env env, const std::string& message, const char* cod
 
 template <typename Cond>
 int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns) {
-  uint64_t start = NowNs();
-  for (unsigned i = 0;; i++) {
+  // The clock is read once per 64 polls, the first time after 64 polls (the spin budget counts
+  // from there): a reply that comes within them, the usual case of the pair, costs no clock read.
+  uint64_t start = 0;
+  for (unsigned i = 1; spin_ns > 0; i++) {
     if (cond()) return 0;
     if ((i & 63) == 0) {
       uint64_t now = NowNs();
-      if (now - start >= spin_ns) break;
+      if (start == 0) start = now;
+      else if (now - start >= spin_ns) break;
       if (deadline_ns && now >= deadline_ns) return -ETIMEDOUT;
     }
     CpuRelax();

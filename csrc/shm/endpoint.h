@@ -10,8 +10,10 @@
 // - write(bytes) and readInto(bytes) never block: they move what fits and return the count.
 //   When they return less than asked and the caller wants to wait, it arms the doorbell with
 //   armWrite() / armRead(): false means "retry now", true means "onevent() will come".
-// - setPollUs(us) (default 0) lets armRead/armWrite poll the ring from the loop (uv_idle) for
-//   an adaptive budget of up to `us` before sleeping: lower latency for CPU; 0 never spins.
+// - setPollUs(us) (default 0: never spins; lib/ passes shmPollUs, 200 unless set) lets
+//   armRead/armWrite poll the ring from the loop's progress engine (csrc/progress.h) for a
+//   window learned per connection, at most `us`, before sleeping on the doorbell;
+//   pollStats() reports the window and its counters.
 // - txRegion() is one ArrayBuffer over this end's transmit ring (2 x size bytes: the mirror),
 //   made once and keeping the mapping alive for as long as JS holds it; txHeadOffset() is
 //   where the next byte goes; commit(n) publishes n bytes the caller already placed there
@@ -29,11 +31,12 @@
 
 #include <memory>
 
+#include "progress.h"
 #include "shm/segment.h"
 
 namespace fastsock {
 
-class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
+class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
  public:
   static Napi::Function Define(Napi::Env env);
   explicit ShmEndpoint(const Napi::CallbackInfo& info);
@@ -56,15 +59,20 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
   Napi::Value Counters(const Napi::CallbackInfo& info);
   Napi::Value SetPollUs(const Napi::CallbackInfo& info);
+  Napi::Value PollStats(const Napi::CallbackInfo& info);
   Napi::Value TxRegion(const Napi::CallbackInfo& info);
   Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
   Napi::Value Commit(const Napi::CallbackInfo& info);
 
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   static void OnSide(uv_poll_t* h, int status, int events);
-  static void OnIdle(uv_idle_t* h);
-  // Polls the ring from the loop (uv_idle) instead of sleeping, for up to the current budget.
-  void StartPolling(bool for_read);
+  // Pollable (csrc/progress.h): the ring's control block, read by the loop's engine.
+  bool Poll() override;
+  void OnPollReady() override;
+  void OnPollExpired() override;
+  // armRead/armWrite: joins the engine while the window lasts, else sleeps on the doorbell.
+  // True: onevent() will come; false: retry now.
+  bool Await(bool read);
   void Notify();
   static void CleanupHook(void* arg);
   void RingPeer();
@@ -84,20 +92,13 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint> {
   int self_efd_ = -1, peer_efd_ = -1, side_fd_ = -1;
   uv_poll_t* doorbell_poll_ = nullptr;
   uv_poll_t* side_poll_ = nullptr;
-  // Adaptive polling (iodev's poll-then-block, thesis 4.2.2): when poll_max_ns_ > 0, a side
-  // about to sleep polls the ring from the loop for up to budget_ns_ first. A wait satisfied
-  // while polling restores the full budget; four misses in a row halve it, so a connection
-  // whose peer went quiet soon stops costing CPU.
-  uv_idle_t* idle_ = nullptr;
-  uint64_t poll_max_ns_ = 0;
-  uint64_t budget_ns_ = 0;
-  uint64_t poll_start_ns_ = 0;
-  unsigned poll_misses_ = 0;
+  // Adaptive polling: the engine of this loop (made by the first setPollUs > 0), and what the
+  // current wait is for (bytes, space, or both).
+  std::shared_ptr<ProgressEngine> engine_;
   bool poll_read_ = false, poll_write_ = false;
   bool closed_ = false;
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
-  bool refed_ = true;
   bool drained_doorbell_ = false;
   Napi::FunctionReference onevent_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;

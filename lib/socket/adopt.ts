@@ -7,6 +7,7 @@
 import type * as net from 'net'
 import type { Channel } from '../transports/contract'
 import { EndpointStream } from '../stream/endpoint-stream'
+import { DEFAULT_POLL_WINDOW_US } from '../config'
 import { kState, SocketState, applyChannel } from './state'
 
 /** The parts of a fastsock Socket adoption touches. */
@@ -20,7 +21,9 @@ export function nodeSymbol (obj: object, description: string): symbol | undefine
 /** Gives a handle-less channel's endpoint to a new stream core for `sock`, and routes its events there. */
 export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStream {
   const st = sock[kState]
-  const stream = new EndpointStream(ch.endpoint!, sock, st, st.pollUs)
+  // The option (or FASTSOCK_SHM_POLL_US) when given, else the channel's default.
+  const pollUs = st.pollUs ?? (ch.caps.adaptivePolling ? DEFAULT_POLL_WINDOW_US : 0)
+  const stream = new EndpointStream(ch.endpoint!, sock, st, pollUs)
   st.stream = stream
   ch.bindEvents!(() => stream.onevent())
   sock.transport = ch.transport

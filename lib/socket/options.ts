@@ -19,9 +19,12 @@ export interface SocketOptions extends net.SocketConstructorOpts {
   /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
   shmRingBytes?: number
   /**
-   * shm: poll the ring from the event loop for up to this many µs (adaptive, iodev-style)
-   * before sleeping on the doorbell: lower latency, paid in CPU. Default 0 (never spin) or
-   * FASTSOCK_SHM_POLL_US.
+   * shm: the cap, in µs, of the adaptive busy-polling window: a waiting connection is polled by
+   * its event loop's progress engine for a window learned from its recent wait times (KVM
+   * haltpoll's x2/÷2 rule) before it sleeps on its doorbell, under a per-process CPU cap
+   * (docs/polling.md). Default 200 (DEFAULT_POLL_WINDOW_US), or FASTSOCK_SHM_POLL_US; 0 never
+   * spins. In [0, 1e6], else RangeError ERR_OUT_OF_RANGE. (verbs: a fixed poll after each
+   * wake-up, default 0.)
    */
   shmPollUs?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
@@ -68,7 +71,7 @@ export function prepareOptions (options?: SocketOptions | number): PreparedOptio
   delete opts.transportTimeoutMs
   delete opts.shmRingBytes
   const pollUs = opts.shmPollUs ?? accepted?.pollUs ?? configuredPollUs()
-  if (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
+  if (pollUs !== undefined && (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6)) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
   delete opts.shmPollUs
   const state = newState(transports ?? defaultTransports(), timeoutMs, ringBytes, pollUs, onread?.spec ?? null)
   return { nodeOptions: opts as net.SocketConstructorOpts, state, accepted }

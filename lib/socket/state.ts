@@ -22,7 +22,7 @@ export interface SocketState extends StreamState {
   /** shm ring bytes per direction. */
   shmRingBytes: number
   /** In-loop polling budget (µs) handed to a handle-less endpoint. */
-  pollUs: number
+  pollUs: number | undefined
   /** The TCP view of a channel without a TCP socket; null: the handle's own addresses. */
   view: TcpView | null
   caps: Capabilities
@@ -41,7 +41,7 @@ export interface SocketState extends StreamState {
 }
 
 /** A fresh state: no channel yet. */
-export function newState (transports: TransportName[], timeoutMs: number, shmRingBytes: number, pollUs: number,
+export function newState (transports: TransportName[], timeoutMs: number, shmRingBytes: number, pollUs: number | undefined,
   onread: OnreadSpec | null): SocketState {
   return {
     transports,

@@ -6,9 +6,10 @@
  * socket's stream: pending readInto requests first, then `onread`, then 'data'.
  *
  * Event-loop integration: the endpoint calls `onevent` from its uv_polls (doorbells, liveness);
- * the pump moves what can move and re-arms. Nothing spins on the main thread unless a polling
- * budget was given (`pollUs`, handed to `ep.setPollUs`); writeSync / readIntoSync busy-poll for
- * `spinUs` in the calling thread.
+ * the pump moves what can move and re-arms. A waiting endpoint with a polling window (`pollUs`,
+ * handed to `ep.setPollUs`; on by default where the channel has `adaptivePolling`) is busy-polled
+ * by its loop's progress engine before it sleeps (docs/polling.md); writeSync / readIntoSync
+ * busy-poll for `spinUs` in the calling thread.
  */
 import { native, ShmEndpointNative, isShmEndpoint } from '../native'
 import { ShmOnlyError, StaleLoanError, errnoError, outOfRange } from '../errors'
@@ -92,7 +93,7 @@ export class EndpointStream {
 
   /**
    * Drives `ep` for `owner` (the socket), reading its readInto queue and onread spec from `st`.
-   * `pollUs` > 0: the endpoint polls that long (µs, adaptive) before sleeping.
+   * `pollUs` > 0: the cap (µs) of the endpoint's adaptive busy-polling window (docs/polling.md).
    */
   constructor (ep: StreamEndpoint, owner: StreamSocket, st: StreamState, pollUs: number) {
     this.ep = ep

@@ -96,6 +96,13 @@ export interface Capabilities {
   zeroCopyLoan: boolean
   /** `transportStats()`: the endpoint has protocol counters (`stats()`, verbs). */
   stats: boolean
+  /**
+   * The endpoint joins its event loop's progress engine (csrc/progress.h): a waiting connection
+   * is busy-polled for an adaptive window before it sleeps, ON by default with a cap of
+   * DEFAULT_POLL_WINDOW_US (docs/polling.md). Without it the endpoint polls only when asked
+   * (`shmPollUs` > 0).
+   */
+  adaptivePolling: boolean
   /** `smcInfo()`: the handle is an AF_SMC socket whose real mode smc_diag reports. */
   smcInfo: boolean
   /**
@@ -107,7 +114,7 @@ export interface Capabilities {
 }
 
 /** No capability: a plain byte stream (tcp, sdp, and Node's own sockets). */
-export const NO_CAPABILITIES: Capabilities = Object.freeze({ syncIo: false, zeroCopyLoan: false, stats: false, smcInfo: false, pipeStandIn: false })
+export const NO_CAPABILITIES: Capabilities = Object.freeze({ syncIo: false, zeroCopyLoan: false, adaptivePolling: false, stats: false, smcInfo: false, pipeStandIn: false })
 
 /** Behaviour a rung adds to a socket on its channel; each hook is optional. */
 export interface ChannelHooks {

@@ -41,19 +41,23 @@ function dialHostFor (spec: ChannelSpec): string {
  * Normalizes one `--transports` entry: `unix` or `fastsock:unix` is the fastsock rung;
  * `net-tcp`, `net:tcp`, `net-unix`, `net:unix` are the baselines.
  */
-export function parseSelector (text: string, shmPollUs: number): ChannelSpec {
+export function parseSelector (text: string, shmPollUs?: number): ChannelSpec {
   const s = text.trim().toLowerCase()
   const m = /^net[-:](tcp|unix)$/.exec(s)
   if (m !== null) return { id: `net:${m[1]}`, kind: 'net', transport: m[1] }
   const rung = s.startsWith('fastsock:') ? s.slice('fastsock:'.length) : s
-  if (rung === 'shm+poll') return shmPoll(shmPollUs)
+  if (rung === 'shm-nopoll' || rung === 'shm (no polling)') return SHM_NO_POLLING
+  if (rung === 'shm') return shmDefault(shmPollUs)
   return { id: `fastsock:${rung}`, kind: 'fastsock', transport: rung }
 }
 
-/** The shm rung with in-loop polling on both ends. */
-function shmPoll (shmPollUs: number): ChannelSpec {
-  return { id: 'fastsock:shm+poll', kind: 'fastsock', transport: 'shm', shmPollUs: shmPollUs > 0 ? shmPollUs : 200 }
+/** The shm rung as a user gets it: no option set, unless --shm-poll-us says otherwise. */
+function shmDefault (shmPollUs: number | undefined): ChannelSpec {
+  return { id: 'fastsock:shm', kind: 'fastsock', transport: 'shm', ...(shmPollUs === undefined ? {} : { shmPollUs }) }
 }
+
+/** The shm rung with polling off on both ends (shmPollUs 0): every wait sleeps on the doorbell. */
+const SHM_NO_POLLING: ChannelSpec = { id: 'fastsock:shm (no polling)', kind: 'fastsock', transport: 'shm', shmPollUs: 0 }
 
 /**
  * The channels to measure, in order: fastsock rungs in chain order, then the baselines.
@@ -62,15 +66,14 @@ function shmPoll (shmPollUs: number): ChannelSpec {
  * A selected rung that is unknown or unavailable is still tried (the row will say what ran), with
  * a warning.
  */
-export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | null, shmPollUs = 0): { channels: ChannelSpec[], warnings: string[] } {
+export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | null, shmPollUs?: number): { channels: ChannelSpec[], warnings: string[] } {
   const warnings: string[] = []
   if (selectors === null) {
     const env = envTransports()
     const fast = (rungs ?? []).filter((r) => r.available && (env === null || env.includes(r.name)))
-      .flatMap((r): ChannelSpec[] => [
-        { id: `fastsock:${r.name}`, kind: 'fastsock', transport: r.name },
-        ...(r.name === 'shm' && shmPollUs > 0 ? [shmPoll(shmPollUs)] : [])
-      ])
+      .flatMap((r): ChannelSpec[] => r.name === 'shm'
+        ? [shmDefault(shmPollUs), SHM_NO_POLLING]
+        : [{ id: `fastsock:${r.name}`, kind: 'fastsock', transport: r.name }])
     return { channels: [...fast, ...BASELINES], warnings }
   }
   const picked = new Map<string, ChannelSpec>()
@@ -87,12 +90,12 @@ export function selectChannels (selectors: string[] | null, rungs: RungInfo[] | 
   const order = (c: ChannelSpec): number => {
     if (c.kind === 'net') return 1000 + BASELINES.findIndex((b) => b.id === c.id)
     const i = rungs?.findIndex((r) => r.name === c.transport) ?? -1
-    return i < 0 ? 500 : i + (c.shmPollUs !== undefined ? 0.5 : 0)
+    return i < 0 ? 500 : i + (c.shmPollUs === 0 ? 0.5 : 0)
   }
   return { channels: [...picked.values()].sort((a, b) => order(a) - order(b)), warnings }
 }
 
-/** `{ shmPollUs }` for a polled shm channel, else nothing (the library's default). */
+/** `{ shmPollUs }` when the channel sets it, else nothing (the library's default). */
 function pollOption (spec: ChannelSpec): { shmPollUs?: number } {
   return spec.shmPollUs === undefined ? {} : { shmPollUs: spec.shmPollUs }
 }

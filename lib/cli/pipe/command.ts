@@ -28,10 +28,10 @@ What it measures (NetPIPE-style, between this process and a peer it forks):
             fastsock write(view)+readInto(view) vs JSON, v8.serialize and hand-framed raw
             bytes over Node net TCP.
 Channels: every fastsock rung available here (fastsock probe), each forced alone, plus the
-baselines net:tcp (TCP loopback) and net:unix (UNIX path socket); with shm also shm+poll (the
-shmPollUs option: spin before sleeping, lower latency paid in CPU). Each row names the transport
-that actually ran. --transports takes rung names (shm, shm+poll, unix, tcp, ...), net-tcp,
-net-unix.
+baselines net:tcp (TCP loopback) and net:unix (UNIX path socket). fastsock:shm is what a user gets
+with no option set (adaptive busy polling on); with shm also "fastsock:shm (no polling)"
+(shmPollUs 0: always sleep on the doorbell). Each row names the transport that actually ran.
+--transports takes rung names (shm, shm-nopoll, unix, tcp, ...), net-tcp, net-unix.
 Native limits in the same run: memcpy per size, busy-poll shared-memory floor, cross-core
 placement, and NetPIPE's NPtcp when installed (Debian: netpipe-tcp).
 
@@ -56,7 +56,7 @@ export function pipeCommand (): Command {
     .option('--warmup <n>', 'warm-up round trips per connection, capped at 400 ms (default 10000)', positiveInt)
     .option('--stream-ms <ms>', 'time budget per stream size (default 100)', positiveInt)
     .option('--typed-sizes <list>', 'typed-array payload sizes (default 1KiB,64KiB,1MiB)', byteCounts)
-    .option('--shm-poll-us <us>', 'also measure fastsock:shm+poll, shm polling the ring this long before sleeping (0: not)', nonNegativeInt, 200)
+    .option('--shm-poll-us <us>', 'shmPollUs of the fastsock:shm row, the cap of its polling window (default: none set, the library default)', nonNegativeInt)
     .option('--timeout <s>', 'give up on a cell that makes no progress for this long (default 5)', positiveInt)
     .option('--json <file>', "write every result as JSON to <file> ('-': stdout)")
     .option('--csv <file>', "write every result as CSV to <file> ('-': stdout)")

@@ -22,7 +22,7 @@ export interface RawPipeOptions {
   streamMs?: number
   typedSizes?: number[]
   timeout?: number
-  shmPollUs: number
+  shmPollUs?: number
   json?: string
   csv?: string
   plot: string | false

@@ -39,7 +39,7 @@ function header (r: PipeResult): string {
   const ch = r.channels.map((c) => {
     const notes = [
       ...(c.actual !== null && c.kind === 'fastsock' ? [`ran ${c.actual}`] : []),
-      ...(c.shmPollUs !== undefined ? [`polls ${c.shmPollUs} µs`] : []),
+      ...(c.shmPollUs !== undefined && c.shmPollUs > 0 ? [`polls up to ${c.shmPollUs} µs`] : []),
       ...(c.error !== null ? ['failed'] : [])
     ]
     return notes.length > 0 ? `${c.id} (${notes.join(', ')})` : c.id

@@ -37,7 +37,7 @@ const isFastsock = (r: { channel: string }): boolean => r.channel.startsWith('fa
 
 /**
  * Per size: fastsock's best rung (lowest median RTT/2) against net:tcp and net:unix, and the best
- * rung that does not spin (shm polling costs a core) against net:tcp.
+ * rung other than the default, polling `fastsock:shm` (so: never spinning) against net:tcp.
  */
 export function headline (pingpong: PingPongRow[], stream: StreamRow[]): HeadlineRow[] {
   const sizes = [...new Set(pingpong.map((r) => r.bytes))].sort((a, b) => a - b)
@@ -48,7 +48,7 @@ export function headline (pingpong: PingPongRow[], stream: StreamRow[]): Headlin
     const lowest = (rows: PingPongRow[]): PingPongRow | null =>
       rows.length === 0 ? null : rows.reduce((a, b) => (b.halfRttUs.median < a.halfRttUs.median ? b : a))
     const best = lowest(fast) as PingPongRow
-    const noPoll = lowest(fast.filter((r) => !r.channel.endsWith('+poll')))
+    const noPoll = lowest(fast.filter((r) => r.channel !== 'fastsock:shm'))
     const netTcp = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:tcp')
     const netUnix = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:unix')
     const fastStream = stream.filter((r) => r.bytes === bytes && isFastsock(r))

@@ -45,10 +45,10 @@ export interface PipeOptions {
   typedMs: number
   typedMinIters: number
   /**
-   * When > 0 and the shm rung is measured, also measure `fastsock:shm+poll`: shm with this
-   * in-loop polling budget (µs) on both ends: lower latency, paid in CPU.
+   * The `shmPollUs` option of the `fastsock:shm` row (both ends), µs; undefined: none set, what
+   * a user gets by default. `fastsock:shm (no polling)` (shmPollUs 0) is measured beside it.
    */
-  shmPollUs: number
+  shmPollUs: number | undefined
   /** Watchdog per measured cell (ms): a cell that makes no progress for this long fails. */
   timeoutMs: number
   /** Run NPtcp: true, false, or null = when found on PATH and not --quick. */
@@ -61,12 +61,12 @@ export interface PipeOptions {
 
 /** A channel between the two processes: a fastsock rung or a plain `net` baseline. */
 export interface ChannelSpec {
-  /** 'fastsock:shm', 'fastsock:shm+poll', 'fastsock:unix', 'fastsock:tcp', 'net:tcp', 'net:unix' */
+  /** 'fastsock:shm', 'fastsock:shm (no polling)', 'fastsock:unix', 'fastsock:tcp', 'net:tcp', 'net:unix' */
   id: string
   kind: 'fastsock' | 'net'
   /** The rung asked for (fastsock) or the socket family (net). */
   transport: string
-  /** shm only: the in-loop polling budget of both ends (the `shmPollUs` option), µs. */
+  /** shm only: the `shmPollUs` option of both ends (cap of the adaptive polling window), µs; undefined: the default. */
   shmPollUs?: number
 }
 

@@ -14,7 +14,7 @@ import { listenSideChannel } from '../../sidechannel/serve'
 import { clientSetup, serverSetup, eventRelay } from './setup'
 
 /** A ring this thread may busy-poll, and loan from. */
-const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, syncIo: true, zeroCopyLoan: true })
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, syncIo: true, zeroCopyLoan: true, adaptivePolling: true })
 
 export const shm: Rung<'shm'> = {
   name: 'shm',

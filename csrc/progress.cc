@@ -1,0 +1,339 @@
+#include "progress.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "clock.h"
+#include "loop_util.h"
+
+namespace fastsock {
+namespace {
+
+// The process cap: spinning CPU summed over every loop of the process, per period.
+constexpr uint64_t kCapPeriodNs = 10000000;  // 10 ms
+constexpr unsigned kDefaultCapPercent = 50;  // of one core
+// Longest run of the engine inside one prepare callback before it yields one non-blocking turn
+// of the loop (iodev's periodic yield): I/O, timers and watchers started by JS are served at
+// least this often while a connection spins.
+constexpr uint64_t kYieldNs = 20000;
+// Polling passes over the hot endpoints between two reads of the clock.
+constexpr unsigned kPassesPerClockRead = 8;
+// A yield that took this long, or this long between two reads of the clock while spinning, means
+// another task wanted this CPU (the peer, or anyone): spinning then steals from it, so the whole
+// process stops spinning for kContentionBackoffNs. (The kernel's haltpoll polls only an idle
+// CPU; user space learns of contention this way.)
+constexpr uint64_t kPreemptedNs = 20000;
+constexpr uint64_t kContentionBackoffNs = kCapPeriodNs;
+
+struct SpinCap {
+  std::atomic<uint64_t> period_start_ns{0};
+  std::atomic<uint64_t> spent_ns{0};  // in the current period
+  std::atomic<uint64_t> total_ns{0};
+  std::atomic<uint64_t> throttles{0};
+  std::atomic<uint64_t> backoff_until_ns{0};
+  std::atomic<uint64_t> contended{0};
+  unsigned percent = kDefaultCapPercent;
+  uint64_t budget_ns = kCapPeriodNs * kDefaultCapPercent / 100;
+
+  SpinCap() {
+    // FASTSOCK_POLL_CAP_PERCENT: percent of one core, in [0, 100] (0: never spin).
+    const char* v = getenv("FASTSOCK_POLL_CAP_PERCENT");
+    if (v && *v) {
+      char* end = nullptr;
+      unsigned long p = strtoul(v, &end, 10);
+      if (end && *end == 0 && p <= 100) percent = static_cast<unsigned>(p);
+    }
+    budget_ns = kCapPeriodNs * percent / 100;
+  }
+
+  // True when this process may still spin in the period that contains now_ns.
+  bool Allows(uint64_t now_ns) {
+    if (now_ns < backoff_until_ns.load(std::memory_order_relaxed)) return false;
+    uint64_t start = period_start_ns.load(std::memory_order_relaxed);
+    if (now_ns - start >= kCapPeriodNs && period_start_ns.compare_exchange_strong(start, now_ns, std::memory_order_relaxed))
+      spent_ns.store(0, std::memory_order_relaxed);
+    return spent_ns.load(std::memory_order_relaxed) < budget_ns;
+  }
+  // Another task wanted the CPU: no spinning in this process for a while.
+  void BackOff(uint64_t now_ns) {
+    backoff_until_ns.store(now_ns + kContentionBackoffNs, std::memory_order_relaxed);
+    contended.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Charge(uint64_t ns) {
+    spent_ns.fetch_add(ns, std::memory_order_relaxed);
+    total_ns.fetch_add(ns, std::memory_order_relaxed);
+  }
+};
+
+SpinCap& Cap() {
+  static SpinCap cap;
+  return cap;
+}
+
+std::mutex g_engines_mu;
+std::unordered_map<uv_loop_t*, std::shared_ptr<ProgressEngine>>& Engines() {
+  static auto* m = new std::unordered_map<uv_loop_t*, std::shared_ptr<ProgressEngine>>;
+  return *m;
+}
+
+uv_loop_t* LoopOf(napi_env env) {
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  return loop;
+}
+
+}  // namespace
+
+void PollWindow::EndWait(uint64_t now_ns) {
+  if (!waiting) return;
+  waiting = false;
+  uint64_t block = now_ns - armed_at_ns;
+  last_wait_ns = block;
+  if (max_ns == 0) return;
+  if (block > window_ns && block <= max_ns) {
+    uint64_t w = window_ns * 2;
+    if (w < kGrowStartNs) w = kGrowStartNs;
+    window_ns = w > max_ns ? max_ns : w;
+  } else if (block > max_ns) {
+    window_ns /= 2;
+    if (window_ns < kFloorNs) window_ns = 0;
+  }
+}
+
+ProgressEngine::ProgressEngine(uv_loop_t* loop) : loop_(loop), prepare_(new uv_prepare_t), kick_(new uv_idle_t) {
+  uv_prepare_init(loop, prepare_);
+  prepare_->data = this;
+  uv_unref(reinterpret_cast<uv_handle_t*>(prepare_));
+  uv_idle_init(loop, kick_);
+  uv_unref(reinterpret_cast<uv_handle_t*>(kick_));
+}
+
+ProgressEngine::~ProgressEngine() { CloseHandles(); }
+
+void ProgressEngine::CloseHandles() {
+  if (prepare_) {
+    prepare_->data = nullptr;
+    uv_prepare_stop(prepare_);
+    CloseHandle(prepare_);
+    prepare_ = nullptr;
+  }
+  if (kick_) {
+    uv_idle_stop(kick_);
+    CloseHandle(kick_);
+    kick_ = nullptr;
+  }
+}
+
+std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env) {
+  uv_loop_t* loop = LoopOf(env);
+  std::lock_guard<std::mutex> lock(g_engines_mu);
+  auto& engines = Engines();
+  auto it = engines.find(loop);
+  if (it != engines.end()) return it->second;
+  std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop));
+  engines.emplace(loop, e);
+  napi_add_env_cleanup_hook(env, CleanupHook, loop);
+  return e;
+}
+
+// The environment (a worker, or the process) is going away: close the loop handles while the
+// loop exists and forget the loop (its address may be reused). Endpoints still holding the
+// engine keep the object alive; it polls nothing more.
+void ProgressEngine::CleanupHook(void* arg) {
+  std::shared_ptr<ProgressEngine> e;
+  {
+    std::lock_guard<std::mutex> lock(g_engines_mu);
+    auto& engines = Engines();
+    auto it = engines.find(static_cast<uv_loop_t*>(arg));
+    if (it == engines.end()) return;
+    e = std::move(it->second);
+    engines.erase(it);
+  }
+  e->CloseHandles();
+  for (Pollable* p : e->hot_) p->hot_index = -1;
+  e->hot_.clear();
+  e->due_.clear();
+}
+
+bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
+  if (!prepare_) return false;
+  SpinCap& cap = Cap();
+  if (!cap.Allows(now_ns)) {
+    stats_.throttles++;
+    cap.throttles.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  for (auto& d : due_)
+    if (d.first == p) d.first = nullptr;  // hot again: not handed over
+  if (p->hot_index < 0) {
+    p->hot_index = static_cast<int>(hot_.size());
+    hot_.push_back(p);
+  }
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(prepare_))) uv_prepare_start(prepare_, OnPrepare);
+  return true;
+}
+
+void ProgressEngine::Remove(Pollable* p) {
+  size_t i = static_cast<size_t>(p->hot_index);
+  hot_[i] = hot_.back();
+  hot_[i]->hot_index = static_cast<int>(i);
+  hot_.pop_back();
+  p->hot_index = -1;
+}
+
+void ProgressEngine::Disarm(Pollable* p) {
+  if (p->hot_index >= 0) Remove(p);
+  for (auto& d : due_)
+    if (d.first == p) d.first = nullptr;
+}
+
+void ProgressEngine::OnPrepare(uv_prepare_t* h) {
+  auto* self = static_cast<ProgressEngine*>(h->data);
+  if (self) self->Run();
+}
+
+uint64_t ProgressEngine::Sweep(uint64_t now_ns) {
+  uint64_t next = UINT64_MAX;
+  for (size_t i = 0; i < hot_.size();) {
+    Pollable* p = hot_[i];
+    bool ready = p->Poll();
+    uint64_t end = p->poll_window.armed_at_ns + p->poll_window.window_ns;
+    if (ready || now_ns >= end) {
+      Remove(p);
+      due_.emplace_back(p, ready);
+      continue;  // hot_[i] is now another endpoint
+    }
+    if (end < next) next = end;
+    i++;
+  }
+  Dispatch(now_ns, false);
+  return next;
+}
+
+// Hands every due endpoint over. JS runs here: it may arm, disarm or close any endpoint, which
+// Arm/Disarm reflect in due_ (a cleared entry is skipped).
+void ProgressEngine::Dispatch(uint64_t now_ns, bool throttled) {
+  for (size_t i = 0; i < due_.size(); i++) {
+    Pollable* p = due_[i].first;
+    if (!p) continue;
+    due_[i].first = nullptr;
+    if (due_[i].second) {
+      stats_.hits++;
+      p->poll_window.hits++;
+      p->poll_window.EndWait(now_ns);
+      p->OnPollReady();
+    } else {
+      if (!throttled) {
+        stats_.misses++;
+        p->poll_window.misses++;
+      }
+      p->OnPollExpired();
+    }
+  }
+  due_.clear();
+}
+
+void ProgressEngine::ExpireAll(uint64_t now_ns) {
+  while (!hot_.empty()) {
+    Pollable* p = hot_.back();
+    Remove(p);
+    due_.emplace_back(p, false);
+  }
+  Dispatch(now_ns, true);
+}
+
+void ProgressEngine::Run() {
+  uint64_t entered = NowNs();
+  uint64_t now = entered;
+  uint64_t deadline = Sweep(now);
+  now = NowNs();  // Sweep may have run JS
+  SpinCap& cap = Cap();
+  while (!hot_.empty()) {
+    // Spin only while the loop would otherwise block: nothing pending, no immediate, no due
+    // timer (libuv's own poll timeout is not 0); yield one non-blocking turn of the loop every
+    // kYieldNs so that I/O and newly started watchers are served.
+    bool spun_long = now - entered >= kYieldNs;
+    if (spun_long || uv_backend_timeout(loop_) == 0) {
+      // iodev's yield: a process this one shares a CPU with (the peer, often) runs now, not
+      // after this one's time slice; with nothing else runnable it returns at once.
+      if (spun_long) {
+        sched_yield();
+        uint64_t back = NowNs();
+        if (back - now > kPreemptedNs) cap.BackOff(back);
+      }
+      uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+      return;
+    }
+    if (!cap.Allows(now)) {
+      stats_.throttles++;
+      cap.throttles.fetch_add(1, std::memory_order_relaxed);
+      ExpireAll(now);  // Arm refuses until the next period: nobody becomes hot meanwhile
+      now = NowNs();
+      continue;
+    }
+    uint64_t start = now;
+    uint64_t end = std::min(deadline, entered + kYieldNs);
+    bool found = false, preempted = false;
+    for (unsigned pass = 1; !found; pass++) {
+      for (Pollable* p : hot_) {
+        if (p->Poll()) {
+          found = true;
+          break;
+        }
+      }
+      if (found || pass % kPassesPerClockRead == 0) {
+        uint64_t t = NowNs();
+        if (t - now > kPreemptedNs) preempted = true;
+        now = t;
+        if (now >= end || preempted) break;
+      }
+      if (!found) CpuRelax();
+    }
+    if (preempted) cap.BackOff(now);
+    uint64_t spun = now - start;
+    cap.Charge(spun);
+    stats_.spin_ns += spun;
+    stats_.slices++;
+    uint64_t share = spun / hot_.size();
+    for (Pollable* p : hot_) p->poll_window.spin_ns += share;
+    deadline = Sweep(now);
+    now = NowNs();
+  }
+  if (prepare_) uv_prepare_stop(prepare_);
+}
+
+Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  ProgressEngine::Stats s;
+  size_t hot = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_engines_mu);
+    auto& engines = Engines();
+    auto it = engines.find(LoopOf(env));
+    if (it != engines.end()) {
+      s = it->second->stats();
+      hot = it->second->hot();
+    }
+  }
+  SpinCap& cap = Cap();
+  o.Set("hot", static_cast<double>(hot));
+  o.Set("spinNs", static_cast<double>(s.spin_ns));
+  o.Set("hits", static_cast<double>(s.hits));
+  o.Set("misses", static_cast<double>(s.misses));
+  o.Set("throttles", static_cast<double>(s.throttles));
+  o.Set("slices", static_cast<double>(s.slices));
+  o.Set("processSpinNs", static_cast<double>(cap.total_ns.load(std::memory_order_relaxed)));
+  o.Set("processThrottles", static_cast<double>(cap.throttles.load(std::memory_order_relaxed)));
+  o.Set("processContended", static_cast<double>(cap.contended.load(std::memory_order_relaxed)));
+  o.Set("capPercent", static_cast<double>(cap.percent));
+  o.Set("periodNs", static_cast<double>(kCapPeriodNs));
+  return o;
+}
+
+}  // namespace fastsock

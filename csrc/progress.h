@@ -1,0 +1,132 @@
+// Adaptive busy polling: one progress engine per event loop (docs/polling.md).
+//
+// An endpoint that waits (JS armed a read or a write) normally sleeps on its doorbell (an eventfd
+// on a uv_poll): the wake-up costs ~20 µs on a VM. Instead, for a learned window, it joins the
+// engine of its loop as a "hot" endpoint; when the loop would otherwise block (libuv's computed
+// poll timeout is not 0 and its epoll set has nothing ready) the engine busy-polls every hot
+// endpoint's Poll() (a read of shared memory, no syscall) from a uv_prepare handle, and hands a
+// ready endpoint back to JS at once. A hot endpoint whose window passed without its event goes
+// to sleep on its doorbell, as without polling.
+//
+// Sources of the policy:
+// - iodev's polling-then-yield receive (G. L. Taboada, "Design of Efficient Java Communications
+//   for High Performance Computing", 2009, section 4.2, Request.iwait): poll for a bounded time,
+//   then give the CPU back; here the engine also yields to any other ready work of the loop.
+// - The window per connection is the KVM guest haltpoll governor's (Linux
+//   drivers/cpuidle/governors/haltpoll.c, adjust_poll_limit): after each wait of length
+//   `block`, if window < block <= max the window doubles (at least to 50 µs, at most max); if
+//   block > max it halves (below 1 µs: 0, i.e. no polling until a short wait regrows it); a wait
+//   caught inside the window leaves it unchanged. A peer that answers late (a server doing 5 ms
+//   of work) therefore stops costing spin within a few round trips, and a connection that waits
+//   for nothing spins at most one window.
+// - A per-process cap on spinning CPU (all loops of the process, shared atomics): at most
+//   `capPercent` of one core per 10 ms period (default 50 %, FASTSOCK_POLL_CAP_PERCENT); past it
+//   every hot endpoint sleeps until the next period. A sign that another task wanted the CPU
+//   (a yield that took over 20 µs, or a 20 µs gap between two clock reads while spinning) stops
+//   all spinning of the process for 10 ms as well.
+//
+// Threading: an engine is used only on its loop's thread; the registry (loop -> engine) and the
+// process cap are shared by all threads.
+#pragma once
+#include <napi.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fastsock {
+
+// The learned polling window of one connection, and its counters (all in ns).
+struct PollWindow {
+  static constexpr uint64_t kGrowStartNs = 50000;  // haltpoll's guest_halt_poll_grow_start
+  static constexpr uint64_t kFloorNs = 1000;       // below this the window is 0 (no polling)
+
+  uint64_t max_ns = 0;     // the cap (shmPollUs); 0: never poll
+  uint64_t window_ns = 0;  // the current window, in [0, max_ns]
+  uint64_t armed_at_ns = 0;
+  bool waiting = false;  // a wait began at armed_at_ns and has not been observed yet
+  uint64_t hits = 0;     // waits caught while polling
+  uint64_t misses = 0;   // windows that ran out: the endpoint went to sleep
+  uint64_t spin_ns = 0;  // this endpoint's share of the engine's spinning
+  uint64_t last_wait_ns = 0;
+
+  void SetMax(uint64_t ns) {
+    max_ns = ns;
+    if (window_ns > ns) window_ns = ns;
+  }
+  void BeginWait(uint64_t now_ns) {
+    armed_at_ns = now_ns;
+    waiting = true;
+  }
+  // The wait that began at armed_at_ns ended at now_ns: adapt the window (haltpoll's rule).
+  void EndWait(uint64_t now_ns);
+};
+
+// What the engine polls: a stream endpoint (shm; verbs can join the same way).
+class Pollable {
+ public:
+  virtual ~Pollable() = default;
+  // True when what the endpoint waits for has arrived (bytes, space, a peer flag). Cheap: reads
+  // shared memory or a completion queue, no syscall, no JS.
+  virtual bool Poll() = 0;
+  // Poll() became true while hot: hand the event to JS (the engine already ended the wait).
+  virtual void OnPollReady() = 0;
+  // The window ran out (or the process cap was reached): sleep on the doorbell; if arming it
+  // finds the event already there, hand it to JS.
+  virtual void OnPollExpired() = 0;
+
+  PollWindow poll_window;
+  int hot_index = -1;  // the engine's bookkeeping: index in its hot list, -1 when not hot
+};
+
+class ProgressEngine {
+ public:
+  // The engine of the loop of `env`, made on first use; freed by the env's cleanup hook (the
+  // handle) and when the last endpoint lets go (the object).
+  static std::shared_ptr<ProgressEngine> ForEnv(napi_env env);
+  ~ProgressEngine();
+
+  // `p` waits: poll it until its window (poll_window.armed_at_ns + window_ns) runs out. False
+  // when it may not spin now (the process cap is reached, or the loop is going away): the caller
+  // sleeps on its doorbell instead.
+  bool Arm(Pollable* p, uint64_t now_ns);
+  // `p` no longer waits (closed, or its event came another way).
+  void Disarm(Pollable* p);
+
+  struct Stats {
+    uint64_t spin_ns = 0, hits = 0, misses = 0, throttles = 0, slices = 0;
+  };
+  const Stats& stats() const { return stats_; }
+  size_t hot() const { return hot_.size(); }
+
+ private:
+  explicit ProgressEngine(uv_loop_t* loop);
+  static void OnPrepare(uv_prepare_t* h);
+  static void CleanupHook(void* arg);
+  void CloseHandles();
+  // The prepare callback: sweeps, then spins while the loop would otherwise block.
+  void Run();
+  // Takes ready and expired endpoints off the hot list and hands them over; returns the
+  // earliest window end of the endpoints still hot (UINT64_MAX: none).
+  uint64_t Sweep(uint64_t now_ns);
+  void Dispatch(uint64_t now_ns, bool throttled);
+  // The process cap is reached: every hot endpoint sleeps.
+  void ExpireAll(uint64_t now_ns);
+  void Remove(Pollable* p);
+
+  uv_loop_t* loop_;
+  uv_prepare_t* prepare_;  // runs Run() while any endpoint is hot (unref'd)
+  uv_idle_t* kick_;        // one non-blocking turn of the loop when Run() yields (unref'd)
+  std::vector<Pollable*> hot_;
+  // Taken off hot_ by Sweep, being handed over: (endpoint or nullptr once cleared, ready).
+  std::vector<std::pair<Pollable*, bool>> due_;
+  Stats stats_;
+};
+
+// progressStats() -> { hot, spinNs, hits, misses, throttles, slices } of this thread's loop
+// engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
+// processContended, capPercent, periodNs }.
+Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);
+
+}  // namespace fastsock

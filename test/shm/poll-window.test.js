@@ -1,0 +1,90 @@
+'use strict'
+// The adaptive polling window (docs/polling.md) learns from the waits it sees, per connection:
+// against a peer in another process that answers at once it grows and catches the replies while
+// polling (hits); against the same peer answering 5 ms late it halves on every wait down to 0
+// (no spinning) and grows again once the answers are quick. Read from the endpoint's counters,
+// no timing asserted.
+const t = require('tap')
+const fastsock = require('../..')
+const { native } = require('../../dist/native')
+const { rungs } = require('../helpers/rungs')
+const { spawnNode, once, within } = require('../helpers/util')
+
+const skip = !rungs.includes('shm') && 'shm is not available here'
+const MESSAGE_BYTES = 64
+
+/** `n` round trips of one 64-byte message; `kind` 'e' (answered at once) or 'l' (after 5 ms). */
+function roundTrips (c, n, kind) {
+  return within(new Promise((resolve, reject) => {
+    const msg = Buffer.alloc(MESSAGE_BYTES, kind)
+    let left = n
+    let got = 0
+    const onData = d => {
+      got += d.length
+      while (got >= MESSAGE_BYTES) {
+        got -= MESSAGE_BYTES
+        if (--left === 0) {
+          c.off('data', onData)
+          c.off('error', reject)
+          return resolve()
+        }
+        c.write(msg)
+      }
+    }
+    c.on('data', onData)
+    c.once('error', reject)
+    c.write(msg)
+  }), 20000, `${n} round trips`)
+}
+
+t.test('the window grows on quick answers and shrinks on late ones', { skip }, async t => {
+  const peer = spawnNode(t, [require.resolve('../fixtures/poll-peer.js')])
+  const { port } = await peer.waitFor(m => m.event === 'listening')
+  const c = fastsock.connect({ port, host: '127.0.0.1', transports: ['shm'] })
+  t.teardown(() => c.destroy())
+  await once(c, 'connect')
+  t.equal(c.transport, 'shm')
+  const stats = () => c._fsShm.ep.pollStats()
+  const start = stats()
+  t.equal(start.maxUs, 200, 'polling is on by default, window capped at 200 µs')
+  t.equal(start.windowUs, 0, 'a new connection starts with no window (nothing learned yet)')
+
+  await roundTrips(c, 2000, 'e')
+  const quick = stats()
+  t.ok(quick.windowUs >= 50, `quick answers grew the window (${quick.windowUs} µs)`)
+  t.ok(quick.windowUs <= quick.maxUs, 'within the cap')
+  // On a machine where other tasks want the CPU the engine backs off (docs/polling.md): then
+  // fewer or no replies are caught by polling, and the counters say why.
+  const contended = native.progressStats().processContended
+  t.ok(quick.hits > 0 || contended > 0, `replies were caught while polling (${quick.hits} hits of 2000; ${contended} contention back-offs)`)
+  t.ok(quick.spinNs > 0, 'polling spent some CPU')
+
+  // A late peer: every wait (5 ms) is past the cap, so the window halves each time: from 200 µs
+  // at most it is 0 after 8 waits.
+  await roundTrips(c, 20, 'l')
+  const late = stats()
+  t.equal(late.windowUs, 0, 'late answers shrank the window to 0')
+  t.ok(late.misses > quick.misses, `windows ran out while the peer was late (${late.misses - quick.misses} misses)`)
+  t.ok(late.lastWaitUs >= 4000, `the last wait was the peer's 5 ms (${late.lastWaitUs} µs)`)
+  const spinWhileLate = late.spinNs - quick.spinNs
+  await roundTrips(c, 20, 'l')
+  t.equal(stats().spinNs, late.spinNs, 'once the window is 0, late answers cost no spinning')
+  t.ok(spinWhileLate < 20 * 200000, `spinning while the peer was late stayed under 20 full windows (${spinWhileLate} ns)`)
+
+  await roundTrips(c, 500, 'e')
+  t.ok(stats().windowUs >= 50, `quick answers again: the window grew back (${stats().windowUs} µs)`)
+})
+
+t.test('shmPollUs: 0 never spins', { skip }, async t => {
+  const peer = spawnNode(t, [require.resolve('../fixtures/poll-peer.js')])
+  const { port } = await peer.waitFor(m => m.event === 'listening')
+  const c = fastsock.connect({ port, host: '127.0.0.1', transports: ['shm'], shmPollUs: 0 })
+  t.teardown(() => c.destroy())
+  await once(c, 'connect')
+  await roundTrips(c, 1000, 'e')
+  const s = c._fsShm.ep.pollStats()
+  t.equal(s.maxUs, 0, 'polling off')
+  t.equal(s.windowUs, 0, 'no window')
+  t.equal(s.hits + s.misses, 0, 'never polled')
+  t.equal(s.spinNs, 0, 'never spun')
+})
