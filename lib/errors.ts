@@ -30,7 +30,9 @@ export const FASTSOCK_ERROR_CODES = [
   /** The addon: rdma-core or an RDMA device is missing (csrc/rdma/). */
   'ERR_FASTSOCK_NO_RDMA',
   /** The command line: an optional package a tool needs is absent (lib/cli/optional.ts). */
-  'ERR_FASTSOCK_MISSING_DEPENDENCY'
+  'ERR_FASTSOCK_MISSING_DEPENDENCY',
+  /** `fastsock rate --config`: the run configuration does not match its schema (docs/rate-config.md). */
+  'ERR_FASTSOCK_RATE_CONFIG'
 ] as const
 
 export type FastsockErrorCode = typeof FASTSOCK_ERROR_CODES[number]
