@@ -53,8 +53,6 @@ struct Direction {
   }
 };
 
-bool Transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
-
 // How a bridge ends: what it does to each side on the way out.
 enum class Ending {
   kOrderly,    // both directions saw EOF (or the linger ran out): rclose, close

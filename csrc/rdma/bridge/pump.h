@@ -5,6 +5,7 @@
 #pragma once
 
 #if FASTSOCK_HAVE_RDMA
+#include <errno.h>
 #include <sys/types.h>
 
 namespace fastsock {
@@ -24,6 +25,9 @@ struct SocketpairEnds {
 int MakeSocketpair(int sv[2]);
 // The ends of a socketpair MakeSocketpair made; call it before JS owns (and may close) sv[0].
 SocketpairEnds Ends(const int sv[2]);
+
+// An errno that means "not now" for a non-blocking call: try again later.
+inline bool Transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
 
 // Runs the bridge on the calling thread until the connection ends or `stop_efd` becomes
 // readable; closes `rs` and `ends.sp` before returning.

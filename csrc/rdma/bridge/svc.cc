@@ -8,6 +8,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "ip_addr.h"
 #include "rdma/lib.h"
 
 namespace fastsock {
@@ -38,13 +39,8 @@ void PrewarmServiceThreads(const sockaddr_storage& local, const sockaddr_storage
   std::call_once(once, [&] {
     const RdmaLib* L = Rdma();
     if (!L->rsocket_svc_bug) return;
-    auto with_port = [](sockaddr_storage a, int port, socklen_t* len) {
-      if (a.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&a)->sin_port = htons(port), *len = sizeof(sockaddr_in);
-      else reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = htons(port), *len = sizeof(sockaddr_in6);
-      return a;
-    };
-    socklen_t llen, rlen;
-    sockaddr_storage l = with_port(local, 0, &llen), r = with_port(remote, 1, &rlen);
+    sockaddr_storage l = local, r = remote;
+    socklen_t llen = SetIpPort(&l, 0), rlen = SetIpPort(&r, 1);
     int listen_cycles = 0, connect_cycles = 0;
     for (int i = 0; i < kSvcPrewarmCycles; i++) {
       int ls = L->rsocket(l.ss_family, SOCK_STREAM, 0);

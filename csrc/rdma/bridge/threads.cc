@@ -33,8 +33,6 @@ const char* TransportOf(ibv_context* verbs) {
                                                                : "other";
 }
 
-bool Transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
-
 // Options every bridged rsocket gets. TCP_NODELAY: rsockets accept it (they never delay a send
 // anyway); set for the record so rgetsockopt reports what a TCP socket with noDelay would.
 void SetOptions(int rs) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "clock.h"
+#include "ip_addr.h"
 #include "uv_handles.h"
 
 namespace fastsock {
@@ -205,8 +206,7 @@ void Conn::HandleCm(rdma_cm_event* ev) {
         restarted_ = true;
         L_->rdma_destroy_id(id_);
         id_ = nullptr;
-        if (dst_.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&dst_)->sin_port = htons(static_cast<uint16_t>(iwarp_port_));
-        else reinterpret_cast<sockaddr_in6*>(&dst_)->sin6_port = htons(static_cast<uint16_t>(iwarp_port_));
+        SetIpPort(&dst_, iwarp_port_);
         if (!StartConnect(dst_, iwarp_port_, timeout_ms_, &err)) Fail(err.err ? err.err : EIO, err.syscall, err.message);
         return;
       }

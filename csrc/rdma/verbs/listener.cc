@@ -10,18 +10,10 @@
 
 namespace fastsock {
 namespace verbs {
-namespace {
-
-void SetPort(sockaddr_storage* ss, int port) {
-  if (ss->ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(ss)->sin_port = htons(static_cast<uint16_t>(port));
-  else reinterpret_cast<sockaddr_in6*>(ss)->sin6_port = htons(static_cast<uint16_t>(port));
-}
-
-}  // namespace
 
 bool Listener::Open(const sockaddr_storage& addr, int port, int iwarp_port, int backlog, SetupError* err) {
   sockaddr_storage ss = addr;
-  SetPort(&ss, port);
+  SetIpPort(&ss, port);
   int unused_port = 0;
   const std::string name = IpName(reinterpret_cast<const sockaddr*>(&addr), &unused_port);
   // `call` failed with `e`; `what` says what, when not the call's name.
@@ -41,7 +33,7 @@ bool Listener::Open(const sockaddr_storage& addr, int port, int iwarp_port, int 
   if (iwarp_) {
     L_->rdma_destroy_id(id_);
     id_ = nullptr;
-    SetPort(&ss, iwarp_port);
+    SetIpPort(&ss, iwarp_port);
     port_ = iwarp_port;
     if (L_->rdma_create_id(channel_, &id_, this, RDMA_PS_TCP) != 0) return fail(errno, "rdma_create_id");
     if (L_->rdma_bind_addr(id_, reinterpret_cast<sockaddr*>(&ss)) != 0) return fail(errno, "rdma_bind_addr");
