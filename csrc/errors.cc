@@ -15,12 +15,13 @@ Napi::Error Make(Napi::Env env, const std::string& code, const std::string& mess
   return e;
 }
 
-}  // namespace
-
+// The name libuv gives a positive errno ("ECONNREFUSED"), as util.getSystemErrorName does.
 std::string ErrnoName(int err) {
   char buf[64];
   return uv_err_name_r(-err, buf, sizeof buf);
 }
+
+}  // namespace
 
 Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall, const std::string& message) {
   if (err <= 0) err = EIO;

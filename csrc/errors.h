@@ -27,7 +27,4 @@ Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall, const std::s
 Napi::Error FastsockError(Napi::Env env, const char* code, const std::string& message, int err = 0,
                           const char* syscall = nullptr);
 
-// The name libuv gives a positive errno ("ECONNREFUSED"), as util.getSystemErrorName does.
-std::string ErrnoName(int err);
-
 }  // namespace fastsock
