@@ -1,7 +1,7 @@
 // Module init: the JS-facing functions of the native core. Each binding validates its arguments
 // and throws a TypeError on bad input; system errors come back as -errno numbers where callers
 // expect them as a normal outcome (a side channel nobody listens on), and as thrown errors with
-// `code` and `syscall` otherwise.
+// `code`, `errno` and `syscall` otherwise (csrc/errors.h).
 #include <napi.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include "errors.h"
 #include "fdpass.h"
 #include "kernelsock.h"
 #include "native_limits.h"
@@ -24,13 +25,6 @@
 namespace fastsock {
 namespace {
 
-Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall) {
-  Napi::Error e = Napi::Error::New(env, std::string(syscall) + " failed: " + strerror(err));
-  e.Set("errno", Napi::Number::New(env, -err));
-  e.Set("syscall", Napi::String::New(env, syscall));
-  return e;
-}
-
 int FdArg(const Napi::CallbackInfo& info, size_t i) {
   if (info.Length() <= i || !info[i].IsNumber())
     throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " must be an fd");
@@ -45,7 +39,7 @@ std::string StringArg(const Napi::CallbackInfo& info, size_t i) {
   return info[i].As<Napi::String>().Utf8Value();
 }
 
-// listenAbstract(name: string, backlog: number): number (fd). Throws with errno/syscall.
+// listenAbstract(name: string, backlog: number): number (fd). Throws with code/errno/syscall.
 Napi::Value ListenAbstractJs(const Napi::CallbackInfo& info) {
   std::string name = StringArg(info, 0);
   int backlog = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : 511;
@@ -59,7 +53,7 @@ Napi::Value ConnectAbstractJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), ConnectAbstract(StringArg(info, 0)));
 }
 
-// peerCred(fd): { pid, uid, gid }. Throws with errno/syscall.
+// peerCred(fd): { pid, uid, gid }. Throws with code/errno/syscall.
 Napi::Value PeerCredJs(const Napi::CallbackInfo& info) {
   PeerCred c;
   int r = GetPeerCred(FdArg(info, 0), &c);

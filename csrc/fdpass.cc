@@ -1,6 +1,7 @@
 #include "fdpass.h"
 
 #include "callback.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -147,9 +148,9 @@ void StartWait(const Napi::CallbackInfo& info, int events, const char* usage) {
   w->timer.data = w;
   w->fd = fd;
   w->connecting = (events & UV_WRITABLE) != 0;
-  if (uv_poll_init(loop, &w->poll, fd) != 0) {
+  if (int rc = uv_poll_init(loop, &w->poll, fd); rc != 0) {
     delete w;
-    throw Napi::Error::New(env, std::string(usage) + ": cannot poll this fd");
+    throw ErrnoError(env, -rc, "uv_poll_init", std::string(usage) + ": cannot poll this fd");
   }
   uv_timer_init(loop, &w->timer);
   uv_poll_start(&w->poll, events, [](uv_poll_t* h, int status, int) {

@@ -25,6 +25,16 @@ inline bool ParseIpAddr(const std::string& host, int port, sockaddr_storage* ss,
   return false;
 }
 
+// Sets the port of an AF_INET/AF_INET6 sockaddr; returns the sockaddr's size.
+inline socklen_t SetIpPort(sockaddr_storage* ss, int port) {
+  if (ss->ss_family == AF_INET) {
+    reinterpret_cast<sockaddr_in*>(ss)->sin_port = htons(static_cast<uint16_t>(port));
+    return sizeof(sockaddr_in);
+  }
+  reinterpret_cast<sockaddr_in6*>(ss)->sin6_port = htons(static_cast<uint16_t>(port));
+  return sizeof(sockaddr_in6);
+}
+
 // The address literal of an AF_INET/AF_INET6 sockaddr ("" for other families) and its port.
 inline std::string IpName(const sockaddr* sa, int* port) {
   char buf[INET6_ADDRSTRLEN] = "";

@@ -1,11 +1,12 @@
-// Small helpers shared by the native endpoints (shm, verbs): the bytes of a JS view,
-// watching an fd with a uv_poll, and closing one whose memory is freed in its close callback.
+// Small helpers shared by the native endpoints' JS faces (shm, verbs): the bytes of a JS view,
+// and watching an fd on the loop of an environment. The handle helpers themselves (no N-API)
+// are in csrc/uv_handles.h.
 #pragma once
-#include <fcntl.h>
 #include <napi.h>
 #include <uv.h>
 
 #include "clock.h"
+#include "uv_handles.h"
 
 #include <cstdint>
 
@@ -43,30 +44,16 @@ inline Napi::Value ArrayBufferOf(const Napi::Value& v) {
   return v.Env().Undefined();
 }
 
-template <typename Handle>
-void CloseHandle(Handle* h) {
-  if (!h) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* x) { delete reinterpret_cast<Handle*>(x); });
-}
-
-// Makes `fd` non-blocking and watches it for readability on the loop of `env`: a new uv_poll
-// with `data` set, started with `cb`. Stop it with ClosePoll (after clearing data).
-inline uv_poll_t* WatchReadable(napi_env env, int fd, void* data, uv_poll_cb cb) {
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+// The loop of `env` (the main thread's, or a worker's).
+inline uv_loop_t* LoopOf(napi_env env) {
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
-  auto* p = new uv_poll_t;
-  uv_poll_init(loop, p, fd);
-  p->data = data;
-  uv_poll_start(p, UV_READABLE, cb);
-  return p;
+  return loop;
 }
 
-inline void ClosePoll(uv_poll_t* p) {
-  if (!p) return;
-  uv_poll_stop(p);
-  CloseHandle(p);
+// WatchReadable (csrc/uv_handles.h) on the loop of `env`.
+inline uv_poll_t* WatchReadable(napi_env env, int fd, void* data, uv_poll_cb cb) {
+  return WatchReadable(LoopOf(env), fd, data, cb);
 }
 
 }  // namespace fastsock

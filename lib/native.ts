@@ -6,13 +6,18 @@
 import * as path from 'path'
 import type { StreamEndpoint } from './transports/contract'
 
-/** The functions csrc/addon.cc exports. fds are plain numbers; -errno results are negative. */
+/**
+ * The functions csrc/addon.cc exports. fds are plain numbers; -errno results are negative. Thrown
+ * errors (and callback errors) for failures carry `code` (csrc/errors.h): a system error's name
+ * with `errno` (negative) and `syscall`, as Node's own; or an ERR_FASTSOCK_* code (rdma-core
+ * missing: ERR_FASTSOCK_NO_RDMA). Bad arguments throw TypeError/RangeError.
+ */
 export interface NativeCore {
-  /** Binds + listens on an abstract UNIX name; returns the fd. Throws (errno, syscall). */
+  /** Binds + listens on an abstract UNIX name; returns the fd. Throws (code, errno, syscall 'listen'). */
   listenAbstract (name: string, backlog: number): number
   /** Non-blocking connect to an abstract UNIX name: the connected fd, or -errno. */
   connectAbstract (name: string): number
-  /** SO_PEERCRED of a connected UNIX socket. */
+  /** SO_PEERCRED of a connected UNIX socket. Throws (code, errno, syscall 'getsockopt'). */
   peerCred (fd: number): { pid: number, uid: number, gid: number }
   /** Checks that the peer of `fd` owns the TCP LISTEN socket for addr:port and runs as `uid`. */
   verifyListener (fd: number, family: 4 | 6, addr: Uint8Array, port: number, uid: number):
@@ -38,16 +43,20 @@ export interface NativeCore {
   recvFds (fd: number, maxBytes: number, maxFds: number): { bytes: Buffer, fds: number[] } | number
   /** F_DUPFD_CLOEXEC; the new fd or -errno. */
   dupFd (fd: number): number
-  /** One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. */
+  /**
+   * One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. Throws
+   * (code, errno, syscall 'uv_poll_init') when the fd cannot be polled.
+   */
   waitReadable (fd: number, timeoutMs: number, cb: (status: number) => void): void
   /**
    * Connects an RDMA RC queue pair to addr:port (iwarpPort on iWARP devices) with RDMA CM.
    * cb(err) with err.code ETIMEDOUT / ECONNREFUSED (rejected) / EHOSTUNREACH (no RDMA route) /
-   * EPROTO, or cb(null, endpoint, info). Throws (with code) when it cannot even start.
+   * EPROTO, errno and syscall (the RDMA CM step that failed), or cb(null, endpoint, info). Throws
+   * (code, errno, syscall; ERR_FASTSOCK_NO_RDMA without rdma-core) when it cannot even start.
    */
   verbsConnect (addr: string, port: number, iwarpPort: number, options: Record<string, unknown>,
     cb: (err: Error | null, ep?: VerbsEndpointNative, info?: VerbsInfo) => void): void
-  /** An RDMA CM listener on one local address; throws (code ENODEV, EADDRINUSE, ...). */
+  /** An RDMA CM listener on one local address; throws (code ENODEV, EADDRINUSE, ..., errno, syscall; ERR_FASTSOCK_NO_RDMA). */
   VerbsListener: new (addr: string, port: number, iwarpPort: number, backlog: number, options: Record<string, unknown>,
     onconnection: (ep: VerbsEndpointNative, info: VerbsInfo) => void) => { close (): void, transport: 'ib' | 'iwarp', port: number, device: string }
   /**
@@ -71,9 +80,10 @@ export interface NativeCore {
   /**
    * Rung rsocket (csrc/rdma/bridge.h): connects in a helper thread within timeoutMs, then bridges
    * the rsocket to a socketpair; cb gets the JS end's fd and the rsocket's names, or why not.
+   * rsocketConnect and rsocketListen throw ERR_FASTSOCK_NO_RDMA when rsockets cannot be loaded.
    */
   rsocketConnect? (address: string, port: number, timeoutMs: number, cb: (o: RsocketOutcome) => void): void
-  /** rbind + rlisten (throws with errno/syscall); cb per accepted, bridged connection. The listener id. */
+  /** rbind + rlisten (throws with code/errno/syscall); cb per accepted, bridged connection. The listener id. */
   rsocketListen? (address: string, port: number, backlog: number, cb: (o: RsocketOutcome) => void): number
   /** Stops an rsocket listener; false when it had already ended. */
   rsocketClose? (id: number): boolean
@@ -111,7 +121,7 @@ export interface RdmaProbe {
   rdmacmVersion: string
   /**
    * This librdmacm predates rdma-core's fix of the rsocket service thread (v53, stable 44.7...):
-   * csrc/rdma/bridge.cc works around it (up to 67 rsocket connections and listeners per process).
+   * csrc/rdma/bridge/svc.h works around it (up to 67 rsocket connections and listeners per process).
    */
   rsocketSvcBug: boolean
   error: string

@@ -26,12 +26,19 @@
 //   - stop: each thread polls its own eventfd too; rsocketClose(id), the environment's cleanup
 //     hook and process exit write it, and the thread closes everything and ends.
 //
-// All rsocket calls go through Rdma() (csrc/rdma/lib.h): nothing here links librdmacm.
+// Files: this header and bridge.cc are the JS face (N-API only there); the rest has no N-API:
+// bridge/workers.h (the helper-thread registry and stop eventfds), bridge/pump.h (the byte pump
+// above), bridge/threads.h (connect and accept threads), bridge/svc.h (librdmacm's
+// service-thread workaround). All rsocket calls go through Rdma() (csrc/rdma/lib.h): nothing
+// here links librdmacm.
 #pragma once
 #include <napi.h>
 
 namespace fastsock {
 
+// rsocketConnect and rsocketListen throw code ERR_FASTSOCK_NO_RDMA (errno -ENOSYS) when
+// librdmacm or its rsocket API cannot be loaded.
+//
 // rsocketConnect(address: string, port: number, timeoutMs: number, cb): void
 //   Starts a thread that checks the route (an iWARP device or no RDMA device: declined), opens an
 //   rsocket, rconnects within timeoutMs and then bridges it. cb runs once on the loop with
@@ -41,7 +48,7 @@ namespace fastsock {
 Napi::Value RsocketConnectJs(const Napi::CallbackInfo& info);
 
 // rsocketListen(address: string, port: number, backlog: number, cb): number (listener id)
-//   rbind + rlisten synchronously (throws with errno/syscall, e.g. EADDRINUSE), then an accept
+//   rbind + rlisten synchronously (throws with code/errno/syscall, e.g. EADDRINUSE), then an accept
 //   thread that bridges every accepted connection and calls cb({ fd, local, remote }) on the loop.
 //   The listener does not keep the loop alive. Stop it with rsocketClose(id).
 Napi::Value RsocketListenJs(const Napi::CallbackInfo& info);

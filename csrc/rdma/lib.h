@@ -31,7 +31,7 @@ struct RdmaLib {
   std::string rdmacm_version;
   // The rsocket service threads' stale-pointer bug (rdma-core commit 24061f015, "rsockets: Fix
   // for cm_svc_run thread"; fixed in v53.0 and the stable releases 30.14 ... 52.1): a service
-  // thread whose poll set grows while it runs polls freed memory (csrc/rdma/bridge.cc works
+  // thread whose poll set grows while it runs polls freed memory (csrc/rdma/bridge/svc.h works
   // around it). True when the loaded release predates the fix (or cannot be told).
   bool rsocket_svc_bug = true;
   // libibverbs

@@ -11,7 +11,12 @@
 // polling-then-blocking receive, for short messages). RDMA CM events (disconnect) have their
 // own channel fd on a uv_poll.
 //
-// JS faces (see lib/native.ts for the shapes):
+// Files: the protocol core has no N-API: verbs/conn.h (one connection: set-up in conn.cc, the
+// data path in protocol.cc; the contracts of the data-path calls), verbs/listener.h, verbs/regcache.h,
+// verbs/options.h. verbs.cc is the JS face (N-API only there).
+//
+// JS faces (see lib/native.ts for the shapes; errors carry code, errno and syscall, or code
+// ERR_FASTSOCK_NO_RDMA when rdma-core cannot be loaded):
 //   verbsConnect(addr, port, iwarpPort, options, cb(err, endpoint, info))
 //   new VerbsListener(addr, port, iwarpPort, backlog, options, onconnection(endpoint, info))
 //   VerbsEndpoint: the ShmEndpoint surface the stream pump drives (write, readInto, read,

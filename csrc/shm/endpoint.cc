@@ -2,6 +2,7 @@
 #include "loop_util.h"
 
 #include "callback.h"
+#include "stream_state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -325,19 +326,19 @@ Napi::Value ShmEndpoint::PollStats(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// state() -> bit field: 1 the peer sent EOF, 2 the peer reset, 4 the peer is gone (side channel
-// closed), 8 this endpoint is closed, 16 unread bytes in the receive ring. One call, no syscall:
-// what the pump needs to decide between "more work", "end of stream" and "sleep".
+// state() -> kState* bits (csrc/stream_state.h): the peer sent EOF, the peer reset, the peer is
+// gone (side channel closed), this endpoint is closed, unread bytes in the receive ring. One
+// call, no syscall: what the pump needs to decide between "more work", "end of stream" and "sleep".
 Napi::Value ShmEndpoint::State(const Napi::CallbackInfo& info) {
   uint32_t s = 0;
   if (!closed_) {
     uint32_t f = rx_.ProducerFlags();
-    if (f & wire::kRingEof) s |= 1;
-    if (f & wire::kRingReset) s |= 2;
-    if (peer_gone_) s |= 4;  // set by the side channel's watcher
-    if (rx_.Readable() > 0) s |= 16;
+    if (f & wire::kRingEof) s |= kStateEof;
+    if (f & wire::kRingReset) s |= kStateReset;
+    if (peer_gone_) s |= kStateGone;  // set by the side channel's watcher
+    if (rx_.Readable() > 0) s |= kStateReadable;
   } else {
-    s |= 8;
+    s |= kStateClosed;
   }
   return Napi::Number::New(info.Env(), s);
 }
