@@ -81,12 +81,6 @@ std::unordered_map<uv_loop_t*, std::shared_ptr<ProgressEngine>>& Engines() {
   return *m;
 }
 
-uv_loop_t* LoopOf(napi_env env) {
-  uv_loop_t* loop = nullptr;
-  napi_get_uv_event_loop(env, &loop);
-  return loop;
-}
-
 }  // namespace
 
 void PollWindow::EndWait(uint64_t now_ns) {
