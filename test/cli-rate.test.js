@@ -31,7 +31,7 @@ const fastsock = require(root)
 const available = fastsock.transports().filter((r) => r.available).map((r) => r.name)
 const expected = [
   ...available.map((name) => ({ channel: `fastsock:${name}`, transport: name })),
-  ...(available.includes('shm') ? [{ channel: 'fastsock:shm+poll', transport: 'shm' }] : []),
+  ...(available.includes('shm') ? [{ channel: 'fastsock:shm (no polling)', transport: 'shm' }] : []),
   { channel: 'net:tcp', transport: 'tcp' },
   { channel: 'net:unix', transport: 'unix' }
 ]

@@ -41,7 +41,7 @@ export function preset (quick: boolean): RateConfig {
     cacheBytes: null,
     maxCacheBytes: quick ? 4 * MiB : 32 * MiB,
     rttIterations: quick ? 100 : 2000,
-    shmPollUs: 200,
+    shmPollUs: null,
     transports: null,
     pin: 'auto',
     timeoutMs: 5000,

@@ -180,7 +180,7 @@ class RateRun {
     if (result.host.otherCpuLoad > 0.1) this.warn(`other processes kept the CPUs ${(result.host.otherCpuLoad * 100).toFixed(0)}% busy before the run: figures are disturbed`)
     if (result.processes.oversubscribed) this.warn(`${result.processes.peers} peers + this process on ${os.availableParallelism()} CPUs: processes share CPUs (what the cores allow is ${Math.max(1, os.availableParallelism() - 1)} peer(s))`)
     if (process.env.RDMAVM) this.warn('measured inside the RDMA guest: its CPU is emulated (TCG), compare rows of this run only')
-    const { channels, warnings } = selectChannels(config.transports, this.loadRungs(), config.shmPollUs)
+    const { channels, warnings } = selectChannels(config.transports, this.loadRungs(), config.shmPollUs ?? undefined)
     for (const w of warnings) this.warn(w)
     result.channels = channels.map((c) => ({ ...c, actual: null, error: null, connectMs: null }))
     const llc = lastLevelCache()

@@ -33,7 +33,7 @@ export const CONFIG_SCHEMA = {
     cacheBytes: { anyOf: [{ type: 'integer', minimum: 4096 }, { type: 'null' }], description: 'bytes touched between cold iterations; null: 2 × the last-level cache, at most maxCacheBytes' },
     maxCacheBytes: { type: 'integer', minimum: 4096 },
     rttIterations: { type: 'integer', minimum: 0, description: 'round trips per channel and size for the RTT percentiles (0: none)' },
-    shmPollUs: { type: 'integer', minimum: 0, description: 'also measure fastsock:shm+poll, shm polling this long (µs) before sleeping; 0: not' },
+    shmPollUs: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }], description: 'shmPollUs of the fastsock:shm channel (µs, cap of the adaptive polling window); null: the library default. fastsock:shm (no polling) is measured beside it' },
     transports: { anyOf: [{ type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } }, { type: 'null' }], description: 'channels (shm, unix, tcp, net-tcp, net-unix, ...); null: all available' },
     pin: { enum: ['auto', 'split', 'none'] },
     timeoutMs: { type: 'integer', minimum: 100, description: 'watchdog per measured slice, ms' },

@@ -61,10 +61,11 @@ export interface RateConfig {
   /** Round trips per channel and size for the RTT percentiles (0: no RTT phase). */
   rttIterations: number
   /**
-   * When > 0 and shm is measured, also `fastsock:shm+poll`: shm polling the ring this long (µs)
-   * before sleeping on its doorbell, as `fastsock pipe --shm-poll-us` (0: not measured).
+   * `shmPollUs` of the `fastsock:shm` channel (µs, the cap of its adaptive busy-polling window),
+   * as `fastsock pipe --shm-poll-us`; null: the library default, what a user gets with no option
+   * set. `fastsock:shm (no polling)` (shmPollUs 0) is measured beside it.
    */
-  shmPollUs: number
+  shmPollUs: number | null
   /** Channel selectors as `fastsock pipe --transports` takes them, or null for all. */
   transports: string[] | null
   /** split: the measuring process on the first CPU, peers spread over the others (and it); none: the scheduler. */
