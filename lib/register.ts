@@ -19,6 +19,8 @@
  * - `child_process` `send(msg, socket)`: a socket that cannot travel (no kernel handle: shm, or
  *   still running the chain) throws ERR_FASTSOCK_NOT_TRANSFERABLE instead of being dropped;
  * - then `module.syncBuiltinESMExports()`, so ESM named imports of `node:net` see all this.
+ * With FASTSOCK_TRANSPORT_LOG=<file>, it also records which rung carried this process's
+ * connections and appends them to <file> at exit (`logTransportsAtExit`, for test runners).
  * `net.createServer` and `net.Server` stay Node's own (their prototype is patched).
  *
  * If the native addon cannot load, the hook warns once (process warning, code
@@ -26,6 +28,8 @@
  */
 import net = require('net')
 import * as nodeModule from 'module'
+import * as fs from 'fs'
+import * as diagnostics from 'diagnostics_channel'
 import { native, loadError } from './native'
 import { Socket, installHasInstance } from './socket'
 import { listen2, close } from './server'
@@ -116,6 +120,8 @@ function patch (): void {
   }
 
   guardChildProcessSend()
+  const log = process.env.FASTSOCK_TRANSPORT_LOG
+  if (log) logTransportsAtExit(log)
   nodeModule.syncBuiltinESMExports()
   debug('register', 'net is fastsock\'s (pid %d)', process.pid)
 }
@@ -213,6 +219,43 @@ function guardChildProcessSend (): void {
     set (this: object, fn: AnyFn) {
       Object.defineProperty(this, 'send', { value: typeof fn === 'function' ? guardedSend(fn) : fn, writable: true, configurable: true, enumerable: true })
     }
+  })
+}
+
+/** The rung of a connected socket for the transport log: 'pipe' for a UNIX path the caller named. */
+function rungOf (s: net.Socket): string | null {
+  const rung = transportOf(s)
+  const fast = (s as unknown as { _fsView?: unknown })._fsView
+  if (rung === 'unix' && !fast) return 'pipe'
+  if (rung === null && (s as unknown as { _handle?: object | null })._handle?.constructor?.name === 'Pipe') return 'pipe'
+  return rung
+}
+
+/**
+ * FASTSOCK_TRANSPORT_LOG=<file>: appends JSON lines to `file` naming the rungs that carried this
+ * process's connections: `{ pid, server: { <rung>: 1 } }` as a server accepts each connection,
+ * and at exit `{ pid, argv, client: { <rung>: count } }` for the client sockets made by
+ * `connect()` (the rung they last connected on; never connected ones are left out). 'pipe' is a
+ * UNIX path the application named, not the unix rung. Listens on the 'net.client.socket' and
+ * 'net.server.socket' diagnostics channels; holds client sockets until exit and writes
+ * synchronously, so it is meant for test runs (scripts/node-suite), not for production.
+ */
+function logTransportsAtExit (file: string): void {
+  const append = (rec: object): void => {
+    try { fs.appendFileSync(file, JSON.stringify({ pid: process.pid, ...rec }) + '\n') } catch (err) { debug('register', 'transport log %s: %s', file, (err as Error).message) }
+  }
+  const clients = new Set<net.Socket>()
+  diagnostics.subscribe('net.client.socket', msg => { clients.add((msg as { socket: net.Socket }).socket) })
+  diagnostics.subscribe('net.server.socket', msg => {
+    append({ server: { [rungOf((msg as { socket: net.Socket }).socket) ?? 'none']: 1 } })
+  })
+  process.on('exit', () => {
+    const client: Record<string, number> = {}
+    for (const s of clients) {
+      const rung = rungOf(s)
+      if (rung) client[rung] = (client[rung] ?? 0) + 1
+    }
+    append({ argv: process.argv.slice(1), client })
   })
 }
 
