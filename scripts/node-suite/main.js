@@ -49,7 +49,7 @@ function rungText (rungs) {
 function cell (r) {
   if (!r) return ''
   if (r.status === 'pass') return r.flaky ? 'pass (flaky)' : 'pass'
-  if (r.status === 'hang') return 'HANG'
+  if (r.status === 'hang') return r.hang === 'killed' ? 'HANG' : `HANG ${r.hang}`
   return r.signal ? `FAIL ${r.signal}` : `FAIL ${r.code}`
 }
 
@@ -134,8 +134,12 @@ function summarize (files, results, configs) {
   for (const c of configs.concat(configs.includes('plain') ? [] : ['plain'])) {
     const rs = files.map(f => results[f][c]).filter(Boolean)
     if (!rs.length) continue
-    const s = { ran: rs.length, pass: 0, fail: 0, hang: 0, flaky: 0 }
-    for (const r of rs) { s[r.status]++; if (r.flaky) s.flaky++ }
+    const s = { ran: rs.length, pass: 0, fail: 0, hang: 0, flaky: 0, hangKinds: { 'no-exit': 0, stuck: 0, killed: 0 } }
+    for (const r of rs) {
+      s[r.status]++
+      if (r.flaky) s.flaky++
+      if (r.status === 'hang') s.hangKinds[r.hang]++
+    }
     if (CONFIGS[c].preload) {
       const reg = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && (results[f].plain?.status ?? 'pass') === 'pass')
       s.regressions = reg.filter(f => !results[f].outOfScope)
@@ -175,7 +179,7 @@ function printReport (files, results, configs, summary, wallS) {
   row('files run', s => s.ran)
   row('pass', s => s.pass)
   row('fail', s => s.fail)
-  row('hang', s => s.hang)
+  row('hang (no-exit / stuck / killed)', s => `${s.hang} (${s.hangKinds['no-exit']} / ${s.hangKinds.stuck} / ${s.hangKinds.killed})`)
   row('pass only on a retry (flaky)', s => s.flaky)
   row('regressions (not out of scope)', s => s.regressions ? s.regressions.length : '')
   row('regressions out of scope', s => s.regressionsOutOfScope ? s.regressionsOutOfScope.length : '')

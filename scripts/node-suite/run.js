@@ -4,7 +4,9 @@
  * <flags of the file's "// Flags:" line> <file>` from the source root, with TEST_THREAD_ID /
  * TEST_SERIAL_ID / TEST_PARALLEL and NODE_TEST_DIR set, and a timeout. The test runs in its own
  * process group: on a timeout the whole group is killed and the run counts as a hang; once the
- * test exits, what it left behind in its group is killed too.
+ * test exits, what it left behind in its group is killed too. exit-probe.js, preloaded, tells
+ * the hangs apart: a test still alive 5 s before its timeout is made to exit, and Node's
+ * test/common checks then say whether it had done all it should ('no-exit') or not ('stuck').
  */
 const fs = require('fs')
 const os = require('os')
@@ -19,6 +21,12 @@ function flagsOf (source) {
   const m = FLAGS_PATTERN.exec(source)
   return m ? m[1].trim().split(/\s+/).filter(Boolean) : []
 }
+
+const PROBE = path.join(__dirname, 'exit-probe.js')
+/** The exit code exit-probe.js exits with (a test's own exit codes are small). */
+const PROBE_CODE = 97
+const PROBE_MARGIN_MS = 5000
+const PROBE_MARK = '[node-suite: exit probe: still alive, exiting]'
 
 /** What each configuration adds: the preload (or not) and FASTSOCK_TRANSPORTS. */
 const CONFIGS = {
@@ -69,7 +77,7 @@ const TAIL_CHARS = 3000
 function runFile (file, config, opts) {
   const cfg = CONFIGS[config]
   const flags = flagsOf(fs.readFileSync(file, 'utf8'))
-  const args = [...flags, ...(cfg.preload ? ['-r', opts.register] : []), file]
+  const args = [...flags, '-r', PROBE, ...(cfg.preload ? ['-r', opts.register] : []), file]
   const env = {
     ...baseEnv(),
     ...cfg.env,
@@ -77,7 +85,10 @@ function runFile (file, config, opts) {
     TEST_SERIAL_ID: String(opts.serial),
     TEST_PARALLEL: '1',
     NODE_TEST_DIR: opts.testDir,
-    NODE_COMMON_PORT: String(12346 + 100 * opts.slot)
+    NODE_COMMON_PORT: String(12346 + 100 * opts.slot),
+    FASTSOCK_NODE_SUITE_PROBE_CODE: String(PROBE_CODE),
+    FASTSOCK_NODE_SUITE_PROBE_MARK: PROBE_MARK,
+    FASTSOCK_NODE_SUITE_PROBE_MS: String(opts.timeoutMs > 2 * PROBE_MARGIN_MS ? opts.timeoutMs - PROBE_MARGIN_MS : 0)
   }
   let log = null
   if (cfg.preload) {
@@ -100,11 +111,15 @@ function runFile (file, config, opts) {
       done = true
       clearTimeout(timer)
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6
-      const status = hung ? 'hang' : code === 0 ? 'pass' : 'fail'
+      const probed = !hung && output.includes(PROBE_MARK)
+      const status = hung || probed ? 'hang' : code === 0 ? 'pass' : 'fail'
+      // 'no-exit': the probe made it exit and test/common's checks passed; 'stuck': they failed;
+      // 'killed': still alive at the timeout.
+      const hang = hung ? 'killed' : probed ? (code === PROBE_CODE ? 'no-exit' : 'stuck') : undefined
       const rungs = log ? readTransportLog(log) : {}
       if (log) fs.rmSync(log, { force: true })
       fs.rmSync(path.join(opts.testDir, `.tmp.${opts.serial}`), { recursive: true, force: true })
-      resolve({ status, code, signal, durationMs: Math.round(durationMs), rungs, output: status === 'pass' ? '' : output.slice(-TAIL_CHARS) })
+      resolve({ status, hang, code, signal, durationMs: Math.round(durationMs), rungs, output: status === 'pass' ? '' : output.slice(-TAIL_CHARS) })
     }
     child.on('exit', (code, signal) => {
       killGroup(child.pid) // what the test left running

@@ -85,6 +85,16 @@ t.test('runFile: flags, exit codes, a hang and its process group, the rungs', as
           "require('fs').writeFileSync(process.argv[2] || require('path').join(__dirname, 'grandchild.pid'), String(c.pid))",
           'setInterval(() => {}, 1000)'
         ].join('\n'),
+        // Done, but a connected socket keeps it alive; and one stuck before its check passes.
+        'test-no-exit.js': [
+          "const net = require('net')",
+          "const server = net.createServer(s => {}).listen(0, '127.0.0.1', () => { net.connect(server.address().port, '127.0.0.1') })"
+        ].join('\n'),
+        'test-stuck.js': [
+          "let done = false",
+          "process.on('exit', () => { if (!done) { console.error('not done'); process.exitCode = 1 } })",
+          'setInterval(() => {}, 1000)'
+        ].join('\n'),
         'test-connect.js': [
           "const net = require('net')",
           "const server = net.createServer(s => s.end('x')).listen(0, '127.0.0.1', () => {",
@@ -113,6 +123,11 @@ t.test('runFile: flags, exit codes, a hang and its process group, the rungs', as
     try { process.kill(grandchild, 0); await new Promise(resolve => setTimeout(resolve, 100)) } catch { alive = false }
   }
   t.equal(alive, false, 'the hung test\'s child was killed with its group')
+
+  const noExit = await run('test-no-exit.js', 'default', 11000)
+  t.match(noExit, { status: 'hang', hang: 'no-exit' }, 'the exit probe: done but does not exit')
+  t.ok(noExit.rungs[bestRung] >= 1, 'the server side of a hung run is in the transport log')
+  t.match(await run('test-stuck.js', 'plain', 11000), { status: 'hang', hang: 'stuck', code: 1 }, 'the exit probe: stuck before its checks passed')
 
   const plain = await run('test-connect.js', 'plain')
   t.match(plain, { status: 'pass', rungs: {} }, 'no transport log without the preload')
