@@ -15,7 +15,8 @@
  *   copies net.createConnection into it when `_http_agent` loads);
  * - `tls.connect`: a client whose destination is on this host, with a fast rung possible, gets a
  *   TLSSocket over a fastsock socket (`tls.connect({ socket })`); a TLSSocket over a fast rung
- *   reports the TCP view of the socket under it (remoteAddress, ...);
+ *   reports the TCP view of the socket under it (remoteAddress, ...), and its `ref()`/`unref()`
+ *   reach that socket (Node's JSStreamSocket between them would stop them);
  * - `child_process` `send(msg, socket)`: a socket that cannot travel (no kernel handle: shm, or
  *   still running the chain) throws ERR_FASTSOCK_NOT_TRANSFERABLE instead of being dropped;
  * - then `module.syncBuiltinESMExports()`, so ESM named imports of `node:net` see all this.
@@ -116,6 +117,19 @@ function patch (): void {
     tp[name] = function (this: { _parent?: { _fsView?: unknown } & Record<string, AnyFn> | null }) {
       const parent = this._parent
       return parent && parent._fsView ? parent[name]() : nodeFn.call(this)
+    }
+  }
+
+  // tls.connect({ socket }) over a socket without a kernel handle at that moment (shm, or the
+  // chain still running) puts Node's JSStreamSocket between TLS and the socket, and TLSWrap's
+  // ref/unref stop there. Forward them to the fastsock socket under it, as TLSWrap does to a
+  // kernel handle: an unref'd https client then lets its process exit.
+  for (const name of ['ref', 'unref']) {
+    const nodeFn = tp[name]
+    tp[name] = function (this: { _parent?: unknown }, ...args: unknown[]) {
+      const parent = this._parent
+      if (parent instanceof Socket) (parent as unknown as Record<string, AnyFn>)[name]()
+      return nodeFn.apply(this, args)
     }
   }
 
