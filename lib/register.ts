@@ -150,7 +150,7 @@ function normalizeTlsArgs (list: unknown[]): [Record<string, unknown>, AnyFn | u
   return [options, cb ?? undefined]
 }
 
-const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'allowHalfOpen', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
+const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
 
 /** Why a TLS client to these options cannot take a fast rung (Node's tls.connect then), or null. */
 function tlsDecline (o: Record<string, unknown>): string | null {
@@ -179,10 +179,17 @@ function tlsConnect (nodeTlsConnect: AnyFn, args: unknown[]): unknown {
   }
   const sockOpts: Record<string, unknown> = {}
   for (const k of TLS_SOCKET_OPTIONS) if (options[k] !== undefined) sockOpts[k] = options[k]
+  // Half-open, as a kernel handle under TLSWrap is: the TLSSocket (with the caller's
+  // allowHalfOpen) decides when to end after the peer's FIN; the socket under it must not end
+  // itself and refuse TLS's close_notify (EPIPE, "ended by the other party").
+  sockOpts.allowHalfOpen = true
   const socket = connect(sockOpts as never)
   const tlsOpts: Record<string, unknown> = { ...options, socket }
   if (tlsOpts.servername === undefined && typeof options.host === 'string' && !net.isIP(options.host)) tlsOpts.servername = options.host
   const tlssock = nodeTlsConnect(tlsOpts, cb) as import('tls').TLSSocket
+  // TLSSocket copies the allowHalfOpen of the socket it wraps: give it the caller's, as Node's
+  // tls.connect does without a socket.
+  tlssock.allowHalfOpen = options.allowHalfOpen === true
   if (typeof options.timeout === 'number' && options.timeout > 0) tlssock.setTimeout(options.timeout)
   // tls.connect leaves a socket it was given to the caller: this one is ours, close it with
   // tlssock. Its errors reach tlssock (through the JSStreamSocket wrapping it); once tlssock is
