@@ -15,10 +15,13 @@
  *   copies net.createConnection into it when `_http_agent` loads);
  * - `tls.connect`: a client whose destination is on this host, with a fast rung possible, gets a
  *   TLSSocket over a fastsock socket (`tls.connect({ socket })`); a TLSSocket over a fast rung
- *   reports the TCP view of the socket under it (remoteAddress, ...);
+ *   reports the TCP view of the socket under it (remoteAddress, ...), and its `ref()`/`unref()`
+ *   reach that socket (Node's JSStreamSocket between them would stop them);
  * - `child_process` `send(msg, socket)`: a socket that cannot travel (no kernel handle: shm, or
  *   still running the chain) throws ERR_FASTSOCK_NOT_TRANSFERABLE instead of being dropped;
  * - then `module.syncBuiltinESMExports()`, so ESM named imports of `node:net` see all this.
+ * With FASTSOCK_TRANSPORT_LOG=<file>, it also records which rung carried this process's
+ * connections and appends them to <file> at exit (`logTransportsAtExit`, for test runners).
  * `net.createServer` and `net.Server` stay Node's own (their prototype is patched).
  *
  * If the native addon cannot load, the hook warns once (process warning, code
@@ -26,6 +29,8 @@
  */
 import net = require('net')
 import * as nodeModule from 'module'
+import * as fs from 'fs'
+import * as diagnostics from 'diagnostics_channel'
 import { native, loadError } from './native'
 import { Socket, installHasInstance } from './socket'
 import { listen2, close } from './server'
@@ -115,7 +120,22 @@ function patch (): void {
     }
   }
 
+  // tls.connect({ socket }) over a socket without a kernel handle at that moment (shm, or the
+  // chain still running) puts Node's JSStreamSocket between TLS and the socket, and TLSWrap's
+  // ref/unref stop there. Forward them to the fastsock socket under it, as TLSWrap does to a
+  // kernel handle: an unref'd https client then lets its process exit.
+  for (const name of ['ref', 'unref']) {
+    const nodeFn = tp[name]
+    tp[name] = function (this: { _parent?: unknown }, ...args: unknown[]) {
+      const parent = this._parent
+      if (parent instanceof Socket) (parent as unknown as Record<string, AnyFn>)[name]()
+      return nodeFn.apply(this, args)
+    }
+  }
+
   guardChildProcessSend()
+  const log = process.env.FASTSOCK_TRANSPORT_LOG
+  if (log) logTransportsAtExit(log)
   nodeModule.syncBuiltinESMExports()
   debug('register', 'net is fastsock\'s (pid %d)', process.pid)
 }
@@ -130,7 +150,7 @@ function normalizeTlsArgs (list: unknown[]): [Record<string, unknown>, AnyFn | u
   return [options, cb ?? undefined]
 }
 
-const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'allowHalfOpen', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
+const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
 
 /** Why a TLS client to these options cannot take a fast rung (Node's tls.connect then), or null. */
 function tlsDecline (o: Record<string, unknown>): string | null {
@@ -159,10 +179,17 @@ function tlsConnect (nodeTlsConnect: AnyFn, args: unknown[]): unknown {
   }
   const sockOpts: Record<string, unknown> = {}
   for (const k of TLS_SOCKET_OPTIONS) if (options[k] !== undefined) sockOpts[k] = options[k]
+  // Half-open, as a kernel handle under TLSWrap is: the TLSSocket (with the caller's
+  // allowHalfOpen) decides when to end after the peer's FIN; the socket under it must not end
+  // itself and refuse TLS's close_notify (EPIPE, "ended by the other party").
+  sockOpts.allowHalfOpen = true
   const socket = connect(sockOpts as never)
   const tlsOpts: Record<string, unknown> = { ...options, socket }
   if (tlsOpts.servername === undefined && typeof options.host === 'string' && !net.isIP(options.host)) tlsOpts.servername = options.host
   const tlssock = nodeTlsConnect(tlsOpts, cb) as import('tls').TLSSocket
+  // TLSSocket copies the allowHalfOpen of the socket it wraps: give it the caller's, as Node's
+  // tls.connect does without a socket.
+  tlssock.allowHalfOpen = options.allowHalfOpen === true
   if (typeof options.timeout === 'number' && options.timeout > 0) tlssock.setTimeout(options.timeout)
   // tls.connect leaves a socket it was given to the caller: this one is ours, close it with
   // tlssock. Its errors reach tlssock (through the JSStreamSocket wrapping it); once tlssock is
@@ -213,6 +240,43 @@ function guardChildProcessSend (): void {
     set (this: object, fn: AnyFn) {
       Object.defineProperty(this, 'send', { value: typeof fn === 'function' ? guardedSend(fn) : fn, writable: true, configurable: true, enumerable: true })
     }
+  })
+}
+
+/** The rung of a connected socket for the transport log: 'pipe' for a UNIX path the caller named. */
+function rungOf (s: net.Socket): string | null {
+  const rung = transportOf(s)
+  const fast = (s as unknown as { _fsView?: unknown })._fsView
+  if (rung === 'unix' && !fast) return 'pipe'
+  if (rung === null && (s as unknown as { _handle?: object | null })._handle?.constructor?.name === 'Pipe') return 'pipe'
+  return rung
+}
+
+/**
+ * FASTSOCK_TRANSPORT_LOG=<file>: appends JSON lines to `file` naming the rungs that carried this
+ * process's connections: `{ pid, server: { <rung>: 1 } }` as a server accepts each connection,
+ * and at exit `{ pid, argv, client: { <rung>: count } }` for the client sockets made by
+ * `connect()` (the rung they last connected on; never connected ones are left out). 'pipe' is a
+ * UNIX path the application named, not the unix rung. Listens on the 'net.client.socket' and
+ * 'net.server.socket' diagnostics channels; holds client sockets until exit and writes
+ * synchronously, so it is meant for test runs (scripts/node-suite), not for production.
+ */
+function logTransportsAtExit (file: string): void {
+  const append = (rec: object): void => {
+    try { fs.appendFileSync(file, JSON.stringify({ pid: process.pid, ...rec }) + '\n') } catch (err) { debug('register', 'transport log %s: %s', file, (err as Error).message) }
+  }
+  const clients = new Set<net.Socket>()
+  diagnostics.subscribe('net.client.socket', msg => { clients.add((msg as { socket: net.Socket }).socket) })
+  diagnostics.subscribe('net.server.socket', msg => {
+    append({ server: { [rungOf((msg as { socket: net.Socket }).socket) ?? 'none']: 1 } })
+  })
+  process.on('exit', () => {
+    const client: Record<string, number> = {}
+    for (const s of clients) {
+      const rung = rungOf(s)
+      if (rung) client[rung] = (client[rung] ?? 0) + 1
+    }
+    append({ argv: process.argv.slice(1), client })
   })
 }
 
