@@ -21,7 +21,7 @@
  *   still running the chain) throws ERR_FASTSOCK_NOT_TRANSFERABLE instead of being dropped;
  * - then `module.syncBuiltinESMExports()`, so ESM named imports of `node:net` see all this.
  * With FASTSOCK_TRANSPORT_LOG=<file>, it also records which rung carried this process's
- * connections and appends them to <file> at exit (`logTransportsAtExit`, for test runners).
+ * connections and appends them to <file> (`logTransports`, for test runners).
  * `net.createServer` and `net.Server` stay Node's own (their prototype is patched).
  *
  * If the native addon cannot load, the hook warns once (process warning, code
@@ -135,7 +135,7 @@ function patch (): void {
 
   guardChildProcessSend()
   const log = process.env.FASTSOCK_TRANSPORT_LOG
-  if (log) logTransportsAtExit(log)
+  if (log) logTransports(log)
   nodeModule.syncBuiltinESMExports()
   debug('register', 'net is fastsock\'s (pid %d)', process.pid)
 }
@@ -261,7 +261,7 @@ function rungOf (s: net.Socket): string | null {
  * 'net.server.socket' diagnostics channels; holds client sockets until exit and writes
  * synchronously, so it is meant for test runs (scripts/node-suite), not for production.
  */
-function logTransportsAtExit (file: string): void {
+function logTransports (file: string): void {
   const append = (rec: object): void => {
     try { fs.appendFileSync(file, JSON.stringify({ pid: process.pid, ...rec }) + '\n') } catch (err) { debug('register', 'transport log %s: %s', file, (err as Error).message) }
   }

@@ -52,15 +52,8 @@ function aptSources (root = '/etc/apt') {
 /** deb822 `.sources` text: one entry per stanza (`Enabled: no` ones are left out). */
 function parseDeb822Sources (text) {
   const out = []
-  for (const stanza of text.split(/\n\s*\n/)) {
-    const fields = {}
-    let last = null
-    for (const line of stanza.split('\n')) {
-      if (line.startsWith('#') || line.trim() === '') continue
-      if (/^\s/.test(line) && last) { fields[last] += ' ' + line.trim(); continue }
-      const m = /^([A-Za-z-]+):\s*(.*)$/.exec(line)
-      if (m) { last = m[1].toLowerCase(); fields[last] = m[2] }
-    }
+  const fieldsList = parseControl(text.split('\n').filter(l => !l.startsWith('#')).join('\n'))
+  for (const fields of fieldsList) {
     if (!fields.uris || !fields.suites || /^no$/i.test(fields.enabled ?? '')) continue
     for (const uri of fields.uris.split(/\s+/)) {
       out.push({
@@ -97,7 +90,7 @@ function parseOneLineSources (text) {
 /** The stanzas of a Debian control-style index (Sources, Release) as field maps (lower-case keys). */
 function parseControl (text) {
   const out = []
-  for (const stanza of text.split(/\n\n+/)) {
+  for (const stanza of text.split(/\n[ \t]*\n/)) {
     const fields = {}
     let last = null
     for (const line of stanza.split('\n')) {
