@@ -4,7 +4,7 @@
  * set up with SHM_SETUP / SHM_READY (./setup.ts). No kernel socket in the data path: the socket
  * has no `_handle`, the stream core drives the endpoint. Each event loop has one doorbell
  * eventfd shared by its connections; a doorbell is rung only when the other side said it sleeps
- * (csrc/shm/ring.h). Near the fd limit the rung declines (see `skip`), and a set-up that runs out
+ * (csrc/shm/ring.h). Near the fd limit the chain declines it (lib/transports/fd-pressure.ts), and a set-up that runs out
  * of fds falls back to the next rung (./setup.ts).
  */
 import { native, nativeMissingReason } from '../../native'
@@ -13,7 +13,7 @@ import * as wire from '../../wire'
 import { channel, Capabilities, NO_CAPABILITIES, Rung } from '../contract'
 import { connectSideChannel, skipSideChannel } from '../../sidechannel/client'
 import { listenSideChannel } from '../../sidechannel/serve'
-import { clientSetup, serverSetup, eventRelay, underFdPressure, FD_HEADROOM } from './setup'
+import { clientSetup, serverSetup, eventRelay } from './setup'
 
 /** -EMFILE or -ENFILE. */
 const outOfFds = (negErrno: number): boolean => negErrno === -24 || negErrno === -23
@@ -28,12 +28,7 @@ export const shm: Rung<'shm'> = {
     if (process.platform !== 'linux' || typeof native.ShmEndpoint !== 'function') return { available: false, reason: 'needs Linux (memfd, eventfd)' }
     return { available: true, reason: 'shared-memory rings (memfd + eventfd doorbells) negotiated over the side channel' }
   },
-  skip (req, ctx) {
-    // Fd pressure: fewer than FD_HEADROOM fd numbers left below RLIMIT_NOFILE. The side channel
-    // is left to the next side-channel rung (unix: one fd per end, like TCP) or to TCP.
-    if (underFdPressure()) return `fewer than ${FD_HEADROOM} fds left below RLIMIT_NOFILE`
-    return skipSideChannel(req, ctx)
-  },
+  skip: skipSideChannel,
   connect (req, ctx) { return connectSideChannel(shm, req, ctx) },
   sideChannel: {
     cap: wire.CAP_SHM,

@@ -15,23 +15,12 @@
 import { native, ShmEndpointNative } from '../../native'
 import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
+import { underFdPressure } from '../fd-pressure'
 
 const EAGAIN = -11
 const EPROTO = -71
 const ETIMEDOUT = -110
 
-/**
- * Fds an shm set-up may need at once in one process, both ends counted (side-channel sockets and
- * their dups, the memfd, a doorbell copy in flight): with fewer fd numbers than this left below
- * RLIMIT_NOFILE (native.shmFdRoom()), the rung declines and the connection goes to TCP, which then
- * still finds the one fd it needs.
- */
-export const FD_HEADROOM = 64
-
-/** True when this process is too close to its fd limit for an shm set-up. */
-export function underFdPressure (): boolean {
-  return native!.shmFdRoom() < FD_HEADROOM
-}
 
 /** `err` as the chain should see it: an fd shortage becomes ServerBusyError (fall back, cache nothing). */
 function fdShortage (err: unknown): unknown {
