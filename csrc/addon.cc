@@ -153,7 +153,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"closeFd", CloseFdJs},                   {"growSocketBuffers", GrowSocketBuffersJs},
       {"probeSocketFamily", ProbeSocketFamilyJs}, {"memcpyTimeNs", MemcpyTimeNsJs},
       {"spinPingPongNs", SpinPingPongNsJs},     {"shmCreateSegment", ShmCreateSegment},
-      {"isEventfd", IsEventfd},                 {"sendFds", SendFdsJs},
+      {"isEventfd", IsEventfd},                 {"shmLoopDoorbell", ShmLoopDoorbell},
+      {"shmFdRoom", ShmFdRoom},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
       {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
       // smc, sdp (csrc/kernelsock.h)

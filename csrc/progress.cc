@@ -1,7 +1,11 @@
 #include "progress.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -99,12 +103,20 @@ void PollWindow::EndWait(uint64_t now_ns) {
   }
 }
 
-ProgressEngine::ProgressEngine(uv_loop_t* loop) : loop_(loop), prepare_(new uv_prepare_t), kick_(new uv_idle_t) {
+ProgressEngine::ProgressEngine(uv_loop_t* loop, int doorbell_fd)
+    : loop_(loop), prepare_(new uv_prepare_t), kick_(new uv_idle_t), doorbell_fd_(doorbell_fd) {
   uv_prepare_init(loop, prepare_);
   prepare_->data = this;
   uv_unref(reinterpret_cast<uv_handle_t*>(prepare_));
   uv_idle_init(loop, kick_);
   uv_unref(reinterpret_cast<uv_handle_t*>(kick_));
+  if (getrandom(&doorbell_id_, sizeof doorbell_id_, 0) != sizeof doorbell_id_)
+    doorbell_id_ = (static_cast<uint64_t>(getpid()) << 32) ^ reinterpret_cast<uintptr_t>(this) ^ NowNs();
+  doorbell_poll_ = new uv_poll_t;
+  uv_poll_init(loop, doorbell_poll_, doorbell_fd_);
+  doorbell_poll_->data = this;
+  uv_poll_start(doorbell_poll_, UV_READABLE, OnDoorbell);
+  uv_unref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
 }
 
 ProgressEngine::~ProgressEngine() { CloseHandles(); }
@@ -121,15 +133,81 @@ void ProgressEngine::CloseHandles() {
     CloseHandle(kick_);
     kick_ = nullptr;
   }
+  if (doorbell_poll_) {
+    doorbell_poll_->data = nullptr;
+    ClosePoll(doorbell_poll_);  // stops the poll first: closing the fd after is safe
+    doorbell_poll_ = nullptr;
+  }
+  if (doorbell_fd_ >= 0) close(doorbell_fd_);
+  doorbell_fd_ = -1;
 }
 
-std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env) {
+void ProgressEngine::RingSelf() {
+  if (doorbell_fd_ < 0) return;
+  uint64_t one = 1;
+  ssize_t w = write(doorbell_fd_, &one, sizeof one);
+  (void)w;  // EAGAIN: the counter is saturated, the loop wakes anyway
+}
+
+void ProgressEngine::DrainDoorbell() {
+  uint64_t v;
+  ssize_t r = read(doorbell_fd_, &v, sizeof v);
+  (void)r;
+}
+
+void ProgressEngine::Sleep(Pollable* p) {
+  if (!doorbell_poll_ || p->sleep_index >= 0) return;
+  for (auto& w : woken_)
+    if (w == p) w = nullptr;  // asleep again: not handed over
+  p->sleep_index = static_cast<int>(sleepers_.size());
+  sleepers_.push_back(p);
+}
+
+void ProgressEngine::Unsleep(Pollable* p) {
+  size_t i = static_cast<size_t>(p->sleep_index);
+  sleepers_[i] = sleepers_.back();
+  sleepers_[i]->sleep_index = static_cast<int>(i);
+  sleepers_.pop_back();
+  p->sleep_index = -1;
+}
+
+// The doorbell rang: one read, one scan of the sleeping endpoints (shared memory only), then the
+// ready ones go to JS; JS may close, arm or put to sleep any endpoint meanwhile (Disarm and Sleep
+// clear its entry in woken_).
+void ProgressEngine::OnDoorbell(uv_poll_t* h, int, int) {
+  auto* self = static_cast<ProgressEngine*>(h->data);
+  if (!self) return;
+  self->DrainDoorbell();
+  for (size_t i = 0; i < self->sleepers_.size();) {
+    Pollable* p = self->sleepers_[i];
+    if (p->Woken()) {
+      self->Unsleep(p);
+      self->woken_.push_back(p);
+      continue;
+    }
+    i++;
+  }
+  for (size_t i = 0; i < self->woken_.size(); i++) {
+    Pollable* p = self->woken_[i];
+    if (!p) continue;
+    self->woken_[i] = nullptr;
+    p->OnWake();
+  }
+  self->woken_.clear();
+}
+
+std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env, int* err) {
   uv_loop_t* loop = LoopOf(env);
   std::lock_guard<std::mutex> lock(g_engines_mu);
   auto& engines = Engines();
   auto it = engines.find(loop);
   if (it != engines.end()) return it->second;
-  std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop));
+  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) {
+    if (err) *err = errno;
+    return nullptr;
+  }
+  std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop, fd));
   engines.emplace(loop, e);
   napi_add_env_cleanup_hook(env, CleanupHook, loop);
   return e;
@@ -150,8 +228,11 @@ void ProgressEngine::CleanupHook(void* arg) {
   }
   e->CloseHandles();
   for (Pollable* p : e->hot_) p->hot_index = -1;
+  for (Pollable* p : e->sleepers_) p->sleep_index = -1;
   e->hot_.clear();
   e->due_.clear();
+  e->sleepers_.clear();
+  e->woken_.clear();
 }
 
 bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
@@ -164,6 +245,7 @@ bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
   }
   for (auto& d : due_)
     if (d.first == p) d.first = nullptr;  // hot again: not handed over
+  if (p->sleep_index >= 0) Unsleep(p);
   if (p->hot_index < 0) {
     p->hot_index = static_cast<int>(hot_.size());
     hot_.push_back(p);
@@ -182,8 +264,11 @@ void ProgressEngine::Remove(Pollable* p) {
 
 void ProgressEngine::Disarm(Pollable* p) {
   if (p->hot_index >= 0) Remove(p);
+  if (p->sleep_index >= 0) Unsleep(p);
   for (auto& d : due_)
     if (d.first == p) d.first = nullptr;
+  for (auto& w : woken_)
+    if (w == p) w = nullptr;
 }
 
 void ProgressEngine::OnPrepare(uv_prepare_t* h) {
@@ -305,7 +390,8 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   ProgressEngine::Stats s;
-  size_t hot = 0;
+  size_t hot = 0, sleeping = 0;
+  int doorbell = -1;
   {
     std::lock_guard<std::mutex> lock(g_engines_mu);
     auto& engines = Engines();
@@ -313,10 +399,14 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
     if (it != engines.end()) {
       s = it->second->stats();
       hot = it->second->hot();
+      sleeping = it->second->sleeping();
+      doorbell = it->second->doorbell_fd();
     }
   }
   SpinCap& cap = Cap();
   o.Set("hot", static_cast<double>(hot));
+  o.Set("sleeping", static_cast<double>(sleeping));
+  o.Set("doorbellFd", doorbell);
   o.Set("spinNs", static_cast<double>(s.spin_ns));
   o.Set("hits", static_cast<double>(s.hits));
   o.Set("misses", static_cast<double>(s.misses));

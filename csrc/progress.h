@@ -25,6 +25,13 @@
 //   (a yield that took over 20 µs, or a 20 µs gap between two clock reads while spinning) stops
 //   all spinning of the process for 10 ms as well.
 //
+// The loop's doorbell (docs/wire-protocol.md, "Doorbells"): one eventfd per loop, on one uv_poll,
+// shared by every shm endpoint of the loop, so a connection costs no doorbell fd of its own. An
+// endpoint about to sleep registers with Sleep(); a peer rings the loop's doorbell (once per
+// peer loop, csrc/shm/peer_doorbell.h) after it saw that endpoint's "waiting" flag in the shared
+// control block; one read of the doorbell then scans the sleeping endpoints (Woken(), a read of
+// shared memory each) and hands the ready ones to JS.
+//
 // Threading: an engine is used only on its loop's thread; the registry (loop -> engine) and the
 // process cap are shared by all threads.
 #pragma once
@@ -76,33 +83,54 @@ class Pollable {
   // finds the event already there, hand it to JS.
   virtual void OnPollExpired() = 0;
 
+  // Asleep on the loop's doorbell: true when what the endpoint sleeps for has arrived. Cheap, as
+  // Poll().
+  virtual bool Woken() = 0;
+  // Woken() became true after the doorbell rang: hand the event to JS.
+  virtual void OnWake() = 0;
+
   PollWindow poll_window;
-  int hot_index = -1;  // the engine's bookkeeping: index in its hot list, -1 when not hot
+  int hot_index = -1;    // the engine's bookkeeping: index in its hot list, -1 when not hot
+  int sleep_index = -1;  // index in its sleeping list, -1 when not asleep
 };
 
 class ProgressEngine {
  public:
   // The engine of the loop of `env`, made on first use; freed by the env's cleanup hook (the
-  // handle) and when the last endpoint lets go (the object).
-  static std::shared_ptr<ProgressEngine> ForEnv(napi_env env);
+  // handles) and when the last endpoint lets go (the object). Null with *err set when its
+  // doorbell cannot be made (EMFILE...).
+  static std::shared_ptr<ProgressEngine> ForEnv(napi_env env, int* err = nullptr);
   ~ProgressEngine();
 
   // `p` waits: poll it until its window (poll_window.armed_at_ns + window_ns) runs out. False
   // when it may not spin now (the process cap is reached, or the loop is going away): the caller
   // sleeps on its doorbell instead.
   bool Arm(Pollable* p, uint64_t now_ns);
-  // `p` no longer waits (closed, or its event came another way).
+  // `p` no longer waits (closed, or its event came another way): neither hot nor asleep.
   void Disarm(Pollable* p);
+  // `p` sleeps on the loop's doorbell until Woken() (checked at every ring).
+  void Sleep(Pollable* p);
+  // The loop's doorbell: an eventfd (owned by the engine, -1 once the loop went away) and its
+  // random 64-bit id, which peers use to keep one copy per loop (SHM_SETUP / SHM_READY).
+  int doorbell_fd() const { return doorbell_fd_; }
+  uint64_t doorbell_id() const { return doorbell_id_; }
+  // Rings the loop's own doorbell (a synchronous wait that took a ring owed to the loop).
+  void RingSelf();
+  // Reads (resets) the doorbell's counter without scanning.
+  void DrainDoorbell();
 
   struct Stats {
     uint64_t spin_ns = 0, hits = 0, misses = 0, throttles = 0, slices = 0;
   };
   const Stats& stats() const { return stats_; }
   size_t hot() const { return hot_.size(); }
+  size_t sleeping() const { return sleepers_.size(); }
 
  private:
-  explicit ProgressEngine(uv_loop_t* loop);
+  ProgressEngine(uv_loop_t* loop, int doorbell_fd);
   static void OnPrepare(uv_prepare_t* h);
+  static void OnDoorbell(uv_poll_t* h, int status, int events);
+  void Unsleep(Pollable* p);
   static void CleanupHook(void* arg);
   void CloseHandles();
   // The prepare callback: sweeps, then spins while the loop would otherwise block.
@@ -118,13 +146,18 @@ class ProgressEngine {
   uv_loop_t* loop_;
   uv_prepare_t* prepare_;  // runs Run() while any endpoint is hot (unref'd)
   uv_idle_t* kick_;        // one non-blocking turn of the loop when Run() yields (unref'd)
+  int doorbell_fd_ = -1;
+  uint64_t doorbell_id_ = 0;
+  uv_poll_t* doorbell_poll_ = nullptr;  // unref'd: a sleeping connection's side channel refs the loop
+  std::vector<Pollable*> sleepers_;
+  std::vector<Pollable*> woken_;  // taken off sleepers_ by a ring, being handed over (nullptr: cleared)
   std::vector<Pollable*> hot_;
   // Taken off hot_ by Sweep, being handed over: (endpoint or nullptr once cleared, ready).
   std::vector<std::pair<Pollable*, bool>> due_;
   Stats stats_;
 };
 
-// progressStats() -> { hot, spinNs, hits, misses, throttles, slices } of this thread's loop
+// progressStats() -> { hot, sleeping, doorbellFd, spinNs, hits, misses, throttles, slices } of this thread's loop
 // engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
 // processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);

@@ -21,6 +21,7 @@ import type { AttemptContext, Channel, ConnectRequest, Rung } from './transports
 import { discardChannel } from './transports/contract'
 import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError } from './errors'
+import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
 import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
 export { clearNegativeCache, NOT_OFFERED_TTL_MS, FAILURE_TTL_MS } from './negative-cache'
@@ -65,7 +66,8 @@ interface ConnectOptions {
 
 /**
  * Why no fast rung may serve these options, or null. A caller asking for a local address or
- * port, or an fd, gets Node's own connect as it asked.
+ * port, or an fd, gets Node's own connect as it asked; a process near its fd limit gets TCP
+ * (lib/transports/fd-pressure.ts).
  */
 function declineReason (o: ConnectOptions): string | null {
   if (o.localAddress != null && (o.localAddress as unknown) !== '') return 'localAddress requested'
@@ -74,6 +76,7 @@ function declineReason (o: ConnectOptions): string | null {
   // A family the host literal does not have: Node's connect decides, as without fastsock.
   const lit = typeof o.host === 'string' ? net.isIP(o.host) : 0
   if ((o.family === 4 || o.family === 6) && lit !== 0 && lit !== o.family) return `family ${o.family} requested for an IPv${lit} address`
+  if (underFdPressure()) return `fewer than ${FD_HEADROOM} fds left below RLIMIT_NOFILE`
   return null
 }
 

@@ -31,11 +31,18 @@ export interface NativeCore {
   memcpyTimeNs (bytes: number, iterations: number): number
   /** Elapsed ns for `iterations` busy-polled cache-line round trips between two threads. */
   spinPingPongNs (iterations: number): number
-  /** One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the four fds. */
+  /**
+   * One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the three fds (the
+   * memfd is closed once mapped, the peer loop's doorbell kept once per `peerDoorbellId`).
+   */
   ShmEndpoint: new (memfd: number, c2sBytes: number, s2cBytes: number, isClient: boolean,
-    selfDoorbell: number, peerDoorbell: number, sideFd: number, onevent: () => void) => ShmEndpointNative
-  /** A sealed memfd for the rings plus two eventfds (doorbells). Throws on failure. */
-  shmCreateSegment (c2sBytes: number, s2cBytes: number): { memfd: number, clientDoorbell: number, serverDoorbell: number }
+    peerDoorbell: number, peerDoorbellId: string, sideFd: number, onevent: () => void) => ShmEndpointNative
+  /** A sealed memfd for the rings. Throws (with `code`, EMFILE...) on failure. */
+  shmCreateSegment (c2sBytes: number, s2cBytes: number): { memfd: number }
+  /** This loop's doorbell eventfd (never close it) and its id (16 hex digits). Throws with `code`. */
+  shmLoopDoorbell (): { fd: number, id: string }
+  /** Fd numbers left below RLIMIT_NOFILE's soft limit above the lowest free one (1e9: no limit). */
+  shmFdRoom (): number
   isEventfd (fd: number): boolean
   /** sendmsg with SCM_RIGHTS; bytes sent or -errno. */
   sendFds (fd: number, bytes: Uint8Array, fds: number[]): number
@@ -165,7 +172,7 @@ export function isShmEndpoint (ep: StreamEndpoint): ep is ShmEndpointNative {
 /** What this JS needs from the binary: a binary without all of it is stale, and not used. */
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
-  'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'isEventfd',
+  'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'shmLoopDoorbell', 'shmFdRoom', 'isEventfd',
   'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
   'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes', 'streamState'
 ]

@@ -48,20 +48,30 @@ export interface Reject {
   reason: RejectReason
   text: string
 }
-/** SHM_SETUP: the client's rings; travels with SCM_RIGHTS [memfd, clientDoorbell, serverDoorbell]. */
+/**
+ * SHM_SETUP: the client's rings and its loop's doorbell; travels with SCM_RIGHTS [memfd,
+ * client loop doorbell].
+ */
 export interface ShmSetup {
   type: MessageType.ShmSetup
   version: number
   c2sBytes: number
   s2cBytes: number
+  /** The client loop doorbell's id: 16 hex digits (a u64 on the wire). */
+  doorbellId: string
 }
-/** SHM_READY: the server mapped the segment; the rings are live. */
-export interface ShmReady { type: MessageType.ShmReady, version: number }
+/**
+ * SHM_READY: the server mapped the segment; the rings are live. Travels with SCM_RIGHTS
+ * [server loop doorbell].
+ */
+export interface ShmReady { type: MessageType.ShmReady, version: number, doorbellId: string }
 export type Message = Hello | Accept | Reject | ShmSetup | ShmReady
-export const SHM_SETUP_BYTES = 16
-export const SHM_READY_BYTES = 8
-/** How many fds travel with SHM_SETUP, in this order: memfd, client doorbell, server doorbell. */
-export const SHM_SETUP_FDS = 3
+export const SHM_SETUP_BYTES = 24
+export const SHM_READY_BYTES = 16
+/** How many fds travel with SHM_SETUP, in this order: memfd, client loop doorbell. */
+export const SHM_SETUP_FDS = 2
+/** How many fds travel with SHM_READY: the server loop doorbell. */
+export const SHM_READY_FDS = 1
 
 export const HELLO_BYTES = 32
 export const ACCEPT_BYTES = 16
@@ -95,19 +105,35 @@ export function encodeAccept (a: Omit<Accept, 'type' | 'version'>): Buffer {
   return b
 }
 
-/** SHM_SETUP: header, u32 ring bytes client->server, u32 ring bytes server->client. */
-export function encodeShmSetup (c2sBytes: number, s2cBytes: number): Buffer {
+const DOORBELL_ID = /^[0-9a-f]{16}$/
+
+function writeDoorbellId (b: Buffer, id: string, offset: number): void {
+  if (!DOORBELL_ID.test(id)) throw new TypeError(`doorbell id must be 16 lower-case hex digits, got ${id}`)
+  b.writeBigUInt64LE(BigInt('0x' + id), offset)
+}
+
+function readDoorbellId (b: Buffer, offset: number): string {
+  return b.readBigUInt64LE(offset).toString(16).padStart(16, '0')
+}
+
+/**
+ * SHM_SETUP: header, u32 ring bytes client->server, u32 ring bytes server->client, u64 id of
+ * the client loop's doorbell (`doorbellId`: 16 hex digits).
+ */
+export function encodeShmSetup (c2sBytes: number, s2cBytes: number, doorbellId: string): Buffer {
   const b = Buffer.alloc(SHM_SETUP_BYTES)
   header(b, MessageType.ShmSetup, SHM_SETUP_BYTES)
   b.writeUInt32LE(c2sBytes, 8)
   b.writeUInt32LE(s2cBytes, 12)
+  writeDoorbellId(b, doorbellId, 16)
   return b
 }
 
-/** SHM_READY: the header alone. */
-export function encodeShmReady (): Buffer {
+/** SHM_READY: header, u64 id of the server loop's doorbell (16 hex digits). */
+export function encodeShmReady (doorbellId: string): Buffer {
   const b = Buffer.alloc(SHM_READY_BYTES)
   header(b, MessageType.ShmReady, SHM_READY_BYTES)
+  writeDoorbellId(b, doorbellId, 8)
   return b
 }
 
@@ -163,9 +189,12 @@ export function decode (buf: Buffer): { message: Message, bytes: number } | null
       }
     }
     case MessageType.ShmSetup:
-      return { bytes: length, message: { type, version, c2sBytes: buf.readUInt32LE(8), s2cBytes: buf.readUInt32LE(12) } }
+      return {
+        bytes: length,
+        message: { type, version, c2sBytes: buf.readUInt32LE(8), s2cBytes: buf.readUInt32LE(12), doorbellId: readDoorbellId(buf, 16) }
+      }
     case MessageType.ShmReady:
-      return { bytes: length, message: { type, version } }
+      return { bytes: length, message: { type, version, doorbellId: readDoorbellId(buf, 8) } }
     case MessageType.Accept:
       return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10) } }
     default: {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,23 +43,42 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                      });
 }
 
-// new ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, selfDoorbellFd, peerDoorbellFd, sideFd, onevent)
-// Takes ownership of all four fds, also when it throws.
+namespace {
+// An Error with `code` set to errno's name (EMFILE...), as Node's system errors.
+Napi::Error ErrnoError(Napi::Env env, const std::string& what, int err) {
+  Napi::Error e = Napi::Error::New(env, what + ": " + strerror(err));
+  const char* name = err == EMFILE ? "EMFILE" : err == ENFILE ? "ENFILE" : err == ENOMEM ? "ENOMEM" : "EIO";
+  e.Set("code", Napi::String::New(env, name));
+  e.Set("errno", Napi::Number::New(env, -err));
+  return e;
+}
+}  // namespace
+
+// new ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, sideFd, onevent)
+// Takes ownership of the three fds, also when it throws.
 ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmEndpoint>(info) {
   Napi::Env env = info.Env();
-  int fds[4] = {-1, -1, -1, -1};
-  const int fd_args[4] = {0, 4, 5, 6};
-  for (int i = 0; i < 4; i++)
+  int fds[3] = {-1, -1, -1};
+  const int fd_args[3] = {0, 4, 6};
+  for (int i = 0; i < 3; i++)
     if (info.Length() > static_cast<size_t>(fd_args[i]) && info[fd_args[i]].IsNumber())
       fds[i] = info[fd_args[i]].As<Napi::Number>().Int32Value();
   auto close_all = [&] {
-    for (int fd : fds)
-      if (fd >= 0) close(fd);
+    for (int& fd : fds)
+      if (fd >= 0) close(fd), fd = -1;
   };
-  if (info.Length() < 8 || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsBoolean() || !info[7].IsFunction() ||
-      fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || fds[3] < 0) {
+  uint64_t peer_id = 0;
+  if (info.Length() < 8 || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsBoolean() || !info[5].IsString() ||
+      !info[7].IsFunction() || fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ||
+      !ParseDoorbellId(info[5].As<Napi::String>().Utf8Value(), &peer_id)) {
     close_all();
-    throw Napi::TypeError::New(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, selfFd, peerFd, sideFd, onevent)");
+    throw Napi::TypeError::New(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, sideFd, onevent)");
+  }
+  int eerr = 0;
+  engine_ = ProgressEngine::ForEnv(env, &eerr);
+  if (!engine_) {
+    close_all();
+    throw ErrnoError(env, "the loop's doorbell (eventfd)", eerr);
   }
   bool client = info[3].As<Napi::Boolean>().Value();
   std::string err;
@@ -69,9 +89,9 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
     e.Set("code", Napi::String::New(env, "ERR_FASTSOCK_HANDSHAKE"));
     throw e;
   }
-  self_efd_ = fds[1];
-  peer_efd_ = fds[2];
-  side_fd_ = fds[3];
+  fds[0] = -1;  // Attach closed it: the mappings keep the memory
+  peer_ = PeerDoorbell::Adopt(fds[1], peer_id);
+  side_fd_ = fds[2];
   tx_ = seg_->Tx(client);
   rx_ = seg_->Rx(client);
   tx_start_ = tx_.control()->head.load(std::memory_order_acquire);
@@ -81,13 +101,9 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
 
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
-  doorbell_poll_ = new uv_poll_t;
   side_poll_ = new uv_poll_t;
-  uv_poll_init(loop, doorbell_poll_, self_efd_);
   uv_poll_init(loop, side_poll_, side_fd_);
-  doorbell_poll_->data = this;
   side_poll_->data = this;
-  uv_poll_start(doorbell_poll_, UV_READABLE, OnDoorbell);
   uv_poll_start(side_poll_, UV_READABLE | UV_DISCONNECT, OnSide);
   napi_add_env_cleanup_hook(env, CleanupHook, this);
   cleanup_env_ = env;
@@ -103,30 +119,21 @@ void ShmEndpoint::Teardown() {
     engine_->Disarm(this);
     engine_.reset();
   }
-  if (doorbell_poll_) {
-    doorbell_poll_->data = nullptr;
-    ClosePoll(doorbell_poll_);
-    doorbell_poll_ = nullptr;
-  }
   if (side_poll_) {
     side_poll_->data = nullptr;
     ClosePoll(side_poll_);
     side_poll_ = nullptr;
   }
-  // uv_poll_stop removed the fds from epoll; closing them now is safe.
-  for (int* fd : {&self_efd_, &peer_efd_, &side_fd_}) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-  }
+  // uv_poll_stop removed the fd from epoll; closing it now is safe.
+  if (side_fd_ >= 0) close(side_fd_);
+  side_fd_ = -1;
+  peer_.reset();
   seg_.reset();
   closed_ = true;
 }
 
 void ShmEndpoint::RingPeer() {
-  if (peer_efd_ < 0) return;
-  uint64_t one = 1;
-  ssize_t r = write(peer_efd_, &one, sizeof one);
-  (void)r;  // EAGAIN: counter saturated, the peer will wake anyway
+  if (peer_) peer_->Ring();
 }
 
 // A synchronous wait that consumed a doorbell may have taken a wake-up the loop's side was
@@ -134,15 +141,7 @@ void ShmEndpoint::RingPeer() {
 void ShmEndpoint::RestoreDoorbell() {
   if (!drained_doorbell_) return;
   drained_doorbell_ = false;
-  uint64_t one = 1;
-  ssize_t w = write(self_efd_, &one, sizeof one);
-  (void)w;
-}
-
-void ShmEndpoint::DrainDoorbell() {
-  uint64_t v;
-  ssize_t r = read(self_efd_, &v, sizeof v);
-  (void)r;
+  if (engine_) engine_->RingSelf();
 }
 
 bool ShmEndpoint::CheckSide() {
@@ -169,12 +168,21 @@ void ShmEndpoint::CleanupHook(void* arg) {
   static_cast<ShmEndpoint*>(arg)->PublishCloseAndTeardown(false);
 }
 
-void ShmEndpoint::OnDoorbell(uv_poll_t* h, int, int) {
-  auto* self = static_cast<ShmEndpoint*>(h->data);
-  if (!self || self->closed_) return;
-  self->DrainDoorbell();
-  if (self->poll_window.waiting) self->poll_window.EndWait(NowNs());
-  self->Notify();
+bool ShmEndpoint::Woken() {
+  return (sleep_read_ && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0)) || (sleep_write_ && tx_.Writable() > 0);
+}
+
+void ShmEndpoint::OnWake() {
+  sleep_read_ = sleep_write_ = false;
+  if (closed_) return;
+  if (poll_window.waiting) poll_window.EndWait(NowNs());
+  Notify();
+}
+
+void ShmEndpoint::SleepFor(bool read, bool write) {
+  sleep_read_ = sleep_read_ || read;
+  sleep_write_ = sleep_write_ || write;
+  engine_->Sleep(this);
 }
 
 void ShmEndpoint::OnSide(uv_poll_t* h, int status, int) {
@@ -268,6 +276,7 @@ bool ShmEndpoint::Await(bool read) {
   }
   bool armed = read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
   if (!armed) poll_window.waiting = false;
+  else SleepFor(read, !read);
   return armed;
 }
 
@@ -290,6 +299,8 @@ void ShmEndpoint::OnPollExpired() {
   if (!sleep) {
     poll_window.EndWait(NowNs());
     Notify();
+  } else {
+    SleepFor(r, w);
   }
 }
 
@@ -299,11 +310,9 @@ Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
   double us = info.Length() > 0 ? info[0].ToNumber().DoubleValue() : 0;
   if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
   poll_window.SetMax(static_cast<uint64_t>(us * 1000));
-  if (poll_window.max_ns == 0) {
-    if (engine_) engine_->Disarm(this);
-    poll_read_ = poll_write_ = false;
-  } else if (!engine_ && !closed_) {
-    engine_ = ProgressEngine::ForEnv(info.Env());
+  if (poll_window.max_ns == 0 && hot_index >= 0 && engine_) {
+    engine_->Disarm(this);
+    OnPollExpired();  // the wait goes on, asleep on the doorbell
   }
   return info.Env().Undefined();
 }
@@ -370,11 +379,11 @@ Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
 }
 
 void ShmEndpoint::SetRefed(bool on) {
-  for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(doorbell_poll_), reinterpret_cast<uv_handle_t*>(side_poll_)}) {
-    if (!h) continue;
-    if (on) uv_ref(h);
-    else uv_unref(h);
-  }
+  // The loop's doorbell is never ref'd: the side channel's watcher holds the loop for the
+  // connection, as a TCP socket's handle does.
+  if (!side_poll_) return;
+  if (on) uv_ref(reinterpret_cast<uv_handle_t*>(side_poll_));
+  else uv_unref(reinterpret_cast<uv_handle_t*>(side_poll_));
 }
 
 Napi::Value ShmEndpoint::Ref(const Napi::CallbackInfo& info) {
@@ -455,11 +464,13 @@ int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t d
       if (now >= deadline_ns) return -ETIMEDOUT;
       timeout = static_cast<int>((deadline_ns - now + 999999) / 1000000);
     }
-    pollfd p[2] = {{self_efd_, POLLIN, 0}, {side_fd_, POLLIN | POLLRDHUP, 0}};
+    // The loop's doorbell is shared: a ring taken here may have been another endpoint's, so
+    // RestoreDoorbell rings it again for the loop when the call returns.
+    pollfd p[2] = {{engine_->doorbell_fd(), POLLIN, 0}, {side_fd_, POLLIN | POLLRDHUP, 0}};
     int r = poll(p, 2, timeout);
     if (r < 0 && errno != EINTR) return -errno;
     if (p[0].revents & POLLIN) {
-      DrainDoorbell();
+      engine_->DrainDoorbell();
       drained_doorbell_ = true;
     }
   }
@@ -549,22 +560,35 @@ Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
     throw Napi::TypeError::New(env, "shmCreateSegment(c2sBytes, s2cBytes)");
   std::string err;
-  auto seg = Segment::Create(info[0].As<Napi::Number>().Uint32Value(), info[1].As<Napi::Number>().Uint32Value(), &err);
-  if (!seg) throw Napi::Error::New(env, err);
-  int memfd = fcntl(seg->memfd(), F_DUPFD_CLOEXEC, 0);
-  int a = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  int b = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (memfd < 0 || a < 0 || b < 0) {
-    int e = errno;
-    for (int fd : {memfd, a, b})
-      if (fd >= 0) close(fd);
-    throw Napi::Error::New(env, std::string("shm setup failed: ") + strerror(e));
-  }
+  int memfd = Segment::Create(info[0].As<Napi::Number>().Uint32Value(), info[1].As<Napi::Number>().Uint32Value(), &err);
+  if (memfd < 0) throw ErrnoError(env, "shm setup: " + err, -memfd);
   Napi::Object o = Napi::Object::New(env);
   o.Set("memfd", memfd);
-  o.Set("clientDoorbell", a);
-  o.Set("serverDoorbell", b);
   return o;
+}
+
+Napi::Value ShmLoopDoorbell(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int eerr = 0;
+  auto engine = ProgressEngine::ForEnv(env, &eerr);
+  if (!engine) throw ErrnoError(env, "the loop's doorbell (eventfd)", eerr);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("fd", engine->doorbell_fd());
+  o.Set("id", FormatDoorbellId(engine->doorbell_id()));
+  return o;
+}
+
+Napi::Value ShmFdRoom(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return Napi::Number::New(env, 1e9);
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  // F_DUPFD returns the lowest free fd number, as every fd-making call would.
+  int lowest = fcntl(uv_backend_fd(loop), F_DUPFD_CLOEXEC, 0);
+  if (lowest < 0) return Napi::Number::New(env, 0);
+  close(lowest);
+  return Napi::Number::New(env, static_cast<double>(rl.rlim_cur) - lowest);
 }
 
 Napi::Value IsEventfd(const Napi::CallbackInfo& info) {

@@ -1,9 +1,11 @@
 // One end of a `shm` connection, exposed to JS as `ShmEndpoint`.
 //
 // Contract (in the manner of Node's stream_base.h):
-// - Construction takes ownership of the segment, this end's doorbell eventfd, the peer's
-//   doorbell eventfd and the side-channel socket (the liveness signal). A uv_poll watches the
-//   own doorbell and another the side channel, on the loop of the creating thread.
+// - Construction takes ownership of the segment's memfd (closed once mapped), the peer loop's
+//   doorbell eventfd (kept once per peer loop: csrc/shm/peer_doorbell.h) and the side-channel
+//   socket (the liveness signal, on a uv_poll). Its own doorbell is its loop's, shared by every
+//   endpoint of the loop (the progress engine's, csrc/progress.h): one connection end holds one
+//   fd of its own, the side channel.
 // - `onevent()` (a JS function given at construction) is called from the loop whenever the
 //   doorbell rang or the side channel changed; it is level-free: JS then asks what is
 //   available (readable(), writable(), eof(), peerGone()) and does the work.
@@ -32,6 +34,7 @@
 #include <memory>
 
 #include "progress.h"
+#include "shm/peer_doorbell.h"
 #include "shm/segment.h"
 
 namespace fastsock {
@@ -64,19 +67,22 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
   Napi::Value Commit(const Napi::CallbackInfo& info);
 
-  static void OnDoorbell(uv_poll_t* h, int status, int events);
   static void OnSide(uv_poll_t* h, int status, int events);
   // Pollable (csrc/progress.h): the ring's control block, read by the loop's engine.
   bool Poll() override;
   void OnPollReady() override;
   void OnPollExpired() override;
+  // Asleep on the loop's doorbell (csrc/progress.h).
+  bool Woken() override;
+  void OnWake() override;
+  // Sleeps on the loop's doorbell for bytes (read) and/or space (write).
+  void SleepFor(bool read, bool write);
   // armRead/armWrite: joins the engine while the window lasts, else sleeps on the doorbell.
   // True: onevent() will come; false: retry now.
   bool Await(bool read);
   void Notify();
   static void CleanupHook(void* arg);
   void RingPeer();
-  void DrainDoorbell();
   void RestoreDoorbell();
   bool CheckSide();  // true when the peer is gone
   // Waits (spin then poll) until cond() or the peer is gone, deadline in ns (0: none).
@@ -89,13 +95,14 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   std::shared_ptr<Segment> seg_;
   RingView tx_, rx_;
   uint64_t tx_start_ = 0, rx_start_ = 0;
-  int self_efd_ = -1, peer_efd_ = -1, side_fd_ = -1;
-  uv_poll_t* doorbell_poll_ = nullptr;
+  std::shared_ptr<PeerDoorbell> peer_;
+  int side_fd_ = -1;
   uv_poll_t* side_poll_ = nullptr;
-  // Adaptive polling: the engine of this loop (made by the first setPollUs > 0), and what the
-  // current wait is for (bytes, space, or both).
+  // The engine of this loop (its doorbell, and adaptive polling), and what the current wait is
+  // for (bytes, space, or both) while polled (poll_*) or asleep on the doorbell (sleep_*).
   std::shared_ptr<ProgressEngine> engine_;
   bool poll_read_ = false, poll_write_ = false;
+  bool sleep_read_ = false, sleep_write_ = false;
   bool closed_ = false;
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
@@ -105,8 +112,15 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   std::unique_ptr<Napi::AsyncContext> async_;
 };
 
-// shmCreateSegment(c2sBytes, s2cBytes) -> { memfd, clientDoorbell, serverDoorbell }
+// shmCreateSegment(c2sBytes, s2cBytes) -> { memfd }; throws with `code` (EMFILE...) on failure
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info);
+// shmLoopDoorbell() -> { fd, id }: this loop's doorbell eventfd (owned by the loop's engine; send
+// it, never close it) and its id (16 hex digits); throws with `code` (EMFILE...) on failure
+Napi::Value ShmLoopDoorbell(const Napi::CallbackInfo& info);
+// shmFdRoom() -> how many fd numbers are left below the RLIMIT_NOFILE soft limit above the
+// lowest free one (the next fd any call would get): 0 when none is free, 1e9 without a limit.
+// A cheap (one fcntl, one close) upper bound of the fds this process may still open.
+Napi::Value ShmFdRoom(const Napi::CallbackInfo& info);
 // isEventfd(fd) -> boolean
 Napi::Value IsEventfd(const Napi::CallbackInfo& info);
 

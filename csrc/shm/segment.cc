@@ -40,18 +40,17 @@ Segment::~Segment() {
   if (header_) munmap(header_, wire::kSegmentHeaderBytes);
   if (c2s_map_) munmap(c2s_map_, 2ull * c2s_bytes_);
   if (s2c_map_) munmap(s2c_map_, 2ull * s2c_bytes_);
-  if (memfd_ >= 0) close(memfd_);
 }
 
-bool Segment::Map(std::string* err) {
-  void* h = mmap(nullptr, wire::kSegmentHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+bool Segment::Map(int memfd, std::string* err) {
+  void* h = mmap(nullptr, wire::kSegmentHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   if (h == MAP_FAILED) {
     *err = std::string("mmap of the segment header failed: ") + strerror(errno);
     return false;
   }
   header_ = static_cast<wire::SegmentHeader*>(h);
-  c2s_map_ = MapMirrored(memfd_, wire::kSegmentHeaderBytes, c2s_bytes_);
-  s2c_map_ = MapMirrored(memfd_, wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s_bytes_), s2c_bytes_);
+  c2s_map_ = MapMirrored(memfd, wire::kSegmentHeaderBytes, c2s_bytes_);
+  s2c_map_ = MapMirrored(memfd, wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s_bytes_), s2c_bytes_);
   if (!c2s_map_ || !s2c_map_) {
     *err = std::string("mmap of a ring failed: ") + strerror(errno);
     return false;
@@ -61,38 +60,37 @@ bool Segment::Map(std::string* err) {
   return true;
 }
 
-std::shared_ptr<Segment> Segment::Create(uint32_t c2s, uint32_t s2c, std::string* err) {
+int Segment::Create(uint32_t c2s, uint32_t s2c, std::string* err) {
   if (!ValidRingBytes(c2s) || !ValidRingBytes(s2c)) {
     *err = "ring sizes must be powers of two from 4 KiB to 256 MiB";
-    return nullptr;
+    return -EINVAL;
   }
-  std::shared_ptr<Segment> seg(new Segment());
-  seg->memfd_ = memfd_create("fastsock-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (seg->memfd_ < 0) {
-    *err = std::string("memfd_create failed: ") + strerror(errno);
-    return nullptr;
+  int fd = memfd_create("fastsock-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    int e = errno;
+    *err = std::string("memfd_create failed: ") + strerror(e);
+    return -e;
   }
+  auto fail = [&](const char* what) {
+    int e = errno;
+    *err = std::string(what) + strerror(e);
+    close(fd);
+    return -e;
+  };
   uint64_t total = wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s) + s2c;
-  if (ftruncate(seg->memfd_, static_cast<off_t>(total)) != 0 ||
-      fcntl(seg->memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    *err = std::string("sizing/sealing the memfd failed: ") + strerror(errno);
-    return nullptr;
-  }
+  if (ftruncate(fd, static_cast<off_t>(total)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return fail("sizing/sealing the memfd failed: ");
   // Only the header is written, with pwrite: the rings are zero (a fresh memfd) and each end
   // maps them itself when it attaches, so creating costs no mapping at all.
-  seg->c2s_bytes_ = c2s;
-  seg->s2c_bytes_ = s2c;
   wire::SegmentHeader hd{};  // value-initialized: every counter and flag zero
   hd.magic = wire::kSegmentMagic;
   hd.version = wire::kSegmentVersion;
   hd.header_bytes = wire::kSegmentHeaderBytes;
   hd.ring_bytes_c2s = c2s;
   hd.ring_bytes_s2c = s2c;
-  if (pwrite(seg->memfd_, &hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd)) {
-    *err = std::string("writing the segment header failed: ") + strerror(errno);
-    return nullptr;
-  }
-  return seg;
+  if (pwrite(fd, &hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd)) return fail("writing the segment header failed: ");
+  return fd;
 }
 
 std::shared_ptr<Segment> Segment::Attach(int memfd, uint32_t c2s, uint32_t s2c, std::string* err) {
@@ -116,20 +114,16 @@ std::shared_ptr<Segment> Segment::Attach(int memfd, uint32_t c2s, uint32_t s2c, 
     return nullptr;
   }
   std::shared_ptr<Segment> seg(new Segment());
-  seg->memfd_ = memfd;
   seg->c2s_bytes_ = c2s;
   seg->s2c_bytes_ = s2c;
-  if (!seg->Map(err)) {
-    seg->memfd_ = -1;  // not ours on failure
-    return nullptr;
-  }
+  if (!seg->Map(memfd, err)) return nullptr;
   const wire::SegmentHeader* hd = seg->header_;
   if (hd->magic != wire::kSegmentMagic || hd->version != wire::kSegmentVersion ||
       hd->header_bytes != wire::kSegmentHeaderBytes || hd->ring_bytes_c2s != c2s || hd->ring_bytes_s2c != s2c) {
     *err = "the segment header does not match the handshake";
-    seg->memfd_ = -1;
     return nullptr;
   }
+  close(memfd);
   return seg;
 }
 

@@ -16,24 +16,24 @@ class Segment {
  public:
   ~Segment();
   // Creates a sealed memfd for rings of c2s/s2c bytes (powers of two, >= 4 KiB) and writes its
-  // header; it is not mapped (use Attach). Returns null and sets *err on failure.
-  static std::shared_ptr<Segment> Create(uint32_t c2s, uint32_t s2c, std::string* err);
+  // header; it is not mapped (each end maps it with Attach). Returns the memfd, or -errno with
+  // *err set.
+  static int Create(uint32_t c2s, uint32_t s2c, std::string* err);
   // Maps a memfd received from a peer after checking everything a hostile peer could get wrong:
   // it is a memfd sealed against shrinking and growing, its size is exactly header + rings,
   // the header's magic, version and ring sizes are valid and equal `c2s`/`s2c`.
-  // Takes ownership of memfd only on success.
+  // Closes memfd on success (the mappings keep the memory: no fd per connection); the caller
+  // keeps it on failure.
   static std::shared_ptr<Segment> Attach(int memfd, uint32_t c2s, uint32_t s2c, std::string* err);
 
-  int memfd() const { return memfd_; }
   // The ring this side produces into / consumes from.
   RingView Tx(bool client) const { return client ? c2s_ : s2c_; }
   RingView Rx(bool client) const { return client ? s2c_ : c2s_; }
 
  private:
   Segment() = default;
-  bool Map(std::string* err);
+  bool Map(int memfd, std::string* err);
 
-  int memfd_ = -1;
   uint32_t c2s_bytes_ = 0, s2c_bytes_ = 0;
   wire::SegmentHeader* header_ = nullptr;
   uint8_t* c2s_map_ = nullptr;  // 2 * c2s_bytes_ of address space

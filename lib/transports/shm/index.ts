@@ -2,16 +2,21 @@
  * Rung `shm`: two single-producer/single-consumer byte rings in a shared memfd, one per
  * direction, negotiated over the verified side channel (lib/sidechannel/, shared with unix) and
  * set up with SHM_SETUP / SHM_READY (./setup.ts). No kernel socket in the data path: the socket
- * has no `_handle`, the stream core drives the endpoint. Each end's doorbell eventfd is on a
- * uv_poll; a doorbell is rung only when the other side said it sleeps (csrc/shm/ring.h).
+ * has no `_handle`, the stream core drives the endpoint. Each event loop has one doorbell
+ * eventfd shared by its connections; a doorbell is rung only when the other side said it sleeps
+ * (csrc/shm/ring.h). Near the fd limit the chain declines it (lib/transports/fd-pressure.ts), and a set-up that runs out
+ * of fds falls back to the next rung (./setup.ts).
  */
 import { native, nativeMissingReason } from '../../native'
-import { errnoError } from '../../errors'
+import { errnoError, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
 import { channel, Capabilities, NO_CAPABILITIES, Rung } from '../contract'
 import { connectSideChannel, skipSideChannel } from '../../sidechannel/client'
 import { listenSideChannel } from '../../sidechannel/serve'
 import { clientSetup, serverSetup, eventRelay } from './setup'
+
+/** -EMFILE or -ENFILE. */
+const outOfFds = (negErrno: number): boolean => negErrno === -24 || negErrno === -23
 
 /** A ring this thread may busy-poll, and loan from. */
 const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, syncIo: true, zeroCopyLoan: true, adaptivePolling: true })
@@ -33,7 +38,7 @@ export const shm: Rung<'shm'> = {
       // The side channel leaves libuv: keep a dup for the set-up and as the liveness signal.
       const fd = native!.dupFd(side.handle.fd)
       side.probe.destroy() // closes the original fd; the dup keeps the socket
-      if (fd < 0) throw errnoError(fd, 'dup')
+      if (fd < 0) throw outOfFds(fd) ? new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message) : errnoError(fd, 'dup')
       const relay = eventRelay()
       const ep = await clientSetup(fd, side.shmRingBytes, side.remainingMs, relay.emit)
       return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view: side.view, caps: CAPS })
@@ -41,8 +46,16 @@ export const shm: Rung<'shm'> = {
     async accept (side) {
       // The side channel leaves libuv: a dup carries SHM_SETUP, then stays as liveness.
       const fd = native!.dupFd(side.handle.fd)
+      if (fd < 0 && !outOfFds(fd)) {
+        side.raw.destroy()
+        throw errnoError(fd, 'dup')
+      }
+      if (fd < 0) {
+        // Out of fds: REJECT Busy, so that the client falls back without caching a failure.
+        side.raw.end(wire.encodeReject(wire.RejectReason.Busy, 'the server is out of fds'))
+        throw new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message)
+      }
       side.raw.destroy()
-      if (fd < 0) throw errnoError(fd, 'dup')
       const relay = eventRelay()
       const ep = await serverSetup(fd, side.handshakeTimeoutMs, relay.emit)
       return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view: side.view, caps: CAPS })

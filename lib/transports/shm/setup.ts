@@ -1,16 +1,35 @@
 /**
  * The shm rung's set-up over the verified side channel (docs/wire-protocol.md, SHM_SETUP /
- * SHM_READY): the client makes a sealed memfd for two SPSC byte rings (one per direction) and two
- * eventfd doorbells, and hands them to the server with SCM_RIGHTS; the side-channel socket then
- * stays open, silent, as the liveness signal. Both ends end with a native ShmEndpoint
- * (csrc/shm/endpoint.h) that the stream core (lib/stream/endpoint-stream.ts) drives.
+ * SHM_READY): the client makes a sealed memfd for two SPSC byte rings (one per direction) and
+ * hands it to the server with its loop's doorbell (SCM_RIGHTS); the server answers with its own
+ * loop's doorbell. Each end closes the memfd once mapped and keeps one copy of a peer loop's
+ * doorbell however many connections share it, so a connection end holds one fd of its own: the
+ * side-channel socket, which stays open, silent, as the liveness signal. Both ends end with a
+ * native ShmEndpoint (csrc/shm/endpoint.h) that the stream core (lib/stream/endpoint-stream.ts)
+ * drives.
+ *
+ * Out of fds (EMFILE/ENFILE at any step, or fewer than FD_HEADROOM left before one starts), either
+ * end gives up with ServerBusyError (REJECT Busy on the wire): the chain moves on to the next
+ * rung (TCP) and caches nothing, as the shortage passes.
  */
 import { native, ShmEndpointNative } from '../../native'
-import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError } from '../../errors'
+import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
+import { underFdPressure } from '../fd-pressure'
 
 const EAGAIN = -11
+const EPROTO = -71
 const ETIMEDOUT = -110
+
+
+/** `err` as the chain should see it: an fd shortage becomes ServerBusyError (fall back, cache nothing). */
+function fdShortage (err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException)?.code
+  if (code === 'EMFILE' || code === 'ENFILE') {
+    return new ServerBusyError(wire.RejectReason.Busy, `shm set-up ran out of fds (${code}): ${(err as Error).message}`)
+  }
+  return err
+}
 
 /**
  * The endpoint's `onevent` before its stream core exists: the endpoint is made during the
@@ -22,7 +41,7 @@ export function eventRelay (): { emit: () => void, bind: (fn: () => void) => voi
   return { emit: () => target?.(), bind: fn => { target = fn } }
 }
 
-/** Reads exactly one side-channel message (no fds expected) from a raw fd, with a timeout. */
+/** Reads exactly one side-channel message (with at most maxFds fds) from a raw fd, with a timeout. */
 function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ message: wire.Message, fds: number[] }> {
   return new Promise((resolve, reject) => {
     native!.waitReadable(fd, timeoutMs, status => {
@@ -32,6 +51,8 @@ function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ 
       const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
       if (typeof r === 'number') {
         if (r === EAGAIN) return reject(new HandshakeError('shm setup: spurious wake-up'))
+        // MSG_CTRUNC: the fds did not fit, often because this process has no fd numbers left.
+        if (r === EPROTO && underFdPressure()) return reject(new ServerBusyError(wire.RejectReason.Busy, 'shm setup: fds truncated (EMFILE)'))
         return reject(new HandshakeError(`shm setup: ${errnoError(r, 'recvmsg').message}`))
       }
       const closeFds = (): void => { for (const f of r.fds) native!.closeFd(f) }
@@ -53,80 +74,101 @@ function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ 
 
 /**
  * Client side, after ACCEPT(shm) on the side channel `fd` (a dup the caller hands over):
- * creates and sends the segment, waits for SHM_READY. Resolves with the connected endpoint;
- * rejects (closing everything) with ERR_FASTSOCK_REJECTED / _HANDSHAKE / _TRANSPORT_TIMEOUT.
+ * creates and sends the segment with this loop's doorbell, waits for SHM_READY and the server
+ * loop's doorbell. Resolves with the connected endpoint; rejects (closing everything) with
+ * ERR_FASTSOCK_REJECTED (ServerBusyError when either end is out of fds) / _HANDSHAKE /
+ * _TRANSPORT_TIMEOUT.
  */
 export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number,
   onevent: () => void): Promise<ShmEndpointNative> {
   const n = native!
-  const fd2 = fd
-  let seg: { memfd: number, clientDoorbell: number, serverDoorbell: number } | null = null
+  let memfd = -1
+  let fds: number[] = []
   try {
-    seg = n.shmCreateSegment(ringBytes, ringBytes)
-    const sent = n.sendFds(fd, wire.encodeShmSetup(ringBytes, ringBytes), [seg.memfd, seg.clientDoorbell, seg.serverDoorbell])
+    const bell = n.shmLoopDoorbell()
+    memfd = n.shmCreateSegment(ringBytes, ringBytes).memfd
+    const sent = n.sendFds(fd, wire.encodeShmSetup(ringBytes, ringBytes, bell.id), [memfd, bell.fd])
     if (sent < 0) throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
-    const { message } = await readMessage(fd, timeoutMs, 0)
+    const got = await readMessage(fd, timeoutMs, wire.SHM_READY_FDS)
+    fds = got.fds
+    const message = got.message
     if (message.type === wire.MessageType.Reject) {
-      throw new RejectedError(message.reason, `server refused the shm segment: ${message.text}`)
+      const Err = message.reason === wire.RejectReason.Busy ? ServerBusyError : RejectedError
+      throw new Err(message.reason, `server refused the shm segment: ${message.text}`)
     }
     if (message.type !== wire.MessageType.ShmReady) throw new HandshakeError(`expected SHM_READY, got type ${message.type}`)
-    // The endpoint owns memfd, both doorbells and the side channel from here on.
-    const { memfd, clientDoorbell, serverDoorbell } = seg
-    seg = null
-    fd = -1 // owned (and on failure closed) by the endpoint constructor
-    return new n.ShmEndpoint(memfd, ringBytes, ringBytes, true, clientDoorbell, serverDoorbell, fd2, onevent)
+    if (fds.length !== wire.SHM_READY_FDS || !n.isEventfd(fds[0])) throw new HandshakeError('SHM_READY must carry the server loop\'s doorbell (an eventfd)')
+    // The endpoint owns the memfd, the doorbell and the side channel from here on, also when it throws.
+    const [doorbell] = fds
+    const args = [memfd, doorbell, fd] as const
+    memfd = fd = -1
+    fds = []
+    return new n.ShmEndpoint(args[0], ringBytes, ringBytes, true, args[1], message.doorbellId, args[2], onevent)
   } catch (err) {
-    if (seg) for (const f of [seg.memfd, seg.clientDoorbell, seg.serverDoorbell]) n.closeFd(f)
-    if (fd >= 0) n.closeFd(fd)
-    throw err
+    for (const f of [memfd, fd, ...fds]) if (f >= 0) n.closeFd(f)
+    throw fdShortage(err)
   }
 }
 
 /**
  * Server side, after ACCEPT(shm) went out on the side channel `fd` (a dup the caller hands
  * over): receives SHM_SETUP with its fds, validates them (a hostile client gets REJECT and the
- * server carries on), answers SHM_READY. Resolves with the endpoint.
+ * server carries on), answers SHM_READY with this loop's doorbell. Resolves with the endpoint.
+ * Out of fds it answers REJECT Busy (the client falls back to TCP) and rejects with
+ * ServerBusyError.
  */
 export async function serverSetup (fd: number, timeoutMs: number, onevent: () => void): Promise<ShmEndpointNative> {
   const n = native!
   let fds: number[] = []
-  const refuse = (text: string): never => {
-    n.sendFds(fd, wire.encodeReject(wire.RejectReason.Malformed, text), [])
+  const refuse = (text: string, reason = wire.RejectReason.Malformed): never => {
+    n.sendFds(fd, wire.encodeReject(reason, text), [])
+    if (reason === wire.RejectReason.Busy) throw new ServerBusyError(reason, `shm setup refused: ${text}`)
     throw new HandshakeError(`shm setup refused: ${text}`)
   }
   try {
-    const got = await readMessage(fd, timeoutMs, wire.SHM_SETUP_FDS)
+    if (underFdPressure()) refuse('the server is out of fds', wire.RejectReason.Busy)
+    let got
+    try {
+      got = await readMessage(fd, timeoutMs, wire.SHM_SETUP_FDS)
+    } catch (err) {
+      if (err instanceof ServerBusyError) refuse('the server is out of fds', wire.RejectReason.Busy)
+      throw err
+    }
     fds = got.fds
     const m = got.message
     if (m.type !== wire.MessageType.ShmSetup) refuse(`expected SHM_SETUP, got type ${m.type}`)
     if (m.version !== wire.PROTOCOL_VERSION) refuse(`protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
     const setup = m as wire.ShmSetup
     if (fds.length !== wire.SHM_SETUP_FDS) refuse(`SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
-    if (!n.isEventfd(fds[1]) || !n.isEventfd(fds[2])) refuse('doorbells must be eventfds')
-    let ep: ShmEndpointNative
-    const [memfd, clientDoorbell, serverDoorbell] = fds
-    fds = [] // the endpoint constructor owns them now, also when it throws
-    const side = n.dupFd(fd) // the endpoint's liveness fd; `fd` stays ours to answer on
-    if (side < 0) {
-      for (const f of [memfd, clientDoorbell, serverDoorbell]) n.closeFd(f)
-      throw errnoError(side, 'dup')
-    }
+    if (!n.isEventfd(fds[1])) refuse('the doorbell must be an eventfd')
+    let bell: { fd: number, id: string }
     try {
-      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, serverDoorbell, clientDoorbell, side, onevent)
+      bell = n.shmLoopDoorbell()
     } catch (err) {
-      refuse((err as Error).message)
+      refuse(`the server is out of fds (${(err as Error).message})`, wire.RejectReason.Busy)
     }
-    const sent = n.sendFds(fd, wire.encodeShmReady(), [])
-    n.closeFd(fd)
+    const [memfd, clientDoorbell] = fds
+    fds = [] // the endpoint constructor owns them now, also when it throws
+    const side = fd // the endpoint's liveness fd; SHM_READY still goes out on it first
+    let ep: ShmEndpointNative
+    try {
+      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, clientDoorbell, setup.doorbellId, side, onevent)
+    } catch (err) {
+      // The constructor closed `side` too: nothing more can be said to the client (it sees
+      // the side channel close).
+      fd = -1
+      throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
+    }
     fd = -1
+    const sent = n.sendFds(side, wire.encodeShmReady(bell!.id), [bell!.fd])
     if (sent < 0) {
-      ep!.close(true)
+      ep.close(true)
       throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
     }
-    return ep!
+    return ep
   } catch (err) {
     for (const f of fds) n.closeFd(f)
     if (fd >= 0) n.closeFd(fd)
-    throw err
+    throw fdShortage(err)
   }
 }
