@@ -12,10 +12,17 @@
  */
 const net = require('net')
 const { fork } = require('child_process')
+const diagnostics = require('diagnostics_channel')
 const fastsock = require('..')
 
 const args = process.argv.slice(2)
 const N = (() => { const i = args.indexOf('--n'); return i >= 0 ? Number(args[i + 1]) : 300 })()
+const STEPS = args.includes('--steps')
+const STEP_CHANNEL = 'fastsock:sidechannel-step'
+/** Steps seen in this process since the last take(). */
+const seen = []
+if (STEPS) diagnostics.subscribe(STEP_CHANNEL, m => seen.push(m))
+const take = () => seen.splice(0, seen.length)
 const rdmaHost = process.env.FASTSOCK_BENCH_RDMA_HOST || process.env.RDMAVM_IP || null
 const available = name => fastsock.transports().some(a => a.name === name && a.available)
 const rdmaKinds = rdmaHost !== null ? ['verbs', 'rsocket'].filter(available) : []
@@ -24,14 +31,20 @@ const smcHost = process.env.RDMAVM_SMC_IP || '127.0.0.1'
 const hostOf = k => rdmaKinds.includes(k) || k === 'net:rdma-ip' ? rdmaHost : k === 'smc' ? smcHost : '127.0.0.1'
 
 if (process.argv[2] === 'peer') {
-  const server = fastsock.createServer(s => s.end())
+  const server = fastsock.createServer(s => {
+    if (STEPS) seen.push({ side: 'server', step: `'connection'`, atNs: process.hrtime.bigint() })
+    s.end()
+  })
   server.listen(0, rdmaHost ? '0.0.0.0' : '127.0.0.1', () => process.send(server.address().port))
+  // --steps: the parent asks for the steps of each connection once it is connected.
+  process.on('message', m => { if (m === 'steps') process.send(take().map(x => ({ ...x, atNs: String(x.atNs) }))) })
   process.on('disconnect', () => process.exit(0))
   return
 }
 
 ;(async () => {
-  const peer = fork(__filename, ['peer'])
+  const peer = fork(__filename, ['peer', ...(STEPS ? ['--steps'] : [])])
+  const steps = {} // kind -> step label -> [µs after connect()]
   const port = await new Promise(resolve => peer.once('message', resolve))
   const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
@@ -41,10 +54,20 @@ if (process.argv[2] === 'peer') {
       const t0 = process.hrtime.bigint()
       const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
-      t[k].push(Number(process.hrtime.bigint() - t0) / 1000)
+      const t1 = process.hrtime.bigint()
+      t[k].push(Number(t1 - t0) / 1000)
       if (!k.startsWith('net') && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
       c.destroy()
       await new Promise(resolve => c.once('close', resolve))
+      if (STEPS && (k === 'shm' || k === 'unix')) {
+        const theirs = await new Promise(resolve => { peer.once('message', resolve); peer.send('steps') })
+        const mine = take().filter(x => x.atNs <= t1)
+        mine.push({ side: 'client', step: `'connect'`, atNs: t1 })
+        const per = steps[k] ??= {}
+        for (const x of [...mine, ...theirs]) (per[`${x.side.padEnd(6)} ${x.step}`] ??= []).push(Number(BigInt(x.atNs) - t0) / 1000)
+      } else {
+        take()
+      }
     }
   }
   peer.kill()
@@ -55,6 +78,13 @@ if (process.argv[2] === 'peer') {
     const base = rdmaKinds.includes(k) ? 'net:rdma-ip' : 'net'
     const ratio = k.startsWith('net') ? '' : `   ${(median(k) / median(base)).toFixed(2)}x ${base === 'net' ? 'net:tcp' : base}`
     console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${a[a.length >> 1].toFixed(0).padStart(7)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(7)}${ratio}`)
+  }
+  if (STEPS) {
+    for (const [k, per] of Object.entries(steps)) {
+      console.log(`\n${k}: median µs after connect() at which each step happened (client / server process)`)
+      const rows = Object.entries(per).map(([label, a]) => [label, a.slice().sort((x, y) => x - y)[a.length >> 1]]).sort((x, y) => x[1] - y[1])
+      for (const [label, m] of rows) console.log(`  ${label.padEnd(34)} ${m.toFixed(0).padStart(7)}`)
+    }
   }
   if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')
 })()

@@ -22,6 +22,7 @@ import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../addr
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
+import { step } from './steps'
 import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
 const ECONNREFUSED = -111
@@ -74,7 +75,9 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   const chosen = offers.find(o => o.offer === accepted.offer)!
   debug('unix', 'side channel accepted %s', chosen.name)
   // A failure from here on is the chosen rung's own set-up: later side-channel rungs may retry.
-  return await accepted.offer.complete(accepted.end)
+  const ch = await accepted.offer.complete(accepted.end)
+  step('client', `${chosen.name} set up`)
+  return ch
 }
 
 /** The handshake's outcome: the offer the server chose, and the side channel for it. */
@@ -89,6 +92,7 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
   if (!native) throw new NotOfferedError(`${rungName}: native addon not loaded`)
   const euid = process.geteuid ? process.geteuid() : 0
   let unverified: UnverifiedPeerError | null = null
+  step('client', 'side channel attempt')
   for (const target of local) {
     const address = dialedAddress(target) // 0.0.0.0 and :: reach 127.0.0.1 and ::1
     const dialed = addressBytes(address)!
@@ -96,7 +100,9 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
       const fd = native.connectAbstract(name)
       if (fd === ECONNREFUSED || fd === ENOENT) continue
       if (fd < 0) throw errnoError(fd, 'connect', `(side channel ${name})`)
+      step('client', 'connected')
       const v = native.verifyListener(fd, dialed.family, dialed.bytes, req.port, euid)
+      step('client', 'verified')
       if (!v.ok) {
         native.closeFd(fd)
         debug('unix', 'side channel %s not trusted: %s', name, v.reason)
@@ -156,6 +162,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
       }
       if (!parsed) return
       const m = parsed.message
+      step('client', 'reply read')
       if (m.type === wire.MessageType.Reject) {
         const text = `side channel rejected the connection: ${m.text}`
         return finish(m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text))
@@ -194,5 +201,6 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     probe.on('error', onError)
     probe.on('close', onClose)
     probe.write(wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port }))
+    step('client', 'HELLO written')
   })
 }

@@ -13,6 +13,7 @@ import { originals } from '../originals'
 import { LISTEN_BACKLOG } from '../transports/contract'
 import type { Channel, KernelHandle, SideChannelOffer } from '../transports/contract'
 import { channelName } from './names'
+import { step } from './steps'
 
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
@@ -119,6 +120,7 @@ export class SideChannelListener {
 
   private onRaw (raw: net.Socket): void {
     if (this.handoff) return this.handoff(raw)
+    step('server', 'accepted')
     const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
     if (!handle || !native) return void raw.destroy()
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
@@ -143,6 +145,7 @@ export class SideChannelListener {
         return this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
       }
       if (!parsed) return
+      step('server', 'HELLO read')
       clearTimeout(timer)
       raw.removeListener('data', onData)
       raw.pause()
@@ -168,11 +171,12 @@ export class SideChannelListener {
       const family = familyName(seen)
       const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
       raw.write(wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort }), err => {
+        step('server', 'ACCEPT written')
         if (err || raw.destroyed) return
         const h = (raw as unknown as { _handle: KernelHandle | null })._handle
         if (!h) return
         chosen.offer.accept({ raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
-          .then(c => this.opts.accept(c), e => debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message))
+          .then(c => { step('server', `${chosen.name} set up`); this.opts.accept(c) }, e => debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message))
       })
     }
     raw.on('data', onData)
