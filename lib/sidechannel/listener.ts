@@ -14,6 +14,13 @@ import { LISTEN_BACKLOG } from '../transports/contract'
 import type { Channel, KernelHandle, SideChannelOffer } from '../transports/contract'
 import { channelName } from './names'
 import { step } from './steps'
+import { AdmissionQueue, AdmissionSlot } from './admission'
+
+/**
+ * How long (ms) a client whose handshake is not done may hold back later clients that are ready
+ * (admission in accept order, ./admission.ts).
+ */
+export const ADMIT_HOLD_MS = 50
 
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
@@ -50,9 +57,12 @@ export class SideChannelListener {
   private server: net.Server | null = null
   private readonly opts: SideChannelOptions
   private readonly family: 4 | 6
+  /** Connections go to the server in the order their side channels were accepted. */
+  private readonly admission: AdmissionQueue<Channel>
 
   constructor (opts: SideChannelOptions) {
     this.opts = opts
+    this.admission = new AdmissionQueue(c => { step('server', 'admitted'); opts.accept(c) }, ADMIT_HOLD_MS)
     this.name = channelName(opts.address, opts.port, opts.v6only)
     this.family = net.isIPv4(opts.address) ? 4 : 6
   }
@@ -121,9 +131,17 @@ export class SideChannelListener {
   private onRaw (raw: net.Socket): void {
     if (this.handoff) return this.handoff(raw)
     step('server', 'accepted')
+    const slot = this.admission.enter()
     const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
-    if (!handle || !native) return void raw.destroy()
+    if (!handle || !native) {
+      slot.fail()
+      return void raw.destroy()
+    }
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    // Until the rung's set-up takes the side channel, its closing (a REJECT sent, a timeout, the
+    // client gone) frees the slot.
+    const onClose = (): void => slot.fail()
+    raw.once('close', onClose)
     if (this.opts.sameUidOnly) {
       let uid = -1
       try {
@@ -175,12 +193,23 @@ export class SideChannelListener {
         if (err || raw.destroyed) return
         const h = (raw as unknown as { _handle: KernelHandle | null })._handle
         if (!h) return
-        chosen.offer.accept({ raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
-          .then(c => { step('server', `${chosen.name} set up`); this.opts.accept(c) }, e => debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message))
+        raw.removeListener('close', onClose)
+        this.setUp(slot, chosen, { raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
       })
     }
     raw.on('data', onData)
     raw.resume()
+  }
+
+  /** The chosen rung's set-up on the side channel; its Channel is admitted in accept order. */
+  private setUp (slot: AdmissionSlot<Channel>, chosen: { name: string, offer: SideChannelOffer }, side: Parameters<SideChannelOffer['accept']>[0]): void {
+    chosen.offer.accept(side).then(c => {
+      step('server', `${chosen.name} set up`)
+      slot.admit(c)
+    }, e => {
+      debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message)
+      slot.fail()
+    })
   }
 
   /** Null when a client may have reached this listener by dialing `dialed`, else why not. */
