@@ -64,7 +64,8 @@ if (process.argv[2] === 'peer') {
         const mine = take().filter(x => x.atNs <= t1)
         mine.push({ side: 'client', step: `'connect'`, atNs: t1 })
         const per = steps[k] ??= {}
-        for (const x of [...mine, ...theirs]) (per[`${x.side.padEnd(6)} ${x.step}`] ??= []).push(Number(BigInt(x.atNs) - t0) / 1000)
+        const all = [...mine, ...theirs].map(x => ({ label: `${x.side.padEnd(6)} ${x.step}`, us: Number(BigInt(x.atNs) - t0) / 1000 })).sort((x, y) => x.us - y.us)
+        all.forEach((x, i) => (per[x.label] ??= []).push([x.us, x.us - (i > 0 ? all[i - 1].us : 0)]))
       } else {
         take()
       }
@@ -81,9 +82,10 @@ if (process.argv[2] === 'peer') {
   }
   if (STEPS) {
     for (const [k, per] of Object.entries(steps)) {
-      console.log(`\n${k}: median µs after connect() at which each step happened (client / server process)`)
-      const rows = Object.entries(per).map(([label, a]) => [label, a.slice().sort((x, y) => x - y)[a.length >> 1]]).sort((x, y) => x[1] - y[1])
-      for (const [label, m] of rows) console.log(`  ${label.padEnd(34)} ${m.toFixed(0).padStart(7)}`)
+      console.log(`\n${k}: median µs after connect() at which each step happened, and since the step before it (client / server process)`)
+      const med = a => a.slice().sort((x, y) => x - y)[a.length >> 1]
+      const rows = Object.entries(per).map(([label, a]) => [label, med(a.map(x => x[0])), med(a.map(x => x[1]))]).sort((x, y) => x[1] - y[1])
+      for (const [label, at, since] of rows) console.log(`  ${label.padEnd(34)} ${at.toFixed(0).padStart(7)}  +${since.toFixed(0).padStart(5)}`)
     }
   }
   if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')

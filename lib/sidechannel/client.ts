@@ -117,10 +117,20 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
   throw new NotOfferedError(`${rungName}: no side channel answers for this destination`)
 }
 
-/** HELLO / ACCEPT on the verified side channel `fd`. */
+/** HELLO / ACCEPT on the verified side channel `fd` (HELLO sent at once, ACCEPT read on a probe socket). */
 function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
   req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   return new Promise((resolve, reject) => {
+    // HELLO goes out before the probe socket is built, so the server works on it meanwhile.
+    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0)
+    const hello = wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port })
+    const sent = native!.sendFds(fd, hello, [])
+    if (sent !== hello.length) {
+      native!.closeFd(fd)
+      reject(sent < 0 ? new HandshakeError(`side channel failed sending HELLO: ${errnoError(sent, 'sendmsg').message}`) : new HandshakeError('side channel took part of HELLO'))
+      return
+    }
+    step('client', 'HELLO written')
     let probe: net.Socket
     try {
       probe = new net.Socket({ fd, readable: true, writable: true })
@@ -132,7 +142,6 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     let acc: Buffer = Buffer.alloc(0)
     let done = false
     const started = Date.now()
-    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0)
     /** Ends the handshake: the probe's listeners and the timer go; the result is settled. */
     const finish = (err: Error | null, result?: Accepted): void => {
       if (done) return
@@ -191,7 +200,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
           leftover,
           view,
           handshakeRead: parsed.bytes,
-          handshakeWritten: wire.HELLO_BYTES,
+          handshakeWritten: 0, // HELLO went out natively: the handle never counted it
           remainingMs: Math.max(1, req.timeoutMs - (Date.now() - started)),
           shmRingBytes: req.shmRingBytes
         }
@@ -200,7 +209,5 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     probe.on('data', onData)
     probe.on('error', onError)
     probe.on('close', onClose)
-    probe.write(wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port }))
-    step('client', 'HELLO written')
   })
 }

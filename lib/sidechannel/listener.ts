@@ -22,6 +22,8 @@ import { AdmissionQueue, AdmissionSlot } from './admission'
  */
 export const ADMIT_HOLD_MS = 50
 
+const EAGAIN = -11
+
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
 /** A port number in the kernel's ephemeral range for a side-channel client's TCP view. */
@@ -151,21 +153,30 @@ export class SideChannelListener {
       if (uid !== euid) return this.reject(raw, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
     }
     let acc: Buffer = Buffer.alloc(0)
+    /** Bytes of the handshake read through the handle (its counter), not natively. */
+    let readByHandle = 0
+    let helloDone = false
     const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
+    const onHandleData = (chunk: Buffer): void => {
+      readByHandle += chunk.length
+      onData(chunk)
+    }
     const onData = (chunk: Buffer): void => {
       acc = acc.length ? Buffer.concat([acc, chunk]) : chunk
       let parsed
       try {
         parsed = wire.decode(acc)
       } catch (err) {
+        helloDone = true
         clearTimeout(timer)
-        raw.removeListener('data', onData)
+        raw.removeListener('data', onHandleData)
         return this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
       }
       if (!parsed) return
       step('server', 'HELLO read')
+      helloDone = true
       clearTimeout(timer)
-      raw.removeListener('data', onData)
+      raw.removeListener('data', onHandleData)
       raw.pause()
       handle.reading = false
       handle.readStop()
@@ -188,16 +199,34 @@ export class SideChannelListener {
       const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
       const family = familyName(seen)
       const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
-      raw.write(wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort }), err => {
-        step('server', 'ACCEPT written')
-        if (err || raw.destroyed) return
-        const h = (raw as unknown as { _handle: KernelHandle | null })._handle
-        if (!h) return
-        raw.removeListener('close', onClose)
-        this.setUp(slot, chosen, { raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
-      })
+      // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the
+      // handle's write queue, so the rung's set-up starts in this turn of the loop.
+      const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort })
+      const sent = native!.sendFds(handle.fd, accept, [])
+      if (sent !== accept.length) {
+        debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+        return void raw.destroy()
+      }
+      step('server', 'ACCEPT written')
+      raw.removeListener('close', onClose)
+      // The handle's counters saw only what went through it: that much is kept out of bytesRead.
+      this.setUp(slot, chosen, { raw, handle, view, handshakeRead: readByHandle, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
     }
-    raw.on('data', onData)
+    // HELLO is usually there already when the side channel is accepted: read it now rather than
+    // a loop turn later. (The client sends nothing else before ACCEPT.)
+    const early = native.recvFds(handle.fd, wire.MAX_MESSAGE_BYTES, 0)
+    if (typeof early !== 'number') {
+      if (early.bytes.length === 0) {
+        clearTimeout(timer)
+        return void raw.destroy()
+      }
+      onData(early.bytes)
+      if (helloDone) return
+    } else if (early !== EAGAIN) {
+      clearTimeout(timer)
+      return void raw.destroy()
+    }
+    raw.on('data', onHandleData)
     raw.resume()
   }
 
