@@ -37,14 +37,15 @@ if (process.argv[2] === 'peer') {
   })
   server.listen(0, rdmaHost ? '0.0.0.0' : '127.0.0.1', () => process.send(server.address().port))
   // --steps: the parent asks for the steps of each connection once it is connected.
-  process.on('message', m => { if (m === 'steps') process.send(take().map(x => ({ ...x, atNs: String(x.atNs) }))) })
+  process.on('message', m => { if (m === 'steps') process.send(take().map(x => ({ side: x.side, step: x.step, atNs: String(x.atNs) }))) })
   process.on('disconnect', () => process.exit(0))
   return
 }
 
 ;(async () => {
   const peer = fork(__filename, ['peer', ...(STEPS ? ['--steps'] : [])])
-  const steps = {} // kind -> step label -> [µs after connect()]
+  const steps = {} // kind -> step label -> [[µs after connect(), µs since the step before]]
+  const verify = {} // kind -> the native verification's own timings (µs)
   const port = await new Promise(resolve => peer.once('message', resolve))
   const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
@@ -64,6 +65,15 @@ if (process.argv[2] === 'peer') {
         const mine = take().filter(x => x.atNs <= t1)
         mine.push({ side: 'client', step: `'connect'`, atNs: t1 })
         const per = steps[k] ??= {}
+        const verified = mine.find(x => x.step === 'verified' && x.detail)
+        if (verified) {
+          const d = verified.detail
+          const v = verify[k] ??= { listeners: [], scan: [], total: [], cached: 0 }
+          v.listeners.push(d.listenersNs / 1000)
+          v.scan.push(d.scanNs / 1000)
+          v.total.push(d.totalNs / 1000)
+          if (d.cached) v.cached++
+        }
         const all = [...mine, ...theirs].map(x => ({ label: `${x.side.padEnd(6)} ${x.step}`, us: Number(BigInt(x.atNs) - t0) / 1000 })).sort((x, y) => x.us - y.us)
         all.forEach((x, i) => (per[x.label] ??= []).push([x.us, x.us - (i > 0 ? all[i - 1].us : 0)]))
       } else {
@@ -86,6 +96,8 @@ if (process.argv[2] === 'peer') {
       const med = a => a.slice().sort((x, y) => x - y)[a.length >> 1]
       const rows = Object.entries(per).map(([label, a]) => [label, med(a.map(x => x[0])), med(a.map(x => x[1]))]).sort((x, y) => x[1] - y[1])
       for (const [label, at, since] of rows) console.log(`  ${label.padEnd(34)} ${at.toFixed(0).padStart(7)}  +${since.toFixed(0).padStart(5)}`)
+      const v = verify[k]
+      if (v) console.log(`  peer verification (native), median µs: LISTEN sockets (sock_diag) ${med(v.listeners).toFixed(1)}, /proc/PID/fd scan ${med(v.scan).toFixed(1)}, total ${med(v.total).toFixed(1)}; cached in ${v.cached} of ${v.total.length}`)
     }
   }
   if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')

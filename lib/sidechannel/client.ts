@@ -102,14 +102,14 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
       if (fd < 0) throw errnoError(fd, 'connect', `(side channel ${name})`)
       step('client', 'connected')
       const v = native.verifyListener(fd, dialed.family, dialed.bytes, req.port, euid)
-      step('client', 'verified')
+      step('client', 'verified', { cached: v.cached, listenersNs: v.listenersNs, scanNs: v.scanNs, totalNs: v.totalNs })
       if (!v.ok) {
         native.closeFd(fd)
         debug('unix', 'side channel %s not trusted: %s', name, v.reason)
         unverified ??= new UnverifiedPeerError(`side channel ${name} not trusted: ${v.reason}`)
         continue
       }
-      debug('unix', 'side channel %s verified: pid %d (pidfd from socket: %s)', name, v.pid, v.pidfdFromSocket)
+      debug('unix', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
       return await handshake(fd, address, dialed, req, offers)
     }
   }
