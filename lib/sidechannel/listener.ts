@@ -140,9 +140,13 @@ export class SideChannelListener {
       return void raw.destroy()
     }
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
     // Until the rung's set-up takes the side channel, its closing (a REJECT sent, a timeout, the
     // client gone) frees the slot.
-    const onClose = (): void => slot.fail()
+    const onClose = (): void => {
+      clearTimeout(timer)
+      slot.fail()
+    }
     raw.once('close', onClose)
     if (this.opts.sameUidOnly) {
       let uid = -1
@@ -156,7 +160,6 @@ export class SideChannelListener {
     /** Bytes of the handshake read through the handle (its counter), not natively. */
     let readByHandle = 0
     let helloDone = false
-    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
     const onHandleData = (chunk: Buffer): void => {
       readByHandle += chunk.length
       onData(chunk)

@@ -55,3 +55,29 @@ forEachRung(t, async (t, rung) => {
   t.comment(`${rung}: in order in ${got} of ${ROUNDS} rounds (Node's net over TCP: ${bar})`)
   t.ok(got >= bar - MARGIN_ROUNDS, `${rung}: ${got} of ${ROUNDS} rounds in opening order, at least TCP's ${bar} - ${MARGIN_ROUNDS}`)
 }, { loopback: true, timeout: 60000 })
+
+t.test('a side-channel client that sends nothing does not hold back the ones after it', async t => {
+  const { rungs } = require('../helpers/rungs')
+  const sideRungs = rungs.filter(r => r === 'shm' || r === 'unix')
+  if (sideRungs.length === 0) return t.skip('no side-channel rung here')
+  const { native } = require('../../dist/native')
+  const { channelName } = require('../../dist/sidechannel/names')
+  for (const rung of sideRungs) {
+    const accepted = []
+    const server = fastsock.createServer({ transports: ALL_RUNGS, handshakeTimeoutMs: 20000 }, s => { s.on('error', () => {}); accepted.push(s) })
+    await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+    const port = server.address().port
+    // Accepted first, never sends HELLO: admission in accept order would hold the client below
+    // until the silent one's handshake timeout (20 s) without the hold bound (50 ms).
+    const silent = native.connectAbstract(channelName('127.0.0.1', port))
+    t.ok(silent >= 0, 'the silent client is connected to the side channel')
+    const c = fastsock.connect({ port, host: '127.0.0.1', transports: [rung] })
+    await within(new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject)), 5000, 'client connected')
+    await within(new Promise(resolve => { const check = () => accepted.length >= 1 ? resolve() : setTimeout(check, 1); check() }), 5000, 'the server\'s \'connection\' for the client behind the silent one')
+    t.equal(accepted[0].transport, rung, `${rung}: the server got the client behind the silent one`)
+    native.closeFd(silent)
+    c.destroy()
+    for (const s of accepted) s.destroy()
+    await new Promise(resolve => server.close(resolve))
+  }
+})
