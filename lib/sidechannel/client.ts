@@ -22,7 +22,7 @@ import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../addr
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
-import { step } from './steps'
+import { step, stepsWanted } from './steps'
 import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
 const ECONNREFUSED = -111
@@ -102,7 +102,7 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
       if (fd < 0) throw errnoError(fd, 'connect', `(side channel ${name})`)
       step('client', 'connected')
       const v = native.verifyListener(fd, dialed.family, dialed.bytes, req.port, euid)
-      step('client', 'verified', { cached: v.cached, listenersNs: v.listenersNs, scanNs: v.scanNs, totalNs: v.totalNs })
+      if (stepsWanted()) step('client', 'verified', { cached: v.cached, listenersNs: v.listenersNs, scanNs: v.scanNs, totalNs: v.totalNs })
       if (!v.ok) {
         native.closeFd(fd)
         debug('unix', 'side channel %s not trusted: %s', name, v.reason)

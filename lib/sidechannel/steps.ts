@@ -12,6 +12,9 @@ import * as diagnostics from 'diagnostics_channel'
 export const STEP_CHANNEL = 'fastsock:sidechannel-step'
 const channel = diagnostics.channel(STEP_CHANNEL)
 
+/** True when someone listens (build a step's `detail` only then). */
+export function stepsWanted (): boolean { return channel.hasSubscribers }
+
 /** Publishes one step (a no-op without subscribers). */
 export function step (side: 'client' | 'server', name: string, detail?: Record<string, number | boolean>): void {
   if (channel.hasSubscribers) channel.publish({ side, step: name, atNs: process.hrtime.bigint(), detail })
