@@ -12,10 +12,17 @@
  */
 const net = require('net')
 const { fork } = require('child_process')
+const diagnostics = require('diagnostics_channel')
 const fastsock = require('..')
 
 const args = process.argv.slice(2)
 const N = (() => { const i = args.indexOf('--n'); return i >= 0 ? Number(args[i + 1]) : 300 })()
+const STEPS = args.includes('--steps')
+const STEP_CHANNEL = 'fastsock:sidechannel-step'
+/** Steps seen in this process since the last take(). */
+const seen = []
+if (STEPS) diagnostics.subscribe(STEP_CHANNEL, m => seen.push(m))
+const take = () => seen.splice(0, seen.length)
 const rdmaHost = process.env.FASTSOCK_BENCH_RDMA_HOST || process.env.RDMAVM_IP || null
 const available = name => fastsock.transports().some(a => a.name === name && a.available)
 const rdmaKinds = rdmaHost !== null ? ['verbs', 'rsocket'].filter(available) : []
@@ -24,14 +31,21 @@ const smcHost = process.env.RDMAVM_SMC_IP || '127.0.0.1'
 const hostOf = k => rdmaKinds.includes(k) || k === 'net:rdma-ip' ? rdmaHost : k === 'smc' ? smcHost : '127.0.0.1'
 
 if (process.argv[2] === 'peer') {
-  const server = fastsock.createServer(s => s.end())
+  const server = fastsock.createServer(s => {
+    if (STEPS) seen.push({ side: 'server', step: `'connection'`, atNs: process.hrtime.bigint() })
+    s.end()
+  })
   server.listen(0, rdmaHost ? '0.0.0.0' : '127.0.0.1', () => process.send(server.address().port))
+  // --steps: the parent asks for the steps of each connection once it is connected.
+  process.on('message', m => { if (m === 'steps') process.send(take().map(x => ({ side: x.side, step: x.step, atNs: String(x.atNs) }))) })
   process.on('disconnect', () => process.exit(0))
   return
 }
 
 ;(async () => {
-  const peer = fork(__filename, ['peer'])
+  const peer = fork(__filename, ['peer', ...(STEPS ? ['--steps'] : [])])
+  const steps = {} // kind -> step label -> [[µs after connect(), µs since the step before]]
+  const verify = {} // kind -> the native verification's own timings (µs)
   const port = await new Promise(resolve => peer.once('message', resolve))
   const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
@@ -41,10 +55,30 @@ if (process.argv[2] === 'peer') {
       const t0 = process.hrtime.bigint()
       const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
-      t[k].push(Number(process.hrtime.bigint() - t0) / 1000)
+      const t1 = process.hrtime.bigint()
+      t[k].push(Number(t1 - t0) / 1000)
       if (!k.startsWith('net') && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
       c.destroy()
       await new Promise(resolve => c.once('close', resolve))
+      if (STEPS && (k === 'shm' || k === 'unix')) {
+        const theirs = await new Promise(resolve => { peer.once('message', resolve); peer.send('steps') })
+        const mine = take().filter(x => x.atNs <= t1)
+        mine.push({ side: 'client', step: `'connect'`, atNs: t1 })
+        const per = steps[k] ??= {}
+        const verified = mine.find(x => x.step === 'verified' && x.detail)
+        if (verified) {
+          const d = verified.detail
+          const v = verify[k] ??= { listeners: [], scan: [], total: [], cached: 0 }
+          v.listeners.push(d.listenersNs / 1000)
+          v.scan.push(d.scanNs / 1000)
+          v.total.push(d.totalNs / 1000)
+          if (d.cached) v.cached++
+        }
+        const all = [...mine, ...theirs].map(x => ({ label: `${x.side.padEnd(6)} ${x.step}`, us: Number(BigInt(x.atNs) - t0) / 1000 })).sort((x, y) => x.us - y.us)
+        all.forEach((x, i) => (per[x.label] ??= []).push([x.us, x.us - (i > 0 ? all[i - 1].us : 0)]))
+      } else {
+        take()
+      }
     }
   }
   peer.kill()
@@ -55,6 +89,16 @@ if (process.argv[2] === 'peer') {
     const base = rdmaKinds.includes(k) ? 'net:rdma-ip' : 'net'
     const ratio = k.startsWith('net') ? '' : `   ${(median(k) / median(base)).toFixed(2)}x ${base === 'net' ? 'net:tcp' : base}`
     console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${a[a.length >> 1].toFixed(0).padStart(7)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(7)}${ratio}`)
+  }
+  if (STEPS) {
+    for (const [k, per] of Object.entries(steps)) {
+      console.log(`\n${k}: median µs after connect() at which each step happened, and since the step before it (client / server process)`)
+      const med = a => a.slice().sort((x, y) => x - y)[a.length >> 1]
+      const rows = Object.entries(per).map(([label, a]) => [label, med(a.map(x => x[0])), med(a.map(x => x[1]))]).sort((x, y) => x[1] - y[1])
+      for (const [label, at, since] of rows) console.log(`  ${label.padEnd(34)} ${at.toFixed(0).padStart(7)}  +${since.toFixed(0).padStart(5)}`)
+      const v = verify[k]
+      if (v) console.log(`  peer verification (native), median µs: LISTEN sockets (sock_diag) ${med(v.listeners).toFixed(1)}, /proc/PID/fd scan ${med(v.scan).toFixed(1)}, total ${med(v.total).toFixed(1)}; cached in ${v.cached} of ${v.total.length}`)
+    }
   }
   if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')
 })()

@@ -56,9 +56,8 @@ Napi::Value ConnectAbstractJs(const Napi::CallbackInfo& info) {
 // peerCred(fd): { pid, uid, gid }. Throws with code/errno/syscall.
 Napi::Value PeerCredJs(const Napi::CallbackInfo& info) {
   PeerCred c;
-  int r = GetPeerCred(FdArg(info, 0), &c);
+  int r = GetPeerCred(FdArg(info, 0), &c, false);
   if (r < 0) throw ErrnoError(info.Env(), -r, "getsockopt");
-  if (c.pidfd >= 0) close(c.pidfd);
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("pid", static_cast<double>(c.pid));
   o.Set("uid", static_cast<double>(c.uid));
@@ -67,7 +66,8 @@ Napi::Value PeerCredJs(const Napi::CallbackInfo& info) {
 }
 
 // verifyListener(fd, family: 4|6, addr: Uint8Array(4|16), port, uid):
-//   { ok: boolean, reason: string, pid, uid, pidfdFromSocket: boolean }
+//   { ok: boolean, reason: string, pid, uid, pidfdFromSocket: boolean, cached: boolean,
+//     listenersNs, scanNs, totalNs } (what the check cost: VerifyTimings)
 Napi::Value VerifyListenerJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int fd = FdArg(info, 0);
@@ -83,7 +83,8 @@ Napi::Value VerifyListenerJs(const Napi::CallbackInfo& info) {
   int port = info[3].As<Napi::Number>().Int32Value();
   uid_t uid = static_cast<uid_t>(info[4].As<Napi::Number>().Uint32Value());
   PeerCred c;
-  std::string reason = VerifyListenerOwner(fd, family, addr, port, uid, &c);
+  VerifyTimings t;
+  std::string reason = VerifyListenerOwner(fd, family, addr, port, uid, &c, &t);
   if (c.pidfd >= 0) close(c.pidfd);
   Napi::Object o = Napi::Object::New(env);
   o.Set("ok", reason.empty());
@@ -91,6 +92,10 @@ Napi::Value VerifyListenerJs(const Napi::CallbackInfo& info) {
   o.Set("pid", static_cast<double>(c.pid));
   o.Set("uid", static_cast<double>(c.uid));
   o.Set("pidfdFromSocket", c.pidfdFromSocket);
+  o.Set("cached", t.cached);
+  o.Set("listenersNs", static_cast<double>(t.listenersNs));
+  o.Set("scanNs", static_cast<double>(t.scanNs));
+  o.Set("totalNs", static_cast<double>(t.totalNs));
   return o;
 }
 

@@ -21,11 +21,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <time.h>
+
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <set>
-#include <tuple>
+#include <vector>
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
@@ -127,9 +128,17 @@ void CollectListenInodesProc(const char* file, bool v6file, int family, const un
   fclose(f);
 }
 
-void CollectListenInodes(int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
-  bool ok4 = CollectListenInodesNetlink(AF_INET, family, addr, port, inodes);
-  bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes);
+// Every LISTEN socket a connection to addr:port may reach; `tcp4`/`tcp6` (optional) get the
+// inodes netlink found per family (what a cached pair remembers, to ask that family alone).
+void CollectListenInodes(int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes,
+                         std::set<unsigned long>* tcp4 = nullptr, std::set<unsigned long>* tcp6 = nullptr) {
+  std::set<unsigned long> four, six;
+  bool ok4 = CollectListenInodesNetlink(AF_INET, family, addr, port, &four);
+  bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, &six);
+  inodes->insert(four.begin(), four.end());
+  inodes->insert(six.begin(), six.end());
+  if (tcp4) *tcp4 = four;
+  if (tcp6) *tcp6 = six;
   if (!ok4) CollectListenInodesProc("/proc/net/tcp", false, family, addr, port, inodes);
   if (!ok6) CollectListenInodesProc("/proc/net/tcp6", true, family, addr, port, inodes);
   // An AF_SMC listener (the smc rung's server) is the socket its process holds; the TCP LISTEN
@@ -161,11 +170,107 @@ unsigned long long ProcessStartTime(pid_t pid) {
   return start;
 }
 
-// Verified (process, listener inode) pairs: a connect to a server already verified needs no new
-// scan of its fds (a busy server has thousands). Keyed by pid and start time, so a new process
-// that reuses the pid is a miss.
+long long NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// Verified processes and the listeners they were seen to hold (see VerifyListenerOwner in the
+// header). One pidfd per process, however many listeners it has.
+struct VerifiedListener {
+  unsigned long inode;  // a TCP LISTEN socket (or AF_SMC listener) the process holds
+  int af;               // AF_INET / AF_INET6: the sock_diag dump that lists it; 0: other
+};
+struct VerifiedProcess {
+  pid_t pid;
+  int pidfd;                     // held open: alive <=> the pid still names this process; -1 without pidfds
+  unsigned long long start;      // the process's start time, for kernels without pidfds
+  std::vector<VerifiedListener> listeners;  // oldest first
+  unsigned long long lastUse;
+};
+constexpr size_t kMaxVerifiedProcesses = 16;
+constexpr size_t kMaxListenersPerProcess = 32;
 std::mutex verified_mu;
-std::map<std::tuple<pid_t, unsigned long long, unsigned long>, bool> verified;
+std::vector<VerifiedProcess> verified;
+unsigned long long verified_clock = 0;
+
+bool PidfdAlive(int pidfd) { return pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0; }
+
+VerifiedProcess* FindVerified(pid_t pid) {
+  for (VerifiedProcess& p : verified)
+    if (p.pid == pid) return &p;
+  return nullptr;
+}
+
+void Forget(VerifiedProcess* p) {
+  if (p->pidfd >= 0) close(p->pidfd);
+  verified.erase(verified.begin() + (p - verified.data()));
+}
+
+// Whether the process verified before as `pid` holds one of `inodes` and is provably still the
+// same process; forgets it when it is gone. Caller holds verified_mu.
+bool CachedHolds(pid_t pid, const std::set<unsigned long>& inodes) {
+  VerifiedProcess* p = FindVerified(pid);
+  if (!p) return false;
+  bool held = false;
+  for (const VerifiedListener& l : p->listeners) held = held || inodes.count(l.inode) > 0;
+  if (!held) return false;
+  bool same = p->pidfd >= 0 ? PidfdAlive(p->pidfd) : (p->start != 0 && p->start == ProcessStartTime(pid));
+  if (!same) {
+    Forget(p);
+    return false;
+  }
+  p->lastUse = ++verified_clock;
+  return true;
+}
+
+// The LISTEN sockets on addr:port in the sock_diag families of the listeners cached for `pid`
+// (one dump, not two, on the common path). False when nothing is cached for it, or a cached
+// listener was found some other way (smc, /proc): then the caller collects them all.
+bool CollectCachedFamilies(pid_t pid, int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
+  bool want4 = false, want6 = false;
+  {
+    std::lock_guard<std::mutex> lock(verified_mu);
+    const VerifiedProcess* p = FindVerified(pid);
+    if (!p) return false;
+    for (const VerifiedListener& l : p->listeners) {
+      if (l.af == AF_INET) want4 = true;
+      else if (l.af == AF_INET6) want6 = true;
+      else return false;
+    }
+  }
+  if (want4 && !CollectListenInodesNetlink(AF_INET, family, addr, port, inodes)) return false;
+  if (want6 && !CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes)) return false;
+  return !inodes->empty();
+}
+
+// Remembers that the process `cred` names (pinned by a dup of its pidfd) holds `inodes`.
+void Remember(const PeerCred& cred, unsigned long long start, const std::set<unsigned long>& inodes,
+              const std::set<unsigned long>& tcp4, const std::set<unsigned long>& tcp6) {
+  std::lock_guard<std::mutex> lock(verified_mu);
+  VerifiedProcess* p = FindVerified(cred.pid);
+  if (!p) {
+    int pinned = cred.pidfd >= 0 ? fcntl(cred.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (pinned < 0 && start == 0) return;  // nothing would prove it is the same process later
+    if (verified.size() >= kMaxVerifiedProcesses) {
+      VerifiedProcess* oldest = &verified[0];
+      for (VerifiedProcess& q : verified)
+        if (q.lastUse < oldest->lastUse) oldest = &q;
+      Forget(oldest);
+    }
+    verified.push_back({cred.pid, pinned, pinned >= 0 ? 0 : start, {}, 0});
+    p = &verified.back();
+  }
+  p->lastUse = ++verified_clock;
+  for (unsigned long ino : inodes) {
+    bool known = false;
+    for (const VerifiedListener& l : p->listeners) known = known || l.inode == ino;
+    if (known) continue;
+    if (p->listeners.size() >= kMaxListenersPerProcess) p->listeners.erase(p->listeners.begin());
+    p->listeners.push_back({ino, tcp4.count(ino) ? AF_INET : tcp6.count(ino) ? AF_INET6 : 0});
+  }
+}
 
 bool ProcessHoldsInode(pid_t pid, const std::set<unsigned long>& inodes) {
   char dir[64];
@@ -218,18 +323,22 @@ SysResult ConnectAbstract(const std::string& name) {
   return fd;
 }
 
-SysResult GetPeerCred(int fd, PeerCred* out) {
+SysResult GetPeerCred(int fd, PeerCred* out, bool pin) {
   ucred uc;
   socklen_t len = sizeof uc;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0) return -errno;
   out->pid = uc.pid;
   out->uid = uc.uid;
   out->gid = uc.gid;
+  if (!pin) return 0;
   int pidfd = -1;
   len = sizeof pidfd;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0) {
     out->pidfd = pidfd;
     out->pidfdFromSocket = true;
+  } else if (errno == ESRCH) {
+    // The kernel has SO_PEERPIDFD and says the socket's creator is gone: its pid may name
+    // another process by now, so nothing can be pinned (pidfd_open(pid) would pin that other one).
   } else if (uc.pid > 0) {
     out->pidfd = static_cast<int>(syscall(SYS_pidfd_open, uc.pid, 0));
     if (out->pidfd >= 0) fcntl(out->pidfd, F_SETFD, FD_CLOEXEC);
@@ -238,34 +347,63 @@ SysResult GetPeerCred(int fd, PeerCred* out) {
 }
 
 std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, int port, uid_t uid,
-                                PeerCred* cred) {
-  int rc = GetPeerCred(fd, cred);
+                                PeerCred* cred, VerifyTimings* timings) {
+  VerifyTimings local;
+  VerifyTimings& t = timings ? *timings : local;
+  long long t0 = NowNs();
+  // The pidfd is fetched only on a cache miss: a hit is pinned by the cached one.
+  int rc = GetPeerCred(fd, cred, false);
   if (rc < 0) return std::string("SO_PEERCRED failed: ") + strerror(-rc);
   if (cred->pid <= 0) return "peer process is not visible in this pid namespace";
   if (cred->uid != uid)
     return "peer runs as uid " + std::to_string(cred->uid) + ", not " + std::to_string(uid);
-  std::set<unsigned long> inodes;
-  CollectListenInodes(family, addr, port, &inodes);
-  if (inodes.empty()) return "no TCP listener on port " + std::to_string(port);
-  unsigned long long start = ProcessStartTime(cred->pid);
-  bool cached = false;
-  if (start != 0) {
+  std::set<unsigned long> inodes, tcp4, tcp6;
+  if (CollectCachedFamilies(cred->pid, family, addr, port, &inodes)) {
     std::lock_guard<std::mutex> lock(verified_mu);
-    for (unsigned long ino : inodes) cached = cached || verified.count({cred->pid, start, ino}) > 0;
+    t.cached = CachedHolds(cred->pid, inodes);
   }
-  bool holds = cached || ProcessHoldsInode(cred->pid, inodes);
+  if (!t.cached) {
+    inodes.clear();
+    CollectListenInodes(family, addr, port, &inodes, &tcp4, &tcp6);
+  }
+  long long t1 = NowNs();
+  t.listenersNs = t1 - t0;
+  if (inodes.empty()) return "no TCP listener on port " + std::to_string(port);
+  if (!t.cached) {
+    std::lock_guard<std::mutex> lock(verified_mu);
+    t.cached = CachedHolds(cred->pid, inodes);
+  }
+  if (t.cached) {
+    // The cached pidfd says the process verified before still has this pid. The socket's peer
+    // is that process if the socket's creator is alive too (two live processes cannot share a
+    // pid): SO_PEERPIDFD fails with ESRCH when the creator is gone (a listener passed on by a
+    // process that exited). Kernels without SO_PEERPIDFD: the pid alone, as on a miss.
+    int pidfd = -1;
+    socklen_t len = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0) {
+      close(pidfd);
+    } else if (errno == ESRCH) {
+      t.cached = false;
+      return "the process that created the side channel (pid " + std::to_string(cred->pid) + ") is gone";
+    }
+    t.totalNs = NowNs() - t0;
+    return "";
+  }
+  rc = GetPeerCred(fd, cred, true);
+  if (rc < 0) return std::string("SO_PEERCRED failed: ") + strerror(-rc);
+  unsigned long long start = ProcessStartTime(cred->pid);
+  bool holds = ProcessHoldsInode(cred->pid, inodes);
   // The pidfd pins the peer's identity: if it is still alive after the scan, the PID we scanned
   // was not reused by another process in between.
-  bool alive = cred->pidfd >= 0 && syscall(SYS_pidfd_send_signal, cred->pidfd, 0, nullptr, 0) == 0;
+  bool alive = PidfdAlive(cred->pidfd);
+  long long t2 = NowNs();
+  t.scanNs = t2 - t1;
+  t.totalNs = t2 - t0;
   if (!holds)
     return "peer pid " + std::to_string(cred->pid) + " does not own the TCP listener on port " +
            std::to_string(port);
   if (!alive) return "peer pid " + std::to_string(cred->pid) + " could not be pinned (pidfd)";
-  if (!cached && start != 0 && start == ProcessStartTime(cred->pid)) {
-    std::lock_guard<std::mutex> lock(verified_mu);
-    if (verified.size() > 4096) verified.clear();
-    for (unsigned long ino : inodes) verified[{cred->pid, start, ino}] = true;
-  }
+  Remember(*cred, start, inodes, tcp4, tcp6);
   return "";
 }
 

@@ -30,8 +30,17 @@ struct PeerCred {
   bool pidfdFromSocket = false;  // true when the kernel bound the pidfd to the socket's peer
 };
 
-// SO_PEERCRED (+ SO_PEERPIDFD) of a connected UNIX socket. Returns 0 or -errno.
-SysResult GetPeerCred(int fd, PeerCred* out);
+// SO_PEERCRED of a connected UNIX socket, and with `pin` a pidfd for the peer (SO_PEERPIDFD,
+// else pidfd_open). Returns 0 or -errno.
+SysResult GetPeerCred(int fd, PeerCred* out, bool pin = true);
+
+// What a verification cost (CLOCK_MONOTONIC ns), for profiling (bench/connect.js --steps).
+struct VerifyTimings {
+  long long listenersNs = 0;  // the LISTEN sockets on the port (sock_diag, or /proc/net/tcp*)
+  long long scanNs = 0;       // the peer's /proc/PID/fd scan (0 on a cache hit)
+  long long totalNs = 0;
+  bool cached = false;        // passed on a cached (pidfd-pinned process, listener inode) pair
+};
 
 // Why a listener could not be verified; empty when it was.
 //
@@ -42,7 +51,15 @@ SysResult GetPeerCred(int fd, PeerCred* out);
 // TCP socket is the kernel's own). Method: the LISTEN sockets' inodes from /proc/net/tcp{,6},
 // then the peer's /proc/PID/fd links; the peer pidfd, checked alive after the scan, proves the PID
 // was not reused meanwhile. Also requires the peer's uid to equal `uid`.
+//
+// A verified (process, listener inode) pair is cached, with a pidfd of that process held open
+// (or, where the kernel has no pidfds, the process's start time): the same pid later passes
+// without a new /proc scan while that pidfd says the process is alive (so the pid was not
+// reused) and the inode is still a LISTEN socket for this address and port (asked anew every
+// time: a listener that closed, and a squatter that took the name after it, is a miss). One
+// pidfd per cached process; at most 16 processes (the least recently used goes first) and 32
+// listeners each.
 std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, int port, uid_t uid,
-                                PeerCred* cred);
+                                PeerCred* cred, VerifyTimings* timings = nullptr);
 
 }  // namespace fastsock

@@ -124,10 +124,31 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
   })
 }
 
+/**
+ * Lookups with the default resolver in flight, by host, family and hints: connects to one name
+ * in the same tick share one answer, so they reach their first rung in the order they were
+ * opened (separate lookups complete in the thread pool's order, not the callers'), and the
+ * server accepts them in that order, as loopback TCP does. A custom `lookup` is called per
+ * connect, as Node does.
+ */
+const inFlight = new Map<string, Promise<string[]>>()
+
 function lookupAll (options: ConnectOptions): Promise<string[]> {
   const host = options.host || 'localhost'
   if (net.isIP(host)) return Promise.resolve([host])
-  const lookup = options.lookup ?? dns.lookup
+  if (options.lookup !== undefined) return lookupOnce(options, host, options.lookup)
+  const key = `${host}|${options.family ?? 0}|${options.hints ?? 0}`
+  let p = inFlight.get(key)
+  if (p === undefined) {
+    p = lookupOnce(options, host, dns.lookup)
+    inFlight.set(key, p)
+    const forget = (): void => { inFlight.delete(key) }
+    p.then(forget, forget)
+  }
+  return p
+}
+
+function lookupOnce (options: ConnectOptions, host: string, lookup: AnyFn): Promise<string[]> {
   return new Promise((resolve, reject) => {
     lookup(host, { all: true, family: options.family, hints: options.hints },
       (err: Error | null, addrs: string | Array<{ address: string }>) => {

@@ -21,7 +21,7 @@ export interface NativeCore {
   peerCred (fd: number): { pid: number, uid: number, gid: number }
   /** Checks that the peer of `fd` owns the TCP LISTEN socket for addr:port and runs as `uid`. */
   verifyListener (fd: number, family: 4 | 6, addr: Uint8Array, port: number, uid: number):
-  { ok: boolean, reason: string, pid: number, uid: number, pidfdFromSocket: boolean }
+  { ok: boolean, reason: string, pid: number, uid: number, pidfdFromSocket: boolean, cached: boolean, listenersNs: number, scanNs: number, totalNs: number }
   closeFd (fd: number): void
   /** SO_SNDBUF/SO_RCVBUF (FORCE variants where permitted); the granted send buffer or -errno. */
   growSocketBuffers (fd: number, bytes: number): number

@@ -22,6 +22,7 @@ import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../addr
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
+import { step, stepsWanted } from './steps'
 import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
 const ECONNREFUSED = -111
@@ -74,7 +75,9 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   const chosen = offers.find(o => o.offer === accepted.offer)!
   debug('unix', 'side channel accepted %s', chosen.name)
   // A failure from here on is the chosen rung's own set-up: later side-channel rungs may retry.
-  return await accepted.offer.complete(accepted.end)
+  const ch = await accepted.offer.complete(accepted.end)
+  step('client', `${chosen.name} set up`)
+  return ch
 }
 
 /** The handshake's outcome: the offer the server chose, and the side channel for it. */
@@ -89,6 +92,7 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
   if (!native) throw new NotOfferedError(`${rungName}: native addon not loaded`)
   const euid = process.geteuid ? process.geteuid() : 0
   let unverified: UnverifiedPeerError | null = null
+  step('client', 'side channel attempt')
   for (const target of local) {
     const address = dialedAddress(target) // 0.0.0.0 and :: reach 127.0.0.1 and ::1
     const dialed = addressBytes(address)!
@@ -96,14 +100,16 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
       const fd = native.connectAbstract(name)
       if (fd === ECONNREFUSED || fd === ENOENT) continue
       if (fd < 0) throw errnoError(fd, 'connect', `(side channel ${name})`)
+      step('client', 'connected')
       const v = native.verifyListener(fd, dialed.family, dialed.bytes, req.port, euid)
+      if (stepsWanted()) step('client', 'verified', { cached: v.cached, listenersNs: v.listenersNs, scanNs: v.scanNs, totalNs: v.totalNs })
       if (!v.ok) {
         native.closeFd(fd)
         debug('unix', 'side channel %s not trusted: %s', name, v.reason)
         unverified ??= new UnverifiedPeerError(`side channel ${name} not trusted: ${v.reason}`)
         continue
       }
-      debug('unix', 'side channel %s verified: pid %d (pidfd from socket: %s)', name, v.pid, v.pidfdFromSocket)
+      debug('unix', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
       return await handshake(fd, address, dialed, req, offers)
     }
   }
@@ -111,10 +117,20 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
   throw new NotOfferedError(`${rungName}: no side channel answers for this destination`)
 }
 
-/** HELLO / ACCEPT on the verified side channel `fd`. */
+/** HELLO / ACCEPT on the verified side channel `fd` (HELLO sent at once, ACCEPT read on a probe socket). */
 function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
   req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   return new Promise((resolve, reject) => {
+    // HELLO goes out before the probe socket is built, so the server works on it meanwhile.
+    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0)
+    const hello = wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port })
+    const sent = native!.sendFds(fd, hello, [])
+    if (sent !== hello.length) {
+      native!.closeFd(fd)
+      reject(sent < 0 ? new HandshakeError(`side channel failed sending HELLO: ${errnoError(sent, 'sendmsg').message}`) : new HandshakeError('side channel took part of HELLO'))
+      return
+    }
+    step('client', 'HELLO written')
     let probe: net.Socket
     try {
       probe = new net.Socket({ fd, readable: true, writable: true })
@@ -126,7 +142,6 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     let acc: Buffer = Buffer.alloc(0)
     let done = false
     const started = Date.now()
-    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0)
     /** Ends the handshake: the probe's listeners and the timer go; the result is settled. */
     const finish = (err: Error | null, result?: Accepted): void => {
       if (done) return
@@ -156,6 +171,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
       }
       if (!parsed) return
       const m = parsed.message
+      step('client', 'reply read')
       if (m.type === wire.MessageType.Reject) {
         const text = `side channel rejected the connection: ${m.text}`
         return finish(m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text))
@@ -184,7 +200,7 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
           leftover,
           view,
           handshakeRead: parsed.bytes,
-          handshakeWritten: wire.HELLO_BYTES,
+          handshakeWritten: 0, // HELLO went out natively: the handle never counted it
           remainingMs: Math.max(1, req.timeoutMs - (Date.now() - started)),
           shmRingBytes: req.shmRingBytes
         }
@@ -193,6 +209,5 @@ function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes:
     probe.on('data', onData)
     probe.on('error', onError)
     probe.on('close', onClose)
-    probe.write(wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port }))
   })
 }

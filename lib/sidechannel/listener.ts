@@ -13,6 +13,16 @@ import { originals } from '../originals'
 import { LISTEN_BACKLOG } from '../transports/contract'
 import type { Channel, KernelHandle, SideChannelOffer } from '../transports/contract'
 import { channelName } from './names'
+import { step } from './steps'
+import { AdmissionQueue, AdmissionSlot } from './admission'
+
+/**
+ * How long (ms) a client whose handshake is not done may hold back later clients that are ready
+ * (admission in accept order, ./admission.ts).
+ */
+export const ADMIT_HOLD_MS = 50
+
+const EAGAIN = -11
 
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
@@ -49,9 +59,12 @@ export class SideChannelListener {
   private server: net.Server | null = null
   private readonly opts: SideChannelOptions
   private readonly family: 4 | 6
+  /** Connections go to the server in the order their side channels were accepted. */
+  private readonly admission: AdmissionQueue<Channel>
 
   constructor (opts: SideChannelOptions) {
     this.opts = opts
+    this.admission = new AdmissionQueue(c => { step('server', 'admitted'); opts.accept(c) }, ADMIT_HOLD_MS)
     this.name = channelName(opts.address, opts.port, opts.v6only)
     this.family = net.isIPv4(opts.address) ? 4 : 6
   }
@@ -119,9 +132,22 @@ export class SideChannelListener {
 
   private onRaw (raw: net.Socket): void {
     if (this.handoff) return this.handoff(raw)
+    step('server', 'accepted')
+    const slot = this.admission.enter()
     const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
-    if (!handle || !native) return void raw.destroy()
+    if (!handle || !native) {
+      slot.fail()
+      return void raw.destroy()
+    }
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
+    // Until the rung's set-up takes the side channel, its closing (a REJECT sent, a timeout, the
+    // client gone) frees the slot.
+    const onClose = (): void => {
+      clearTimeout(timer)
+      slot.fail()
+    }
+    raw.once('close', onClose)
     if (this.opts.sameUidOnly) {
       let uid = -1
       try {
@@ -131,20 +157,29 @@ export class SideChannelListener {
       if (uid !== euid) return this.reject(raw, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
     }
     let acc: Buffer = Buffer.alloc(0)
-    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
+    /** Bytes of the handshake read through the handle (its counter), not natively. */
+    let readByHandle = 0
+    let helloDone = false
+    const onHandleData = (chunk: Buffer): void => {
+      readByHandle += chunk.length
+      onData(chunk)
+    }
     const onData = (chunk: Buffer): void => {
       acc = acc.length ? Buffer.concat([acc, chunk]) : chunk
       let parsed
       try {
         parsed = wire.decode(acc)
       } catch (err) {
+        helloDone = true
         clearTimeout(timer)
-        raw.removeListener('data', onData)
+        raw.removeListener('data', onHandleData)
         return this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
       }
       if (!parsed) return
+      step('server', 'HELLO read')
+      helloDone = true
       clearTimeout(timer)
-      raw.removeListener('data', onData)
+      raw.removeListener('data', onHandleData)
       raw.pause()
       handle.reading = false
       handle.readStop()
@@ -167,16 +202,46 @@ export class SideChannelListener {
       const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
       const family = familyName(seen)
       const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
-      raw.write(wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort }), err => {
-        if (err || raw.destroyed) return
-        const h = (raw as unknown as { _handle: KernelHandle | null })._handle
-        if (!h) return
-        chosen.offer.accept({ raw, handle: h, view, handshakeRead: wire.HELLO_BYTES, handshakeWritten: wire.ACCEPT_BYTES, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
-          .then(c => this.opts.accept(c), e => debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message))
-      })
+      // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the
+      // handle's write queue, so the rung's set-up starts in this turn of the loop.
+      const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort })
+      const sent = native!.sendFds(handle.fd, accept, [])
+      if (sent !== accept.length) {
+        debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+        return void raw.destroy()
+      }
+      step('server', 'ACCEPT written')
+      raw.removeListener('close', onClose)
+      // The handle's counters saw only what went through it: that much is kept out of bytesRead.
+      this.setUp(slot, chosen, { raw, handle, view, handshakeRead: readByHandle, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
     }
-    raw.on('data', onData)
+    // HELLO is usually there already when the side channel is accepted: read it now rather than
+    // a loop turn later. (The client sends nothing else before ACCEPT.)
+    const early = native.recvFds(handle.fd, wire.MAX_MESSAGE_BYTES, 0)
+    if (typeof early !== 'number') {
+      if (early.bytes.length === 0) {
+        clearTimeout(timer)
+        return void raw.destroy()
+      }
+      onData(early.bytes)
+      if (helloDone) return
+    } else if (early !== EAGAIN) {
+      clearTimeout(timer)
+      return void raw.destroy()
+    }
+    raw.on('data', onHandleData)
     raw.resume()
+  }
+
+  /** The chosen rung's set-up on the side channel; its Channel is admitted in accept order. */
+  private setUp (slot: AdmissionSlot<Channel>, chosen: { name: string, offer: SideChannelOffer }, side: Parameters<SideChannelOffer['accept']>[0]): void {
+    chosen.offer.accept(side).then(c => {
+      step('server', `${chosen.name} set up`)
+      slot.admit(c)
+    }, e => {
+      debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message)
+      slot.fail()
+    })
   }
 
   /** Null when a client may have reached this listener by dialing `dialed`, else why not. */

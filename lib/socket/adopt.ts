@@ -18,6 +18,9 @@ export function nodeSymbol (obj: object, description: string): symbol | undefine
   return Object.getOwnPropertySymbols(obj).find(s => s.description === description)
 }
 
+/** An endpoint's event callback once its stream is closed. */
+function noEvents (): void {}
+
 /** Gives a handle-less channel's endpoint to a new stream core for `sock`, and routes its events there. */
 export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStream {
   const st = sock[kState]
@@ -26,6 +29,9 @@ export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStre
   const stream = new EndpointStream(ch.endpoint!, sock, st, pollUs)
   st.stream = stream
   ch.bindEvents!(() => stream.onevent())
+  // Unbound at close: the endpoint's strong reference to the callback would keep the stream,
+  // the socket and the endpoint alive after the connection is gone.
+  stream.onClose = () => ch.bindEvents!(noEvents)
   sock.transport = ch.transport
   applyChannel(st, ch)
   return stream

@@ -90,6 +90,12 @@ export class EndpointStream {
   private loan: { offset: number, length: number } | null = null
   /** Final counters, kept after close: [bytesWritten, bytesRead]. */
   private finalCounters: [number, number] = [0, 0]
+  /**
+   * Called once at close: the adopter unbinds the endpoint's event callback there. The native
+   * endpoint holds that callback in a strong (global) reference, and the callback holds this
+   * stream and its socket: left bound, every closed connection would stay reachable forever.
+   */
+  onClose: (() => void) | null = null
 
   /**
    * Drives `ep` for `owner` (the socket), reading its readInto queue and onread spec from `st`.
@@ -141,6 +147,9 @@ export class EndpointStream {
     this.finalCounters = this.ep.counters()
     this.closed = true
     this.ep.close(reset) // a RST also when bytes were left unread (decided natively)
+    const onClose = this.onClose
+    this.onClose = null
+    if (onClose) onClose()
     if (this.pending) {
       const p = this.pending
       this.pending = null
