@@ -84,6 +84,8 @@ export class EndpointStream {
   private eofPushed = false
   private closed = false
   private pumping = false
+  /** A pump that reads was asked for while a write-only one ran (see write()): run it next tick. */
+  private readsDeferred = false
   /** The transmit ring as one ArrayBuffer (made on the first allocShared). */
   private region: ArrayBuffer | null = null
   /** The outstanding zero-copy loan: where it sits in `region`, and its length. */
@@ -128,7 +130,12 @@ export class EndpointStream {
     if (this.closed) return cb(errnoError(EPIPE, 'write'))
     this.pending = { bufs, i: 0, off: 0, cb }
     this.owner._unrefTimer()
-    this.pump()
+    // Called from Node's Writable (_write/_writev, inside its clearBuffer): move the bytes now but
+    // run no reader code here. A 'data' handler emitted from here that writes again (a corked
+    // window, say) has those writes buffered by clearBuffer, which drops them (resetBuffer) once
+    // _writev returns: they never reach the ring and the peer waits for them forever. What is
+    // in the ring is read on the endpoint's next event: its read side stays armed.
+    this.pump(false)
   }
 
   /** Node's _final: a FIN once every write is in the ring. */
@@ -171,25 +178,39 @@ export class EndpointStream {
     this.pump()
   }
 
-  /** Moves everything that can move now, then arms the doorbells it needs. Re-entrancy safe. */
-  pump (): void {
-    if (this.pumping || this.closed) return
+  /**
+   * Moves everything that can move now, then arms the doorbells it needs. Re-entrancy safe.
+   * `reads` false: the pending write only (no reader code runs; see write()).
+   */
+  pump (reads = true): void {
+    if (this.closed) return
+    if (this.pumping) {
+      // A running full pump goes round again and sees this; a write-only one defers it.
+      if (reads) this.readsDeferred = true
+      return
+    }
     this.pumping = true
     try {
-      this.pumpLoop()
+      this.pumpLoop(reads)
     } finally {
       this.pumping = false
     }
+    if (reads) {
+      this.readsDeferred = false
+    } else if (this.readsDeferred) {
+      this.readsDeferred = false
+      process.nextTick(() => this.pump())
+    }
   }
 
-  private pumpLoop (): void {
+  private pumpLoop (reads: boolean): void {
     const ep = this.ep
     const owner = this.owner
     for (;;) {
       if (this.closed || owner.destroyed) return
       let progress = false
       // 1. readInto requests, straight from the ring into the caller's arrays.
-      const q = this.st.readQueue
+      const q = reads ? this.st.readQueue : null
       if (q !== null) settleFull(q)
       while (q !== null && q.length > 0 && owner.readableLength === 0) {
         const r = q[0]
@@ -203,7 +224,7 @@ export class EndpointStream {
         }
       }
       // 2a. onread: straight into the caller's buffer, as libuv does for Node's onread.
-      const ob = this.st.onread
+      const ob = reads ? this.st.onread : null
       while (ob !== null && this.reading) {
         const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
         const n = ep.readInto(u8)
@@ -215,7 +236,7 @@ export class EndpointStream {
         if (this.closed || owner.destroyed) return
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
-      while (ob === null && this.reading && !(q !== null && q.length > 0)) {
+      while (reads && ob === null && this.reading && !(q !== null && q.length > 0)) {
         // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
         // without copying (Readable's _uint8ArrayToBuffer).
         const buf = ep.read(READ_CHUNK_BYTES)
@@ -259,9 +280,9 @@ export class EndpointStream {
       if (progress) continue
       // 4. End of stream and peer state, once the ring is drained.
       const queued = this.st.readQueue !== null && this.st.readQueue.length > 0
-      const wantsData = (queued && owner.readableLength === 0) || (this.reading && (ob !== null || !queued))
+      const wantsData = reads && ((queued && owner.readableLength === 0) || (this.reading && (ob !== null || !queued)))
       const st = ep.state()
-      if ((st & S.READABLE) === 0 && (wantsData || (st & (S.RESET | S.GONE)) !== 0)) {
+      if (reads && (st & S.READABLE) === 0 && (wantsData || (st & (S.RESET | S.GONE)) !== 0)) {
         if (st & S.RESET) return void owner.destroy(errnoError(ECONNRESET, 'read'))
         if (st & S.EOF) {
           if (!this.eofPushed) {
