@@ -50,7 +50,7 @@ export const ROW_SCHEMA = {
     'messages', 'delivered', 'elapsedMs', 'msgPerSec', 'deliveredPerSec', 'mbPerSec', 'cpuUsPerMsg', 'postUsPerMsg', 'postShare', 'overhead', 'ratioVsNetTcp', 'coldOverWarm',
     'preparationMs', 'warmupMs'],
   properties: {
-    channel: { type: 'string', pattern: '^(fastsock|net):[a-z+]+$' },
+    channel: { type: 'string', pattern: '^(fastsock|net):[a-z]+( \\(no polling\\))?$' },
     transport: { type: 'string', minLength: 1 },
     label: { type: 'string', minLength: 1 },
     pattern: { enum: [...PATTERNS] },
