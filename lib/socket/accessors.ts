@@ -59,7 +59,7 @@ export function installAccessors (proto: object): void {
       configurable: true,
       enumerable: true,
       get (this: FsSocket): number | undefined {
-        return this[kState].stream || this.connecting ? this.writableLength : nodeBufferSize.call(this)
+        return this[kState]?.stream || this.connecting ? this.writableLength : nodeBufferSize.call(this)
       }
     },
     /**
@@ -71,7 +71,8 @@ export function installAccessors (proto: object): void {
       configurable: true,
       enumerable: true,
       get (this: FsSocket): number | undefined {
-        if (!this[kState].stream || this.connecting) return nodeBytesWritten.call(this)
+        // On the prototype itself (no state), Node's getter answers (undefined).
+        if (!this[kState]?.stream || this.connecting) return nodeBytesWritten.call(this)
         const buffered = (this as unknown as { writableBuffer?: Array<{ chunk: Buffer | string, encoding: BufferEncoding }> }).writableBuffer
         if (!buffered) return undefined
         let bytes = (this as unknown as { _bytesDispatched: number })._bytesDispatched
@@ -112,6 +113,7 @@ export function installAccessors (proto: object): void {
       enumerable: false,
       get (this: FsSocket): number {
         const st = this[kState]
+        if (!st) return 0 // the prototype itself: Node's bytesWritten getter then answers undefined
         if (st.stream) return st.stream.bytesWritten
         const h = (this as unknown as { _handle: KernelHandle | null })._handle
         const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)
