@@ -33,23 +33,52 @@ function fastWrite (this: FsSocket, chunk: unknown, encoding?: unknown, cb?: unk
 const kBytesWrittenName = 'kBytesWritten'
 const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
 const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
+const nodeBytesWritten = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bytesWritten')!.get!
 /**
  * Installs on fastsock's Socket prototype the accessors Node defines on net.Socket's and that a
  * socket without a handle must answer itself (NET-COMPAT.md): `pending`, `bufferSize`,
- * `bytesRead`, `_bytesDispatched`; and the `write` accessor.
+ * `bytesRead`, `bytesWritten`, `_bytesDispatched`; and the `write` accessor.
  */
 export function installAccessors (proto: object): void {
   Object.defineProperties(proto, {
-    /** Node's: no handle or connecting. On a handle-less channel (no handle by design): connecting. */
+    /**
+     * Node's: no handle or connecting. On a handle-less channel (no handle by design): connecting,
+     * or destroyed (Node drops the handle in destroy()).
+     */
     pending: {
       configurable: true,
       enumerable: true,
-      get (this: FsSocket): boolean { return this[kState].stream ? this.connecting : nodePending.call(this) }
+      get (this: FsSocket): boolean { return this[kState].stream ? this.connecting || this.destroyed : nodePending.call(this) }
     },
+    /**
+     * Node's: the writable length once the socket has a handle. Node makes the handle in
+     * connect(), before any DNS; a fastsock socket has none while the chain runs, nor on a
+     * handle-less channel: the writable length then too.
+     */
     bufferSize: {
       configurable: true,
       enumerable: true,
-      get (this: FsSocket): number | undefined { return this[kState].stream ? this.writableLength : nodeBufferSize.call(this) }
+      get (this: FsSocket): number | undefined {
+        return this[kState]?.stream || this.connecting ? this.writableLength : nodeBufferSize.call(this)
+      }
+    },
+    /**
+     * Node's: bytes dispatched plus bytes still queued in the stream. On a handle-less channel
+     * without the write queued while connecting (`_pendingData`), which Node clears when it
+     * dispatches that write and the stream core now holds (counted by `_bytesDispatched`).
+     */
+    bytesWritten: {
+      configurable: true,
+      enumerable: true,
+      get (this: FsSocket): number | undefined {
+        // On the prototype itself (no state), Node's getter answers (undefined).
+        if (!this[kState]?.stream || this.connecting) return nodeBytesWritten.call(this)
+        const buffered = (this as unknown as { writableBuffer?: Array<{ chunk: Buffer | string, encoding: BufferEncoding }> }).writableBuffer
+        if (!buffered) return undefined
+        let bytes = (this as unknown as { _bytesDispatched: number })._bytesDispatched
+        for (const el of buffered) bytes += typeof el.chunk === 'string' ? Buffer.byteLength(el.chunk, el.encoding) : el.chunk.length
+        return bytes
+      }
     },
     /** Bytes received from the peer: application bytes only (handshakes are not counted). */
     bytesRead: {
@@ -84,6 +113,7 @@ export function installAccessors (proto: object): void {
       enumerable: false,
       get (this: FsSocket): number {
         const st = this[kState]
+        if (!st) return 0 // the prototype itself: Node's bytesWritten getter then answers undefined
         if (st.stream) return st.stream.bytesWritten
         const h = (this as unknown as { _handle: KernelHandle | null })._handle
         const sent = h ? h.bytesWritten : ((this as unknown as Record<symbol, number>)[nodeSymbol(this, kBytesWrittenName)!] ?? 0)

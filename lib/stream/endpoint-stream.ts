@@ -46,8 +46,6 @@ export interface StreamState {
   onread: OnreadSpec | null
 }
 
-interface PendingWrite { bufs: Buffer[], i: number, off: number, cb: (err?: Error | null) => void }
-
 /**
  * Open endpoint streams of this process. When the process exits normally the kernel would send
  * a FIN on its TCP sockets (a RST where data was left unread); a handle-less endpoint has no
@@ -80,7 +78,11 @@ export class EndpointStream {
   private readonly st: StreamState
   /** The stream asked for data (Node's _read) and push() has not said stop. */
   private reading = false
-  private pending: PendingWrite | null = null
+  /** The write in progress (the ring took only part of it): its chunks, where it stands, its callback. */
+  private wBufs: Buffer[] | null = null
+  private wIndex = 0
+  private wOff = 0
+  private wCb: ((err?: Error | null) => void) | null = null
   private eofPushed = false
   private closed = false
   private pumping = false
@@ -98,6 +100,20 @@ export class EndpointStream {
    * stream and its socket: left bound, every closed connection would stay reachable forever.
    */
   onClose: (() => void) | null = null
+  /** The user's ref()/unref() (Node's handle ref state): true until unref(). */
+  private userRef = true
+  /** Whether the endpoint's watchers hold the event loop now (they start ref'd). */
+  private held = true
+  /** In Node's _read with nothing buffered: read one chunk, the one that read() call returns. */
+  private syncRead = false
+  /** A pump is queued for the next tick (see read()). */
+  private tickQueued = false
+  /** Bytes were delivered since the endpoint's last event (this loop turn, as libuv sees it). */
+  private recentData = false
+  /** EOF seen right after data: pushed a loop turn later, as libuv reports it (see pumpLoop). */
+  private eofWait = false
+  private readonly onTick = (): void => { this.tickQueued = false; this.pump() }
+  private readonly onEofTurn = (): void => { this.eofWait = false; this.recentData = false; this.pump() }
 
   /**
    * Drives `ep` for `owner` (the socket), reading its readInto queue and onread spec from `st`.
@@ -109,33 +125,71 @@ export class EndpointStream {
     this.st = st
     if (pollUs > 0) ep.setPollUs(pollUs)
     trackLive(this)
+    this.syncRef()
   }
 
-  get bytesWritten (): number { return this.closed ? this.finalCounters[0] : this.ep.counters()[0] }
+  /**
+   * Bytes handed to write() so far, as Node's handle counts them (at dispatch): what is in the
+   * endpoint plus what of the write in progress is still waiting for room.
+   */
+  get bytesWritten (): number {
+    return this.closed ? this.finalCounters[0] : this.ep.counters()[0] + this.unwritten()
+  }
+
+  /** Bytes taken from the endpoint, each counted as its chunk is handed to the stream. */
   get bytesRead (): number { return this.closed ? this.finalCounters[1] : this.ep.counters()[1] }
 
-  /** Node's _read. */
+  /**
+   * Node's _read. As libuv's uv_read_start: reading starts and holds the loop. Bytes already in
+   * the endpoint are read now only when the stream has nothing buffered, and then one chunk (the
+   * one the stream's read() call returns at once): a read-ahead would hand the stream a chunk
+   * that is counted in bytesRead before an earlier one was emitted as 'data'. Otherwise the next
+   * tick reads, and pushes then go straight to 'data' listeners.
+   */
   read (): void {
     this.reading = true
-    this.pump()
+    if (this.owner.readableLength > 0) {
+      if (!this.tickQueued) {
+        this.tickQueued = true
+        process.nextTick(this.onTick)
+      }
+      this.syncRef()
+      return
+    }
+    this.syncRead = true
+    try {
+      this.pump()
+    } finally {
+      this.syncRead = false
+    }
   }
 
   /** onread's callback returned false, or the socket paused: stop reading the ring. */
   stopReading (): void {
     this.reading = false
+    this.syncRef()
   }
 
-  /** Node's _writeGeneric for chunks (strings already encoded by the caller). */
+  /**
+   * Node's _writeGeneric for chunks (strings already encoded by the caller). As libuv's
+   * uv_try_write: what fits goes into the endpoint now, in this call (also when called from a
+   * callback the pump is running: a write then destroy() in a 'data' listener reaches the
+   * peer), and the callback runs at once when everything fit; the rest waits for room.
+   */
   write (bufs: Buffer[], cb: (err?: Error | null) => void): void {
     if (this.closed) return cb(errnoError(EPIPE, 'write'))
-    this.pending = { bufs, i: 0, off: 0, cb }
+    this.wBufs = bufs
+    this.wIndex = 0
+    this.wOff = 0
+    this.wCb = cb
     this.owner._unrefTimer()
-    // Called from Node's Writable (_write/_writev, inside its clearBuffer): move the bytes now but
-    // run no reader code here. A 'data' handler emitted from here that writes again (a corked
-    // window, say) has those writes buffered by clearBuffer, which drops them (resetBuffer) once
-    // _writev returns: they never reach the ring and the peer waits for them forever. What is
-    // in the ring is read on the endpoint's next event: its read side stays armed.
-    this.pump(false)
+    this.moveWrite()
+    // The rest waits for room: a write-only pump (the running pump, when nested, does). Called
+    // from Node's Writable (_write/_writev, inside its clearBuffer), no reader code may run here:
+    // a 'data' handler emitted from here that writes again (a corked window, say) has those
+    // writes buffered by clearBuffer, which drops them (resetBuffer) once _writev returns. What
+    // is in the ring is read on the endpoint's next event: its read side stays armed.
+    if (this.wBufs !== null) this.pump(false)
   }
 
   /** Node's _final: a FIN once every write is in the ring. */
@@ -146,22 +200,19 @@ export class EndpointStream {
 
   /**
    * Tears down: a RST when `reset` or when bytes were left unread, else a FIN (the peer still
-   * reads what is in the ring).
+   * reads what is in the ring, every byte written before, then EOF).
    */
   close (reset: boolean): void {
     if (this.closed) return
     live.delete(this)
     this.finalCounters = this.ep.counters()
+    this.finalCounters[0] += this.unwritten()
     this.closed = true
     this.ep.close(reset) // a RST also when bytes were left unread (decided natively)
     const onClose = this.onClose
     this.onClose = null
     if (onClose) onClose()
-    if (this.pending) {
-      const p = this.pending
-      this.pending = null
-      p.cb(errnoError(EPIPE, 'write'))
-    }
+    if (this.wBufs !== null) this.finishWrite(errnoError(EPIPE, 'write'))
   }
 
   /** The endpoint's protocol counters (an endpoint with `stats()`: verbs), or null. */
@@ -170,11 +221,91 @@ export class EndpointStream {
     return typeof ep.stats === 'function' ? ep.stats() : null
   }
 
-  ref (): void { if (!this.closed) this.ep.ref() }
-  unref (): void { if (!this.closed) this.ep.unref() }
+  /** Node's socket.ref(): the endpoint holds the loop again whenever it is active (syncRef). */
+  ref (): void {
+    this.userRef = true
+    this.syncRef()
+  }
+
+  /** Node's socket.unref(): only a write waiting for room holds the loop (as a libuv write request does). */
+  unref (): void {
+    this.userRef = false
+    this.syncRef()
+  }
+
+  /**
+   * Makes the endpoint's watchers hold the event loop exactly while a TCP handle would: while
+   * it reads (Node's _read asked, push() did not say stop, no EOF yet; or readInto requests
+   * wait) and the user did not unref() it, or while a write waits for room (libuv's write
+   * requests keep the loop alive whatever the handle's ref). The native call happens only on
+   * a change.
+   */
+  private syncRef (): void {
+    if (this.closed) return
+    const q = this.st.readQueue
+    const want = this.wBufs !== null ||
+      (this.userRef && !this.eofPushed && (this.reading || (q !== null && q.length > 0)))
+    if (want === this.held) return
+    this.held = want
+    if (want) this.ep.ref()
+    else this.ep.unref()
+  }
+
+  /** Bytes of the write in progress not in the endpoint yet. */
+  private unwritten (): number {
+    const bufs = this.wBufs
+    if (bufs === null) return 0
+    let n = -this.wOff
+    for (let i = this.wIndex; i < bufs.length; i++) n += bufs[i].length
+    return n
+  }
+
+  /** Ends the write in progress: its callback, with `err` or none. */
+  private finishWrite (err: Error | null): void {
+    const cb = this.wCb!
+    this.wBufs = null
+    this.wCb = null
+    if (err) cb(err)
+    else cb()
+  }
+
+  /**
+   * Moves the write in progress into the endpoint as far as it fits, and ends it (calls back)
+   * when every byte is in, or when a loan cannot be published. True when anything moved.
+   */
+  private moveWrite (): boolean {
+    const bufs = this.wBufs!
+    let progress = false
+    while (this.wIndex < bufs.length) {
+      const b = bufs[this.wIndex]
+      if (this.loan !== null && b.buffer === this.region && this.wOff === 0) {
+        const err = this.commitLoan(b)
+        if (err) {
+          this.finishWrite(err)
+          return true
+        }
+        this.wIndex++
+        progress = true
+        continue
+      }
+      const n = this.wOff < b.length ? this.ep.write(this.wOff === 0 ? b : b.subarray(this.wOff)) : 0
+      this.wOff += n
+      if (this.wOff >= b.length) {
+        this.wIndex++
+        this.wOff = 0
+        progress = true
+        continue
+      }
+      return progress || n > 0
+    }
+    this.owner._unrefTimer()
+    this.finishWrite(null)
+    return true
+  }
 
   /** Called by the endpoint's doorbell and liveness watchers, and after any state change. */
   onevent (): void {
+    this.recentData = false // a new loop turn's event
     this.pump()
   }
 
@@ -201,11 +332,14 @@ export class EndpointStream {
       this.readsDeferred = false
       process.nextTick(() => this.pump())
     }
+    this.syncRef()
   }
 
   private pumpLoop (reads: boolean): void {
     const ep = this.ep
     const owner = this.owner
+    // In Node's _read with nothing buffered: one chunk (see read()).
+    let chunksLeft = this.syncRead ? 1 : Infinity
     for (;;) {
       if (this.closed || owner.destroyed) return
       let progress = false
@@ -216,7 +350,7 @@ export class EndpointStream {
         const r = q[0]
         const n = ep.readInto(r.bytes.subarray(r.filled))
         if (n === 0) break
-        progress = true
+        progress = this.recentData = true
         r.filled += n
         if (r.filled === r.bytes.length) {
           q.shift()
@@ -229,85 +363,68 @@ export class EndpointStream {
         const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
         const n = ep.readInto(u8)
         if (n === 0) break
-        progress = true
+        progress = this.recentData = true
         owner._unrefTimer()
         if (ob.gen) ob.current = null
-        if (ob.callback(n) === false) this.reading = false
+        // Node calls it as the socket's method (stream[kBufferCb](nread, buf)): `this` is the socket.
+        if (ob.callback.call(owner, n) === false) this.reading = false
         if (this.closed || owner.destroyed) return
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
-      while (reads && ob === null && this.reading && !(q !== null && q.length > 0)) {
+      while (reads && ob === null && this.reading && chunksLeft > 0 && !(q !== null && q.length > 0)) {
         // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
         // without copying (Readable's _uint8ArrayToBuffer).
         const buf = ep.read(READ_CHUNK_BYTES)
         if (buf === null) break
-        progress = true
+        progress = this.recentData = true
+        chunksLeft--
         owner._unrefTimer()
         if (!owner.push(buf)) this.reading = false
         if (this.closed || owner.destroyed) return
       }
-      // 3. Pending write into the ring.
-      if (this.pending) {
-        const p = this.pending
-        while (p.i < p.bufs.length) {
-          const b = p.bufs[p.i]
-          if (this.loan !== null && b.buffer === this.region && p.off === 0) {
-            const err = this.commitLoan(b)
-            if (err) {
-              this.pending = null
-              p.cb(err)
-              return
-            }
-            p.i++
-            progress = true
-            continue
-          }
-          const n = p.off < b.length ? ep.write(p.off === 0 ? b : b.subarray(p.off)) : 0
-          p.off += n
-          if (p.off >= b.length) { p.i++; p.off = 0; progress = true; continue }
-          if (n > 0) progress = true
-          break
-        }
-        if (p.i >= p.bufs.length) {
-          this.pending = null
-          owner._unrefTimer()
-          p.cb()
-          if (this.closed || owner.destroyed) return
-          continue
-        }
+      // 3. The write in progress into the ring.
+      if (this.wBufs !== null && this.moveWrite()) {
+        if (this.closed || owner.destroyed) return
+        progress = true
       }
       // Progress made: go round again; what follows runs once nothing moves.
       if (progress) continue
       // 4. End of stream and peer state, once the ring is drained.
       const queued = this.st.readQueue !== null && this.st.readQueue.length > 0
-      const wantsData = reads && ((queued && owner.readableLength === 0) || (this.reading && (ob !== null || !queued)))
+      const wantsData = reads && ((queued && owner.readableLength === 0) ||
+        (this.reading && chunksLeft > 0 && (ob !== null || !queued)))
       const st = ep.state()
       if (reads && (st & S.READABLE) === 0 && (wantsData || (st & (S.RESET | S.GONE)) !== 0)) {
         if (st & S.RESET) return void owner.destroy(errnoError(ECONNRESET, 'read'))
         if (st & S.EOF) {
-          if (!this.eofPushed) {
-            this.eofPushed = true
-            // As Node's onStreamRead does at EOF: read(0) lets 'end' fire on a paused stream.
-            owner.push(null)
-            owner.read(0)
-            if (this.closed || owner.destroyed) return
+          if (!this.eofPushed && !this.eofWait) {
+            if (this.recentData) {
+              // libuv reports EOF a loop turn after a read that did not fill its buffer (http's
+              // agent relies on it: a keep-alive socket is reused before the server's FIN is seen).
+              this.eofWait = true
+              setImmediate(this.onEofTurn)
+            } else {
+              this.eofPushed = true
+              // As Node's onStreamRead does at EOF: read(0) lets 'end' fire on a paused stream.
+              owner.push(null)
+              owner.read(0)
+              if (this.closed || owner.destroyed) return
+            }
           }
         } else if (st & S.GONE) {
           return void owner.destroy(errnoError(ECONNRESET, 'read'))
         }
       }
-      if (this.pending && (st & S.GONE)) {
-        const p = this.pending
-        this.pending = null
-        p.cb(errnoError(EPIPE, 'write'))
+      if (this.wBufs !== null && (st & S.GONE)) {
+        this.finishWrite(errnoError(EPIPE, 'write'))
         return
       }
       // 5. Nothing moves: sleep on the doorbell, unless arming finds work after all (armRead
       // re-checks the ring after raising the flag, so bytes that landed since step 1/2 looked
       // are never stranded: the producer rings only for an armed consumer).
       let retry = false
-      if (wantsData && !this.eofPushed && ((st & S.READABLE) !== 0 || !ep.armRead())) retry = true
-      if (this.pending && !ep.armWrite()) retry = true
+      if (wantsData && !this.eofPushed && !this.eofWait && ((st & S.READABLE) !== 0 || !ep.armRead())) retry = true
+      if (this.wBufs !== null && !ep.armWrite()) retry = true
       if (!retry) return
     }
   }
@@ -333,7 +450,7 @@ export class EndpointStream {
       throw outOfRange(`allocShared: byteLength must be an integer in [1, ${size}] (the ring size), got ${n}`)
     }
     if (this.loan !== null) throw new StaleLoanError('allocShared: the previous loan was not written yet')
-    if (this.pending !== null || ep.writable() < n) return null
+    if (this.wBufs !== null || ep.writable() < n) return null
     const offset = ep.txHeadOffset()
     this.loan = { offset, length: n }
     return new Uint8Array(this.region, offset, n)

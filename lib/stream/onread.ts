@@ -9,7 +9,8 @@ export interface OnreadSpec {
   gen: (() => Uint8Array) | null
   /** The buffer the next endpoint read goes into (stream core). */
   current: Uint8Array | null
-  callback: (n: number) => boolean | void
+  /** Called as the socket's method (`this`: the socket), as Node calls onread's callback. */
+  callback: (this: unknown, n: number) => boolean | void
 }
 
 /** The caller's `onread` option: `buffer` a typed array or a function returning one. */
@@ -27,13 +28,13 @@ export function asUint8 (view: ArrayBufferView): Uint8Array {
  * The spec for a caller's onread option, and the option to hand Node in its place; null when the
  * option is absent or not Node's shape (Node then validates it).
  */
-export function onreadSpec (onread: unknown): { spec: OnreadSpec, nodeOption: { buffer: unknown, callback: (n: number) => boolean | void } } | null {
+export function onreadSpec (onread: unknown): { spec: OnreadSpec, nodeOption: { buffer: unknown, callback: (this: unknown, n: number) => boolean | void } } | null {
   const o = onread as Partial<OnreadOption> | null | undefined
   if (!o || typeof o !== 'object' || typeof o.callback !== 'function') return null
   const userCb = o.callback
   if (ArrayBuffer.isView(o.buffer)) {
     const view = o.buffer
-    const spec: OnreadSpec = { buffer: asUint8(view), gen: null, current: null, callback: (n: number) => userCb(n, view) }
+    const spec: OnreadSpec = { buffer: asUint8(view), gen: null, current: null, callback: function (n: number) { return userCb.call(this, n, view) } }
     return { spec, nodeOption: { buffer: spec.buffer, callback: spec.callback } }
   }
   if (typeof o.buffer === 'function') {
@@ -43,7 +44,7 @@ export function onreadSpec (onread: unknown): { spec: OnreadSpec, nodeOption: { 
       buffer: null,
       gen: () => { last = gen(); return asUint8(last) },
       current: null,
-      callback: (n: number) => userCb(n, last!)
+      callback: function (n: number) { return userCb.call(this, n, last!) }
     }
     return { spec, nodeOption: { buffer: spec.gen, callback: spec.callback } }
   }
