@@ -121,15 +121,15 @@ void CloseWaiter(Waiter* w) {
 void Fire(Waiter* w, int status) {
   if (w->fired) return;
   w->fired = true;
-  Napi::Env env = w->cb.Env();
-  {
-    Napi::HandleScope scope(env);
-    // Stop first, so the callback may close or hand over the fd.
-    uv_poll_stop(&w->poll);
-    napi_value arg = Napi::Number::New(env, status);
-    CallFromLoop(env, w->cb.Value(), env.Global(), 1, &arg, *w->ctx);
-  }
+  // Close the poll before the callback, so the callback may close or hand over the fd: stopping
+  // a poll removes its fd *number* from epoll (uv__platform_invalidate_fd), and a number the
+  // callback closed may name another socket or doorbell by then (registered in the callback or
+  // its microtasks), which would silently stop waking up. `w` lives until both close callbacks.
   CloseWaiter(w);
+  Napi::Env env = w->cb.Env();
+  Napi::HandleScope scope(env);
+  napi_value arg = Napi::Number::New(env, status);
+  CallFromLoop(env, w->cb.Value(), env.Global(), 1, &arg, *w->ctx);
 }
 }  // namespace
 

@@ -18,6 +18,15 @@ export enum MessageType { Hello = 1, Accept = 2, Reject = 3, ShmSetup = 4, ShmRe
 /** Capability bits a client offers in HELLO. */
 export const CAP_UNIX = 1 << 0
 export const CAP_SHM = 1 << 1
+/**
+ * SHM_SETUP follows this HELLO without waiting for ACCEPT (docs/wire-protocol.md, "Pipelined
+ * SHM_SETUP"). Sent only with CAP_SHM, and only to a server whose ACCEPT announced
+ * ACCEPT_SHM_EARLY.
+ */
+export const CAP_SHM_EARLY = 1 << 2
+
+/** ACCEPT flag bits (its last u32). This server reads a SHM_SETUP pipelined behind HELLO. */
+export const ACCEPT_SHM_EARLY = 1 << 0
 
 /** Transport ids chosen in ACCEPT. */
 export const TRANSPORT_UNIX = 1
@@ -41,6 +50,8 @@ export interface Accept {
   transport: number
   /** The port both ends report as the client's (there is no TCP socket to own one). */
   clientPort: number
+  /** ACCEPT_* bits (0 from a server that predates them). */
+  flags: number
 }
 export interface Reject {
   type: MessageType.Reject
@@ -96,12 +107,13 @@ export function encodeHello (h: Omit<Hello, 'type' | 'version'>, version = PROTO
   return b
 }
 
-/** ACCEPT: header, u8 transport, u8 0, u16 client port, u32 0. */
-export function encodeAccept (a: Omit<Accept, 'type' | 'version'>): Buffer {
+/** ACCEPT: header, u8 transport, u8 0, u16 client port, u32 flags (ACCEPT_*; 0 when omitted). */
+export function encodeAccept (a: Omit<Accept, 'type' | 'version' | 'flags'> & { flags?: number }): Buffer {
   const b = Buffer.alloc(ACCEPT_BYTES)
   header(b, MessageType.Accept, ACCEPT_BYTES)
   b.writeUInt8(a.transport, 8)
   b.writeUInt16LE(a.clientPort, 10)
+  b.writeUInt32LE((a.flags ?? 0) >>> 0, 12)
   return b
 }
 
@@ -196,7 +208,7 @@ export function decode (buf: Buffer): { message: Message, bytes: number } | null
     case MessageType.ShmReady:
       return { bytes: length, message: { type, version, doorbellId: readDoorbellId(buf, 8) } }
     case MessageType.Accept:
-      return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10) } }
+      return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10), flags: buf.readUInt32LE(12) } }
     default: {
       const n = buf.readUInt16LE(10)
       if (REJECT_HEAD_BYTES + n !== length) throw malformed('REJECT text length')

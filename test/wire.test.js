@@ -71,10 +71,13 @@ t.test('ACCEPT layout and round trip', async t => {
   t.equal(b[8], 1, 'transport')
   t.equal(b[9], 0)
   t.equal(b.readUInt16LE(10), 40001, 'client port')
-  t.equal(b.readUInt32LE(12), 0)
-  fc.assert(fc.property(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 0xffff }), (transport, clientPort) => {
-    const d = wire.decode(wire.encodeAccept({ transport, clientPort }))
-    return d.bytes === 16 && d.message.type === TYPE.Accept && d.message.transport === transport && d.message.clientPort === clientPort
+  t.equal(b.readUInt32LE(12), 0, 'no flags unless given (a server of the previous version sends 0)')
+  t.equal(wire.encodeAccept({ transport: 2, clientPort: 1, flags: wire.ACCEPT_SHM_EARLY }).readUInt32LE(12), 1, 'ACCEPT_SHM_EARLY is bit 0 of the last u32')
+  t.equal(wire.CAP_SHM_EARLY, 4, 'CAP_SHM_EARLY is HELLO capability bit 2')
+  fc.assert(fc.property(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 0xffff }), fc.nat(), (transport, clientPort, flags) => {
+    const d = wire.decode(wire.encodeAccept({ transport, clientPort, flags }))
+    return d.bytes === 16 && d.message.type === TYPE.Accept && d.message.transport === transport && d.message.clientPort === clientPort &&
+      d.message.flags === flags >>> 0
   }))
 })
 

@@ -23,10 +23,16 @@ import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
 import { step, stepsWanted } from './steps'
+import { earlyOf } from './early'
+import type { EarlyClientSetup, EarlyOffer } from './early'
+import { originals } from '../originals'
 import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
 const ECONNREFUSED = -111
 const ENOENT = -2
+const EAGAIN = -11
+const EPROTO = -71
+const ETIMEDOUT = -110
 
 /** Connects whose side channel was tried (and failed for a reason other than a rung's set-up). */
 const tried = new WeakSet<AttemptContext>()
@@ -75,13 +81,29 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   const chosen = offers.find(o => o.offer === accepted.offer)!
   debug('unix', 'side channel accepted %s', chosen.name)
   // A failure from here on is the chosen rung's own set-up: later side-channel rungs may retry.
-  const ch = await accepted.offer.complete(accepted.end)
+  const ch = await accepted.finish()
   step('client', `${chosen.name} set up`)
   return ch
 }
 
-/** The handshake's outcome: the offer the server chose, and the side channel for it. */
-interface Accepted { offer: SideChannelOffer, end: SideChannelClientEnd }
+/** The handshake's outcome: the offer the server chose, and how to finish its set-up. */
+interface Accepted { offer: SideChannelOffer, finish: () => Promise<Channel> }
+
+/**
+ * Servers (side-channel name and pid) whose ACCEPT said they read a SHM_SETUP pipelined behind
+ * HELLO (ACCEPT_SHM_EARLY). Used only when the peer verification was a cache hit: the same
+ * process, pinned by its pidfd, that said so (a miss forgets the entry: the pid may name another
+ * process by now). Bounded; oldest first out.
+ */
+const earlyServers = new Set<string>()
+const MAX_EARLY_SERVERS = 64
+
+function rememberEarly (key: string, early: boolean): void {
+  earlyServers.delete(key)
+  if (!early) return
+  if (earlyServers.size >= MAX_EARLY_SERVERS) earlyServers.delete(earlyServers.values().next().value as string)
+  earlyServers.add(key)
+}
 
 /**
  * Finds, verifies and handshakes the side channel for the first local destination address that
@@ -110,104 +132,162 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
         continue
       }
       debug('unix', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
-      return await handshake(fd, address, dialed, req, offers)
+      const key = `${name}|${v.pid}`
+      if (!v.cached) earlyServers.delete(key)
+      return await handshake(fd, key, v.cached && earlyServers.has(key), address, dialed, req, offers)
     }
   }
   if (unverified) throw unverified
   throw new NotOfferedError(`${rungName}: no side channel answers for this destination`)
 }
 
-/** HELLO / ACCEPT on the verified side channel `fd` (HELLO sent at once, ACCEPT read on a probe socket). */
-function handshake (fd: number, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
+/** A pipelined set-up for this connect, or null (HELLO then goes alone). */
+function prepareEarly (offers: SideChannelOffer[], ringBytes: number): { early: EarlyOffer, setup: EarlyClientSetup } | null {
+  for (const o of offers) {
+    const early = earlyOf(o)
+    if (!early) continue
+    try {
+      return { early, setup: early.prepare(ringBytes) }
+    } catch (err) {
+      debug('unix', 'no pipelined set-up: %s', (err as Error).message)
+      return null
+    }
+  }
+  return null
+}
+
+/**
+ * HELLO / ACCEPT on the verified side channel `fd` (docs/wire-protocol.md). With `pipeline` (the
+ * server `key` names announced ACCEPT_SHM_EARLY, and it is the same process), the set-up of the
+ * rung that has one (shm) goes out in the same sendmsg as HELLO, and its reply is read with
+ * ACCEPT. Replies are read with recvmsg (a reply may carry fds), never through a handle.
+ */
+function handshake (fd: number, key: string, pipeline: boolean, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
   req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   return new Promise((resolve, reject) => {
-    // HELLO goes out before the probe socket is built, so the server works on it meanwhile.
-    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0)
+    const n = native!
+    const pipelined = pipeline ? prepareEarly(offers, req.shmRingBytes) : null
+    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0) | (pipelined ? pipelined.early.cap : 0)
     const hello = wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port })
-    const sent = native!.sendFds(fd, hello, [])
-    if (sent !== hello.length) {
-      native!.closeFd(fd)
+    const out = pipelined ? Buffer.concat([hello, pipelined.setup.bytes]) : hello
+    const sent = n.sendFds(fd, out, pipelined ? pipelined.setup.fds : [])
+    if (sent !== out.length) {
+      pipelined?.setup.release()
+      n.closeFd(fd)
       reject(sent < 0 ? new HandshakeError(`side channel failed sending HELLO: ${errnoError(sent, 'sendmsg').message}`) : new HandshakeError('side channel took part of HELLO'))
       return
     }
-    step('client', 'HELLO written')
-    let probe: net.Socket
-    try {
-      probe = new net.Socket({ fd, readable: true, writable: true })
-    } catch (err) {
-      native!.closeFd(fd)
-      reject(err)
-      return
+    step('client', pipelined ? 'HELLO+SHM_SETUP written' : 'HELLO written')
+    // A rung finished over the handle (unix, shm without pipelining) gets it in a socket made
+    // now, while the server works (not reading: the reply is read natively).
+    let probe: net.Socket | null = null
+    const makeProbe = (): net.Socket => {
+      const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
+      probe = new NodeSocket({ fd, readable: true, writable: true, pauseOnCreate: true })
+      return probe
+    }
+    if (!pipelined) {
+      try {
+        makeProbe()
+      } catch (err) {
+        n.closeFd(fd)
+        reject(err)
+        return
+      }
     }
     let acc: Buffer = Buffer.alloc(0)
-    let done = false
+    let fds: number[] = []
     const started = Date.now()
-    /** Ends the handshake: the probe's listeners and the timer go; the result is settled. */
-    const finish = (err: Error | null, result?: Accepted): void => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      probe.removeListener('data', onData)
-      probe.removeListener('error', onError)
-      probe.removeListener('close', onClose)
-      if (err) {
-        probe.destroy()
-        reject(err)
-      } else {
-        resolve(result!)
+    const fail = (err: Error): void => {
+      for (const f of fds) n.closeFd(f)
+      pipelined?.setup.release()
+      // A server that may not have understood the pipelined bytes: the next connect asks again.
+      // (REJECT Busy, Forbidden, NoTransport are answers to the HELLO, whatever followed it.)
+      const answered = err instanceof RejectedError && err.reason !== wire.RejectReason.Malformed && err.reason !== wire.RejectReason.Version
+      if (pipelined && !answered) earlyServers.delete(key)
+      if (probe) (probe as net.Socket).destroy()
+      else n.closeFd(fd)
+      reject(err)
+    }
+    const maxFds = pipelined ? pipelined.early.replyFds : 0
+    const readMore = (): void => {
+      for (;;) {
+        if (req.aborted()) return fail(new NotOfferedError('socket destroyed during the handshake'))
+        const r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+        if (r === EAGAIN) {
+          const leftMs = req.timeoutMs - (Date.now() - started)
+          if (leftMs <= 0) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
+          n.waitReadable(fd, leftMs, status => {
+            if (status === ETIMEDOUT) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
+            readMore()
+          })
+          return
+        }
+        if (typeof r === 'number') {
+          return fail(new HandshakeError(r === EPROTO ? 'side channel reply carried unexpected fds' : `side channel failed during the handshake: ${errnoError(r, 'recvmsg').message}`))
+        }
+        if (r.bytes.length === 0) return fail(new HandshakeError('side channel closed during the handshake'))
+        fds.push(...r.fds)
+        acc = acc.length ? Buffer.concat([acc, r.bytes]) : r.bytes
+        let result: Accepted | Error | null
+        try {
+          result = onReply()
+        } catch (err) {
+          result = err as Error
+        }
+        if (result === null) continue
+        if (result instanceof Error) return fail(result)
+        return resolve(result)
       }
     }
-    const timer = setTimeout(() => finish(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`)), req.timeoutMs)
-    const onError = (err: Error): void => finish(new HandshakeError(`side channel failed during the handshake: ${err.message}`, { cause: err }))
-    const onClose = (): void => finish(new HandshakeError('side channel closed during the handshake'))
-    const onData = (chunk: Buffer): void => {
-      if (req.aborted()) return finish(new NotOfferedError('socket destroyed during the handshake'))
-      acc = acc.length ? Buffer.concat([acc, chunk]) : chunk
-      let parsed
-      try {
-        parsed = wire.decode(acc)
-      } catch (err) {
-        return finish(err as Error)
-      }
-      if (!parsed) return
+    /** The handshake's result from the bytes read so far; null while more are needed. */
+    const onReply = (): Accepted | Error | null => {
+      const parsed = wire.decode(acc)
+      if (!parsed) return null
       const m = parsed.message
-      step('client', 'reply read')
       if (m.type === wire.MessageType.Reject) {
         const text = `side channel rejected the connection: ${m.text}`
-        return finish(m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text))
+        return m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text)
       }
       const offer = m.type === wire.MessageType.Accept ? offers.find(o => o.wireTransport === m.transport) : undefined
       if (m.type !== wire.MessageType.Accept || m.version !== wire.PROTOCOL_VERSION || offer === undefined) {
-        return finish(new HandshakeError(`unexpected side-channel reply (type ${m.type}, version ${m.version})`))
+        return new HandshakeError(`unexpected side-channel reply (type ${m.type}, version ${m.version})`)
       }
-      // Stop reading on the probe: from here on the bytes belong to the application socket.
-      const handle = (probe as unknown as { _handle: KernelHandle })._handle
-      probe.pause()
-      handle.reading = false
-      handle.readStop()
-      const leftover: Buffer[] = []
-      if (parsed.bytes < acc.length) leftover.push(acc.subarray(parsed.bytes))
-      let more: Buffer | null
-      while ((more = probe.read() as Buffer | null) !== null) leftover.push(more)
-      if (!offer.carriesData && leftover.length) return finish(new HandshakeError('bytes after ACCEPT'))
       const family = familyName(address)
       const view = { remote: { address, family, port: req.port }, local: { address, family, port: m.clientPort } }
-      finish(null, {
-        offer,
-        end: {
-          probe,
-          handle,
-          leftover,
-          view,
-          handshakeRead: parsed.bytes,
-          handshakeWritten: 0, // HELLO went out natively: the handle never counted it
-          remainingMs: Math.max(1, req.timeoutMs - (Date.now() - started)),
-          shmRingBytes: req.shmRingBytes
-        }
-      })
+      const early = pipelined !== null && earlyOf(offer) === pipelined.early
+      if (early) {
+        // The set-up's reply (SHM_READY or REJECT) comes with ACCEPT; nothing after it.
+        const reply = wire.decode(acc.subarray(parsed.bytes))
+        if (!reply) return null
+        if (parsed.bytes + reply.bytes !== acc.length) return new HandshakeError('bytes after the set-up\'s reply')
+        step('client', 'reply read')
+        rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
+        const replyFds = fds
+        fds = []
+        return { offer, finish: () => pipelined.setup.complete(fd, reply.message, replyFds, view) }
+      }
+      step('client', 'reply read')
+      if (fds.length > 0) return new HandshakeError('fds with ACCEPT')
+      rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
+      // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.
+      pipelined?.setup.release()
+      const leftover: Buffer[] = parsed.bytes < acc.length ? [acc.subarray(parsed.bytes)] : []
+      if (!offer.carriesData && leftover.length) return new HandshakeError('bytes after ACCEPT')
+      const socket = probe ?? makeProbe()
+      const handle = (socket as unknown as { _handle: KernelHandle })._handle
+      const end: SideChannelClientEnd = {
+        probe: socket,
+        handle,
+        leftover,
+        view,
+        handshakeRead: 0, // read natively: the handle never counted it
+        handshakeWritten: 0, // HELLO went out natively too
+        remainingMs: Math.max(1, req.timeoutMs - (Date.now() - started)),
+        shmRingBytes: req.shmRingBytes
+      }
+      return { offer, finish: () => offer.complete(end) }
     }
-    probe.on('data', onData)
-    probe.on('error', onError)
-    probe.on('close', onClose)
+    readMore()
   })
 }

@@ -2,7 +2,9 @@
  * L2, the side channel's listening half (docs/design.md, "Discovery"): the abstract UNIX name
  * beside a fastsock server's TCP listener. It checks each client's uid, reads HELLO, picks the
  * first rung (in the server's order) that both offer, answers ACCEPT, and hands the side channel
- * to that rung's offer (`SideChannelOffer.accept`), whose Channel the server adopts.
+ * to that rung's offer (`SideChannelOffer.accept`), whose Channel the server adopts. A SHM_SETUP
+ * pipelined behind HELLO (./early.ts) is read with it: the rung's pipelined set-up answers ACCEPT
+ * and SHM_READY in one sendmsg, or the SHM_SETUP is dropped (its fds closed) when shm is not chosen.
  */
 import * as net from 'net'
 import { native } from '../native'
@@ -15,6 +17,7 @@ import type { Channel, KernelHandle, SideChannelOffer } from '../transports/cont
 import { channelName } from './names'
 import { step } from './steps'
 import { AdmissionQueue, AdmissionSlot } from './admission'
+import { earlyOf } from './early'
 
 /**
  * How long (ms) a client whose handshake is not done may hold back later clients that are ready
@@ -23,6 +26,8 @@ import { AdmissionQueue, AdmissionSlot } from './admission'
 export const ADMIT_HOLD_MS = 50
 
 const EAGAIN = -11
+const EPROTO = -71
+const ETIMEDOUT = -110
 
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
@@ -140,13 +145,15 @@ export class SideChannelListener {
       return void raw.destroy()
     }
     raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
-    const timer = setTimeout(() => raw.destroy(), this.opts.handshakeTimeoutMs)
+    // A socket handed over by a cluster primary was made reading (Node's handle conversion):
+    // nothing was read yet (this runs in the same tick); from here on only recvmsg reads it.
+    if (handle.reading) {
+      handle.reading = false
+      handle.readStop()
+    }
     // Until the rung's set-up takes the side channel, its closing (a REJECT sent, a timeout, the
     // client gone) frees the slot.
-    const onClose = (): void => {
-      clearTimeout(timer)
-      slot.fail()
-    }
+    const onClose = (): void => slot.fail()
     raw.once('close', onClose)
     if (this.opts.sameUidOnly) {
       let uid = -1
@@ -156,86 +163,143 @@ export class SideChannelListener {
       const euid = process.geteuid ? process.geteuid() : 0
       if (uid !== euid) return this.reject(raw, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
     }
+    // Read natively (recvmsg), never through the handle: a SHM_SETUP pipelined behind HELLO
+    // carries fds, which a plain read() would drop.
+    const fd = handle.fd
     let acc: Buffer = Buffer.alloc(0)
-    /** Bytes of the handshake read through the handle (its counter), not natively. */
-    let readByHandle = 0
-    let helloDone = false
-    const onHandleData = (chunk: Buffer): void => {
-      readByHandle += chunk.length
-      onData(chunk)
+    /** Fds that came with the handshake's bytes (a pipelined SHM_SETUP's); closed unless taken. */
+    let fds: number[] = []
+    const dropFds = (): void => {
+      for (const f of fds) native!.closeFd(f)
+      fds = []
     }
-    const onData = (chunk: Buffer): void => {
-      acc = acc.length ? Buffer.concat([acc, chunk]) : chunk
-      let parsed
-      try {
-        parsed = wire.decode(acc)
-      } catch (err) {
-        helloDone = true
-        clearTimeout(timer)
-        raw.removeListener('data', onHandleData)
-        return this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
-      }
-      if (!parsed) return
-      step('server', 'HELLO read')
-      helloDone = true
-      clearTimeout(timer)
-      raw.removeListener('data', onHandleData)
-      raw.pause()
-      handle.reading = false
-      handle.readStop()
-      const m = parsed.message
-      if (m.type !== wire.MessageType.Hello) return this.reject(raw, wire.RejectReason.Malformed, 'expected HELLO')
-      if (m.version !== wire.PROTOCOL_VERSION) {
-        return this.reject(raw, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
-      }
-      if (parsed.bytes !== acc.length) return this.reject(raw, wire.RejectReason.Malformed, 'bytes after HELLO before ACCEPT')
-      const chosen = this.opts.offers.find(o => (m.capabilities & o.offer.cap) !== 0)
-      if (!chosen) return this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
-      const dialed = formatAddress(m.family, m.address)
-      const why = this.checkDialed(m.family, dialed, m.port)
-      if (why) return this.reject(raw, wire.RejectReason.Malformed, why)
-      const busy = this.opts.busy()
-      if (busy) return this.reject(raw, wire.RejectReason.Busy, busy)
-      const clientPort = allocateClientPort()
-      // The server reports the address the client reached, in its own family (IPv4-mapped on
-      // an IPv6 listener), like the kernel does for a loopback TCP connection.
-      const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
-      const family = familyName(seen)
-      const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
-      // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the
-      // handle's write queue, so the rung's set-up starts in this turn of the loop.
-      const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort })
-      const sent = native!.sendFds(handle.fd, accept, [])
-      if (sent !== accept.length) {
-        debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
-        return void raw.destroy()
-      }
-      step('server', 'ACCEPT written')
-      raw.removeListener('close', onClose)
-      // The handle's counters saw only what went through it: that much is kept out of bytesRead.
-      this.setUp(slot, chosen, { raw, handle, view, handshakeRead: readByHandle, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs })
+    const deadline = Date.now() + this.opts.handshakeTimeoutMs
+    const give = (): void => {
+      dropFds()
+      raw.destroy()
     }
-    // HELLO is usually there already when the side channel is accepted: read it now rather than
-    // a loop turn later. (The client sends nothing else before ACCEPT.)
-    const early = native.recvFds(handle.fd, wire.MAX_MESSAGE_BYTES, 0)
-    if (typeof early !== 'number') {
-      if (early.bytes.length === 0) {
-        clearTimeout(timer)
-        return void raw.destroy()
+    const readMore = (): void => {
+      for (;;) {
+        const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, wire.SHM_SETUP_FDS)
+        if (r === EAGAIN) {
+          native!.waitReadable(fd, Math.max(1, deadline - Date.now()), status => {
+            if (status === ETIMEDOUT || raw.destroyed) return give()
+            readMore()
+          })
+          return
+        }
+        if (typeof r === 'number') {
+          // EPROTO: fds truncated (more than a SHM_SETUP carries, or no fd numbers left).
+          if (r === EPROTO) {
+            dropFds()
+            return this.reject(raw, wire.RejectReason.Malformed, 'fds truncated in the handshake')
+          }
+          return give()
+        }
+        if (r.bytes.length === 0) return give()
+        fds.push(...r.fds)
+        acc = acc.length ? Buffer.concat([acc, r.bytes]) : r.bytes
+        const done = this.onBytes(raw, handle, slot, acc, fds, onClose)
+        if (done === 'more') continue
+        if (done === 'taken') fds = []
+        else dropFds()
+        return
       }
-      onData(early.bytes)
-      if (helloDone) return
-    } else if (early !== EAGAIN) {
-      clearTimeout(timer)
-      return void raw.destroy()
     }
-    raw.on('data', onHandleData)
-    raw.resume()
+    readMore()
+  }
+
+  /**
+   * Acts on the handshake bytes read so far (`acc`, with the fds that came with them): 'more'
+   * when HELLO (or the SHM_SETUP pipelined behind it) is not complete yet; 'taken' when the
+   * chosen rung's pipelined set-up took `fds`; else 'done' (the caller closes `fds`).
+   */
+  private onBytes (raw: net.Socket, handle: KernelHandle, slot: AdmissionSlot<Channel>, acc: Buffer, fds: number[],
+    onClose: () => void): 'more' | 'taken' | 'done' {
+    let parsed
+    try {
+      parsed = wire.decode(acc)
+    } catch (err) {
+      this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
+      return 'done'
+    }
+    if (!parsed) return 'more'
+    const m = parsed.message
+    if (m.type !== wire.MessageType.Hello) {
+      this.reject(raw, wire.RejectReason.Malformed, 'expected HELLO')
+      return 'done'
+    }
+    if (m.version !== wire.PROTOCOL_VERSION) {
+      this.reject(raw, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
+      return 'done'
+    }
+    // A SHM_SETUP pipelined behind HELLO (CAP_SHM_EARLY): wait for it whole, fds and all. It is
+    // read whether or not this server offers shm (dropped, its fds closed, when not chosen).
+    const early = (m.capabilities & wire.CAP_SHM_EARLY) !== 0
+    if (early && (m.capabilities & wire.CAP_SHM) === 0) {
+      this.reject(raw, wire.RejectReason.Malformed, 'CAP_SHM_EARLY without CAP_SHM')
+      return 'done'
+    }
+    const wanted = parsed.bytes + (early ? wire.SHM_SETUP_BYTES : 0)
+    if (acc.length < wanted) return 'more'
+    step('server', 'HELLO read')
+    if (acc.length !== wanted) {
+      this.reject(raw, wire.RejectReason.Malformed, early ? 'bytes after SHM_SETUP before ACCEPT' : 'bytes after HELLO before ACCEPT')
+      return 'done'
+    }
+    if (!early && fds.length > 0) {
+      this.reject(raw, wire.RejectReason.Malformed, 'fds with HELLO')
+      return 'done'
+    }
+    const chosen = this.opts.offers.find(o => (m.capabilities & o.offer.cap) !== 0)
+    if (!chosen) {
+      this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
+      return 'done'
+    }
+    const dialed = formatAddress(m.family, m.address)
+    const why = this.checkDialed(m.family, dialed, m.port)
+    if (why) {
+      this.reject(raw, wire.RejectReason.Malformed, why)
+      return 'done'
+    }
+    const busy = this.opts.busy()
+    if (busy) {
+      this.reject(raw, wire.RejectReason.Busy, busy)
+      return 'done'
+    }
+    const clientPort = allocateClientPort()
+    // The server reports the address the client reached, in its own family (IPv4-mapped on
+    // an IPv6 listener), like the kernel does for a loopback TCP connection.
+    const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
+    const family = familyName(seen)
+    const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
+    const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort, flags: wire.ACCEPT_SHM_EARLY })
+    const side = { raw, handle, view, handshakeRead: 0, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs }
+    raw.removeListener('close', onClose)
+    const pipelined = early ? earlyOf(chosen.offer) : undefined
+    if (pipelined !== undefined && pipelined.cap === wire.CAP_SHM_EARLY) {
+      // ACCEPT and the set-up's reply go out together (one sendmsg) from the rung's set-up.
+      this.setUp(slot, chosen, pipelined.accept(side, accept, acc.subarray(parsed.bytes), fds))
+      return 'taken'
+    }
+    // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the handle's
+    // write queue, so the rung's set-up starts in this turn of the loop. A pipelined SHM_SETUP
+    // for a rung not chosen is dropped: the caller closes its fds.
+    const sent = native!.sendFds(handle.fd, accept, [])
+    if (sent !== accept.length) {
+      debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+      slot.fail()
+      raw.destroy()
+      return 'done'
+    }
+    step('server', 'ACCEPT written')
+    this.setUp(slot, chosen, chosen.offer.accept(side))
+    return 'done'
   }
 
   /** The chosen rung's set-up on the side channel; its Channel is admitted in accept order. */
-  private setUp (slot: AdmissionSlot<Channel>, chosen: { name: string, offer: SideChannelOffer }, side: Parameters<SideChannelOffer['accept']>[0]): void {
-    chosen.offer.accept(side).then(c => {
+  private setUp (slot: AdmissionSlot<Channel>, chosen: { name: string }, setUp: Promise<Channel>): void {
+    setUp.then(c => {
       step('server', `${chosen.name} set up`)
       slot.admit(c)
     }, e => {

@@ -13,7 +13,9 @@ import * as wire from '../../wire'
 import { channel, Capabilities, NO_CAPABILITIES, Rung } from '../contract'
 import { connectSideChannel, skipSideChannel } from '../../sidechannel/client'
 import { listenSideChannel } from '../../sidechannel/serve'
-import { clientSetup, serverSetup, eventRelay } from './setup'
+import { offerEarly } from '../../sidechannel/early'
+import { step } from '../../sidechannel/steps'
+import { clientSetup, serverSetup, eventRelay, clientSegment, clientFinish, serverEarlySetup } from './setup'
 
 /** -EMFILE or -ENFILE. */
 const outOfFds = (negErrno: number): boolean => negErrno === -24 || negErrno === -23
@@ -63,3 +65,49 @@ export const shm: Rung<'shm'> = {
   },
   listen: listenSideChannel
 }
+
+// SHM_SETUP pipelined behind HELLO (docs/wire-protocol.md, "Pipelined SHM_SETUP").
+offerEarly(shm.sideChannel!, {
+  cap: wire.CAP_SHM_EARLY,
+  bytes: wire.SHM_SETUP_BYTES,
+  fds: wire.SHM_SETUP_FDS,
+  replyFds: wire.SHM_READY_FDS,
+  prepare (ringBytes) {
+    const seg = clientSegment(ringBytes)
+    let owned = true
+    return {
+      bytes: seg.bytes,
+      fds: seg.fds,
+      release () {
+        if (owned) native!.closeFd(seg.memfd)
+        owned = false
+      },
+      async complete (fd, reply, replyFds, view) {
+        owned = false // clientFinish owns the memfd now
+        const relay = eventRelay()
+        const ep = clientFinish(fd, seg, reply, replyFds, relay.emit)
+        return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view, caps: CAPS })
+      }
+    }
+  },
+  async accept (side, accept, setup, fds) {
+    // The side channel leaves libuv: a dup stays as liveness; ACCEPT and the reply go out first.
+    const fd = native!.dupFd(side.handle.fd)
+    if (fd < 0) {
+      for (const f of fds) native!.closeFd(f)
+      const busy = outOfFds(fd)
+      const reject = wire.encodeReject(busy ? wire.RejectReason.Busy : wire.RejectReason.Malformed, `the server could not keep the side channel: ${errnoError(fd, 'dup').message}`)
+      native!.sendFds(side.handle.fd, Buffer.concat([accept, reject]), [])
+      side.raw.destroy()
+      throw busy ? new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message) : errnoError(fd, 'dup')
+    }
+    const relay = eventRelay()
+    try {
+      const ep = serverEarlySetup(fd, side.handle.fd, accept, setup, fds, relay.emit)
+      step('server', 'ACCEPT+SHM_READY written')
+      return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view: side.view, caps: CAPS })
+    } finally {
+      side.raw.destroy()
+    }
+  }
+})

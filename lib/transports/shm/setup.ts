@@ -72,26 +72,34 @@ function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ 
   })
 }
 
-/**
- * Client side, after ACCEPT(shm) on the side channel `fd` (a dup the caller hands over):
- * creates and sends the segment with this loop's doorbell, waits for SHM_READY and the server
- * loop's doorbell. Resolves with the connected endpoint; rejects (closing everything) with
- * ERR_FASTSOCK_REJECTED (ServerBusyError when either end is out of fds) / _HANDSHAKE /
- * _TRANSPORT_TIMEOUT.
- */
-export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number,
-  onevent: () => void): Promise<ShmEndpointNative> {
+/** A client's segment, made before SHM_SETUP goes out: its memfd and this loop's doorbell. */
+export interface ClientSegment {
+  memfd: number
+  ringBytes: number
+  /** SHM_SETUP for it (the fds to send with it: memfd, then the doorbell). */
+  bytes: Buffer
+  fds: number[]
+}
+
+/** Makes the segment and its SHM_SETUP. Throws (errno codes) when it cannot; nothing is left open. */
+export function clientSegment (ringBytes: number): ClientSegment {
   const n = native!
-  let memfd = -1
-  let fds: number[] = []
+  const bell = n.shmLoopDoorbell()
+  const memfd = n.shmCreateSegment(ringBytes, ringBytes).memfd
+  return { memfd, ringBytes, bytes: wire.encodeShmSetup(ringBytes, ringBytes, bell.id), fds: [memfd, bell.fd] }
+}
+
+/**
+ * Client side, once the server's answer to SHM_SETUP is in (`message`, with `fds`): SHM_READY
+ * makes the connected endpoint; REJECT (ServerBusyError when the server is out of fds) or
+ * anything else throws. Owns `fd` (the side channel), the segment's memfd and `fds` from the
+ * call on: they end in the endpoint or are closed.
+ */
+export function clientFinish (fd: number, seg: ClientSegment, message: wire.Message, fds: number[],
+  onevent: () => void): ShmEndpointNative {
+  const n = native!
+  let memfd = seg.memfd
   try {
-    const bell = n.shmLoopDoorbell()
-    memfd = n.shmCreateSegment(ringBytes, ringBytes).memfd
-    const sent = n.sendFds(fd, wire.encodeShmSetup(ringBytes, ringBytes, bell.id), [memfd, bell.fd])
-    if (sent < 0) throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
-    const got = await readMessage(fd, timeoutMs, wire.SHM_READY_FDS)
-    fds = got.fds
-    const message = got.message
     if (message.type === wire.MessageType.Reject) {
       const Err = message.reason === wire.RejectReason.Busy ? ServerBusyError : RejectedError
       throw new Err(message.reason, `server refused the shm segment: ${message.text}`)
@@ -103,10 +111,86 @@ export async function clientSetup (fd: number, ringBytes: number, timeoutMs: num
     const args = [memfd, doorbell, fd] as const
     memfd = fd = -1
     fds = []
-    return new n.ShmEndpoint(args[0], ringBytes, ringBytes, true, args[1], message.doorbellId, args[2], onevent)
+    return new n.ShmEndpoint(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2], onevent)
   } catch (err) {
     for (const f of [memfd, fd, ...fds]) if (f >= 0) n.closeFd(f)
     throw fdShortage(err)
+  }
+}
+
+/**
+ * Client side, after ACCEPT(shm) on the side channel `fd` (a dup the caller hands over):
+ * creates and sends the segment with this loop's doorbell, waits for SHM_READY and the server
+ * loop's doorbell. Resolves with the connected endpoint; rejects (closing everything) with
+ * ERR_FASTSOCK_REJECTED (ServerBusyError when either end is out of fds) / _HANDSHAKE /
+ * _TRANSPORT_TIMEOUT.
+ */
+export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number,
+  onevent: () => void): Promise<ShmEndpointNative> {
+  const n = native!
+  let seg: ClientSegment | null = null
+  try {
+    seg = clientSegment(ringBytes)
+    const sent = n.sendFds(fd, seg.bytes, seg.fds)
+    if (sent < 0) throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
+  } catch (err) {
+    if (seg) n.closeFd(seg.memfd)
+    n.closeFd(fd)
+    throw fdShortage(err)
+  }
+  let got
+  try {
+    got = await readMessage(fd, timeoutMs, wire.SHM_READY_FDS)
+  } catch (err) {
+    n.closeFd(seg.memfd)
+    n.closeFd(fd)
+    throw fdShortage(err)
+  }
+  return clientFinish(fd, seg, got.message, got.fds, onevent)
+}
+
+/** A refused SHM_SETUP: what to tell the client, and the error the server's side rejects with. */
+class Refusal extends Error {
+  constructor (readonly reason: wire.RejectReason, readonly text: string) { super(text) }
+  /** The error the server's set-up rejects with. */
+  get error (): Error {
+    return this.reason === wire.RejectReason.Busy
+      ? new ServerBusyError(this.reason, `shm setup refused: ${this.text}`)
+      : new HandshakeError(`shm setup refused: ${this.text}`)
+  }
+}
+
+/**
+ * Server side, with SHM_SETUP in (`m`, with `fds`, owned from the call on): validates it (a
+ * hostile client is refused), maps the segment into an endpoint whose liveness fd is `side` and
+ * returns it with SHM_READY and this loop's doorbell to send. Throws a Refusal (`fds` closed,
+ * `side` still the caller's) or, when the endpoint refused the segment, a HandshakeError (`side`
+ * closed with it).
+ */
+function serverEndpoint (side: number, m: wire.Message, fds: number[], onevent: () => void): { ep: ShmEndpointNative, ready: Buffer, readyFds: number[] } {
+  const n = native!
+  try {
+    if (m.type !== wire.MessageType.ShmSetup) throw new Refusal(wire.RejectReason.Malformed, `expected SHM_SETUP, got type ${m.type}`)
+    if (m.version !== wire.PROTOCOL_VERSION) throw new Refusal(wire.RejectReason.Malformed, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
+    if (fds.length !== wire.SHM_SETUP_FDS) throw new Refusal(wire.RejectReason.Malformed, `SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
+    if (!n.isEventfd(fds[1])) throw new Refusal(wire.RejectReason.Malformed, 'the doorbell must be an eventfd')
+    let bell: { fd: number, id: string }
+    try {
+      bell = n.shmLoopDoorbell()
+    } catch (err) {
+      throw new Refusal(wire.RejectReason.Busy, `the server is out of fds (${(err as Error).message})`)
+    }
+    const [memfd, clientDoorbell] = fds
+    fds = [] // the endpoint constructor owns them and `side` now, also when it throws
+    let ep: ShmEndpointNative
+    try {
+      ep = new n.ShmEndpoint(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side, onevent)
+    } catch (err) {
+      throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
+    }
+    return { ep, ready: wire.encodeShmReady(bell.id), readyFds: [bell.fd] }
+  } finally {
+    for (const f of fds) n.closeFd(f)
   }
 }
 
@@ -119,56 +203,74 @@ export async function clientSetup (fd: number, ringBytes: number, timeoutMs: num
  */
 export async function serverSetup (fd: number, timeoutMs: number, onevent: () => void): Promise<ShmEndpointNative> {
   const n = native!
-  let fds: number[] = []
-  const refuse = (text: string, reason = wire.RejectReason.Malformed): never => {
-    n.sendFds(fd, wire.encodeReject(reason, text), [])
-    if (reason === wire.RejectReason.Busy) throw new ServerBusyError(reason, `shm setup refused: ${text}`)
-    throw new HandshakeError(`shm setup refused: ${text}`)
-  }
+  let got: { message: wire.Message, fds: number[] }
   try {
-    if (underFdPressure()) refuse('the server is out of fds', wire.RejectReason.Busy)
-    let got
+    if (underFdPressure()) throw new Refusal(wire.RejectReason.Busy, 'the server is out of fds')
     try {
       got = await readMessage(fd, timeoutMs, wire.SHM_SETUP_FDS)
     } catch (err) {
-      if (err instanceof ServerBusyError) refuse('the server is out of fds', wire.RejectReason.Busy)
+      if (err instanceof ServerBusyError) throw new Refusal(wire.RejectReason.Busy, 'the server is out of fds')
       throw err
     }
-    fds = got.fds
-    const m = got.message
-    if (m.type !== wire.MessageType.ShmSetup) refuse(`expected SHM_SETUP, got type ${m.type}`)
-    if (m.version !== wire.PROTOCOL_VERSION) refuse(`protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
-    const setup = m as wire.ShmSetup
-    if (fds.length !== wire.SHM_SETUP_FDS) refuse(`SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
-    if (!n.isEventfd(fds[1])) refuse('the doorbell must be an eventfd')
-    let bell: { fd: number, id: string }
-    try {
-      bell = n.shmLoopDoorbell()
-    } catch (err) {
-      refuse(`the server is out of fds (${(err as Error).message})`, wire.RejectReason.Busy)
-    }
-    const [memfd, clientDoorbell] = fds
-    fds = [] // the endpoint constructor owns them now, also when it throws
-    const side = fd // the endpoint's liveness fd; SHM_READY still goes out on it first
-    let ep: ShmEndpointNative
-    try {
-      ep = new n.ShmEndpoint(memfd, setup.c2sBytes, setup.s2cBytes, false, clientDoorbell, setup.doorbellId, side, onevent)
-    } catch (err) {
-      // The constructor closed `side` too: nothing more can be said to the client (it sees
-      // the side channel close).
-      fd = -1
-      throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
-    }
-    fd = -1
-    const sent = n.sendFds(side, wire.encodeShmReady(bell!.id), [bell!.fd])
-    if (sent < 0) {
-      ep.close(true)
-      throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
-    }
-    return ep
   } catch (err) {
-    for (const f of fds) n.closeFd(f)
-    if (fd >= 0) n.closeFd(fd)
+    if (err instanceof Refusal) n.sendFds(fd, wire.encodeReject(err.reason, err.text), [])
+    n.closeFd(fd)
+    throw fdShortage(err instanceof Refusal ? err.error : err)
+  }
+  return answerSetup(fd, fd, Buffer.alloc(0), got.message, got.fds, onevent)
+}
+
+/**
+ * Server side, a SHM_SETUP pipelined behind HELLO (docs/wire-protocol.md, "Pipelined
+ * SHM_SETUP"): `setup` and `fds` arrived with HELLO; `side` is a dup of the side channel (owned
+ * from the call on: the endpoint's liveness fd), `reply` the side channel itself (the caller's:
+ * not closed here). Sends `accept` and then SHM_READY, or REJECT, in one sendmsg on `reply`.
+ */
+export function serverEarlySetup (side: number, reply: number, accept: Buffer, setup: Buffer, fds: number[],
+  onevent: () => void): ShmEndpointNative {
+  let m: wire.Message
+  try {
+    if (underFdPressure()) throw new Refusal(wire.RejectReason.Busy, 'the server is out of fds')
+    const parsed = wire.decode(setup)
+    if (!parsed || parsed.bytes !== setup.length) throw new Refusal(wire.RejectReason.Malformed, 'truncated SHM_SETUP')
+    m = parsed.message
+  } catch (err) {
+    for (const f of fds) native!.closeFd(f)
+    native!.closeFd(side)
+    const refusal = err instanceof Refusal ? err : new Refusal(wire.RejectReason.Malformed, (err as Error).message)
+    native!.sendFds(reply, Buffer.concat([accept, wire.encodeReject(refusal.reason, refusal.text)]), [])
+    throw refusal.error
+  }
+  return answerSetup(side, reply, accept, m, fds, onevent)
+}
+
+/**
+ * Validates SHM_SETUP and answers it on `reply` (after `prefix`: ACCEPT when pipelined): SHM_READY
+ * with the endpoint made, or REJECT. `side` (owned) becomes the endpoint's liveness fd or is
+ * closed; `fds` are owned. Rejects as serverSetup does.
+ */
+function answerSetup (side: number, reply: number, prefix: Buffer, m: wire.Message, fds: number[],
+  onevent: () => void): ShmEndpointNative {
+  const n = native!
+  const say = (bytes: Buffer, withFds: number[]): number => n.sendFds(reply, prefix.length ? Buffer.concat([prefix, bytes]) : bytes, withFds)
+  let made
+  try {
+    made = serverEndpoint(side, m, fds, onevent)
+  } catch (err) {
+    if (err instanceof Refusal) {
+      say(wire.encodeReject(err.reason, err.text), [])
+      n.closeFd(side)
+      throw fdShortage(err.error)
+    }
+    // The endpoint refused the segment (and closed `side`): a separate reply channel can still
+    // say so; otherwise the client sees the side channel close.
+    if (reply !== side) say(wire.encodeReject(wire.RejectReason.Malformed, (err as Error).message), [])
     throw fdShortage(err)
   }
+  const sent = say(made.ready, made.readyFds)
+  if (sent < 0) {
+    made.ep.close(true)
+    throw new HandshakeError(`shm setup: ${errnoError(sent, 'sendmsg').message}`)
+  }
+  return made.ep
 }
