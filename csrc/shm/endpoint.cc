@@ -579,8 +579,9 @@ bool ShmEndpoint::OnIdleTick() {
     trims_++;
     trimmed_bytes_ += static_cast<uint64_t>(r);
   }
-  // Bytes still unread keep their pages: look again when the consumer has taken them.
-  return tx_.Writable() == tx_.size();
+  // Bytes still unread keep their pages: look again when the consumer has taken them (unless
+  // it is gone: they stay until close).
+  return peer_gone_ || tx_.Writable() == tx_.size();
 }
 
 namespace {
