@@ -564,6 +564,13 @@ Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
+namespace {
+uint64_t PageBytes() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+}  // namespace
+
 bool ShmEndpoint::OnIdleTick() {
   if (closed_) return true;
   uint64_t head = tx_.control()->head.load(std::memory_order_relaxed);
@@ -572,8 +579,7 @@ bool ShmEndpoint::OnIdleTick() {
     return false;
   }
   if (loaned_) return false;
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  int64_t r = tx_.TrimFree(page, &trimmed_to_);
+  int64_t r = tx_.TrimFree(PageBytes(), &trimmed_to_);
   if (r < 0) return true;  // madvise refused (or a peer scribbled on tail): keep the pages
   if (r > 0) {
     trims_++;
@@ -587,7 +593,7 @@ bool ShmEndpoint::OnIdleTick() {
 namespace {
 // Bytes of [p, p + n) whose pages are in the memfd's page cache (mincore; shmem: allocated).
 double ResidentBytes(const uint8_t* p, uint64_t n) {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t page = PageBytes();
   std::vector<unsigned char> v((n + page - 1) / page);
   if (mincore(const_cast<uint8_t*>(p), n, v.data()) != 0) return -1;
   uint64_t pages = 0;
