@@ -117,6 +117,10 @@ ProgressEngine::ProgressEngine(uv_loop_t* loop, int doorbell_fd)
   doorbell_poll_->data = this;
   uv_poll_start(doorbell_poll_, UV_READABLE, OnDoorbell);
   uv_unref(reinterpret_cast<uv_handle_t*>(doorbell_poll_));
+  idle_timer_ = new uv_timer_t;
+  uv_timer_init(loop, idle_timer_);
+  idle_timer_->data = this;
+  uv_unref(reinterpret_cast<uv_handle_t*>(idle_timer_));
 }
 
 ProgressEngine::~ProgressEngine() { CloseHandles(); }
@@ -132,6 +136,12 @@ void ProgressEngine::CloseHandles() {
     uv_idle_stop(kick_);
     CloseHandle(kick_);
     kick_ = nullptr;
+  }
+  if (idle_timer_) {
+    idle_timer_->data = nullptr;
+    uv_timer_stop(idle_timer_);
+    CloseHandle(idle_timer_);
+    idle_timer_ = nullptr;
   }
   if (doorbell_poll_) {
     doorbell_poll_->data = nullptr;
@@ -196,6 +206,38 @@ void ProgressEngine::OnDoorbell(uv_poll_t* h, int, int) {
   self->woken_.clear();
 }
 
+void ProgressEngine::StartWatchIdle(Pollable* p) {
+  if (!idle_timer_) return;
+  p->idle_index = static_cast<int>(idle_.size());
+  idle_.push_back(p);
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(idle_timer_)))
+    uv_timer_start(idle_timer_, OnIdleTimer, kIdleTickMs, kIdleTickMs);
+}
+
+void ProgressEngine::UnwatchIdle(Pollable* p) {
+  if (p->idle_index < 0) return;
+  size_t i = static_cast<size_t>(p->idle_index);
+  idle_[i] = idle_.back();
+  idle_[i]->idle_index = static_cast<int>(i);
+  idle_.pop_back();
+  p->idle_index = -1;
+  if (idle_.empty() && idle_timer_) uv_timer_stop(idle_timer_);
+}
+
+// OnIdleTick runs no JS, so the list cannot change under the loop but by UnwatchIdle here.
+void ProgressEngine::OnIdleTimer(uv_timer_t* h) {
+  auto* self = static_cast<ProgressEngine*>(h->data);
+  if (!self) return;
+  for (size_t i = 0; i < self->idle_.size();) {
+    Pollable* p = self->idle_[i];
+    if (p->OnIdleTick()) {
+      self->UnwatchIdle(p);  // idle_[i] is now another endpoint
+      continue;
+    }
+    i++;
+  }
+}
+
 std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env, int* err) {
   uv_loop_t* loop = LoopOf(env);
   std::lock_guard<std::mutex> lock(g_engines_mu);
@@ -229,6 +271,8 @@ void ProgressEngine::CleanupHook(void* arg) {
   e->CloseHandles();
   for (Pollable* p : e->hot_) p->hot_index = -1;
   for (Pollable* p : e->sleepers_) p->sleep_index = -1;
+  for (Pollable* p : e->idle_) p->idle_index = -1;
+  e->idle_.clear();
   e->hot_.clear();
   e->due_.clear();
   e->sleepers_.clear();
@@ -390,7 +434,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   ProgressEngine::Stats s;
-  size_t hot = 0, sleeping = 0;
+  size_t hot = 0, sleeping = 0, idle = 0;
   int doorbell = -1;
   {
     std::lock_guard<std::mutex> lock(g_engines_mu);
@@ -400,12 +444,14 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
       s = it->second->stats();
       hot = it->second->hot();
       sleeping = it->second->sleeping();
+      idle = it->second->idle_watched();
       doorbell = it->second->doorbell_fd();
     }
   }
   SpinCap& cap = Cap();
   o.Set("hot", static_cast<double>(hot));
   o.Set("sleeping", static_cast<double>(sleeping));
+  o.Set("idleWatched", static_cast<double>(idle));
   o.Set("doorbellFd", doorbell);
   o.Set("spinNs", static_cast<double>(s.spin_ns));
   o.Set("hits", static_cast<double>(s.hits));

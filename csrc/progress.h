@@ -89,9 +89,14 @@ class Pollable {
   // Woken() became true after the doorbell rang: hand the event to JS.
   virtual void OnWake() = 0;
 
+  // Watched by the engine's idle timer (WatchIdle): called about every kIdleTickMs from the
+  // loop; no JS. True: stop watching.
+  virtual bool OnIdleTick() { return true; }
+
   PollWindow poll_window;
   int hot_index = -1;    // the engine's bookkeeping: index in its hot list, -1 when not hot
   int sleep_index = -1;  // index in its sleeping list, -1 when not asleep
+  int idle_index = -1;   // index in its idle-watch list, -1 when not watched
 };
 
 class ProgressEngine {
@@ -114,6 +119,15 @@ class ProgressEngine {
   // random 64-bit id, which peers use to keep one copy per loop (SHM_SETUP / SHM_READY).
   int doorbell_fd() const { return doorbell_fd_; }
   uint64_t doorbell_id() const { return doorbell_id_; }
+  // The idle timer (one unref'd uv_timer per loop, running only while anything is watched): calls
+  // p->OnIdleTick() every kIdleTickMs until it returns true (shm: gives a drained ring's pages
+  // back). WatchIdle is cheap when already watched (one compare); UnwatchIdle before p goes away.
+  static constexpr uint64_t kIdleTickMs = 100;
+  void WatchIdle(Pollable* p) {
+    if (p->idle_index < 0) StartWatchIdle(p);
+  }
+  void UnwatchIdle(Pollable* p);
+  size_t idle_watched() const { return idle_.size(); }
   // Rings the loop's own doorbell (a synchronous wait that took a ring owed to the loop).
   void RingSelf();
   // Reads (resets) the doorbell's counter without scanning.
@@ -131,6 +145,8 @@ class ProgressEngine {
   static void OnPrepare(uv_prepare_t* h);
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   void Unsleep(Pollable* p);
+  void StartWatchIdle(Pollable* p);
+  static void OnIdleTimer(uv_timer_t* h);
   static void CleanupHook(void* arg);
   void CloseHandles();
   // The prepare callback: sweeps, then spins while the loop would otherwise block.
@@ -152,12 +168,14 @@ class ProgressEngine {
   std::vector<Pollable*> sleepers_;
   std::vector<Pollable*> woken_;  // taken off sleepers_ by a ring, being handed over (nullptr: cleared)
   std::vector<Pollable*> hot_;
+  uv_timer_t* idle_timer_ = nullptr;  // unref'd; active while idle_ is not empty
+  std::vector<Pollable*> idle_;
   // Taken off hot_ by Sweep, being handed over: (endpoint or nullptr once cleared, ready).
   std::vector<std::pair<Pollable*, bool>> due_;
   Stats stats_;
 };
 
-// progressStats() -> { hot, sleeping, doorbellFd, spinNs, hits, misses, throttles, slices } of this thread's loop
+// progressStats() -> { hot, sleeping, idleWatched, doorbellFd, spinNs, hits, misses, throttles, slices } of this thread's loop
 // engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
 // processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <vector>
 
 namespace fastsock {
 
@@ -40,6 +43,7 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("txRegion", &ShmEndpoint::TxRegion),
                          InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
                          InstanceMethod("commit", &ShmEndpoint::Commit),
+                         InstanceMethod("memStats", &ShmEndpoint::MemStats),
                      });
 }
 
@@ -116,6 +120,7 @@ ShmEndpoint::~ShmEndpoint() {
 
 void ShmEndpoint::Teardown() {
   if (engine_) {
+    engine_->UnwatchIdle(this);
     engine_->Disarm(this);
     engine_.reset();
   }
@@ -204,6 +209,7 @@ Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
   uint64_t n = p ? tx_.Push(p, len, [this] {
     if (tx_.ConsumerNeedsWake()) RingPeer();
   }) : 0;
+  if (n) WroteTx();
   return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
@@ -489,6 +495,7 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
     });
     if (n) {
       done += n;
+      WroteTx();
       continue;
     }
     if (rx_.ProducerFlags() & wire::kRingReset) break;
@@ -543,6 +550,7 @@ Napi::Value ShmEndpoint::TxRegion(const Napi::CallbackInfo& info) {
 // txHeadOffset() -> offset in txRegion() where the next byte goes, in [0, size)
 Napi::Value ShmEndpoint::TxHeadOffset(const Napi::CallbackInfo& info) {
   if (closed_) return Napi::Number::New(info.Env(), -1);
+  loaned_ = true;  // the caller may now place bytes in the free space: no trimming until a write
   return Napi::Number::New(info.Env(), static_cast<double>(tx_.WritePtr() - tx_.data()));
 }
 
@@ -552,7 +560,62 @@ Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
   if (closed_ || n == 0 || n > tx_.Writable()) return Napi::Number::New(info.Env(), 0);
   tx_.Commit(n);
   if (tx_.ConsumerNeedsWake()) RingPeer();
+  WroteTx();
   return Napi::Number::New(info.Env(), static_cast<double>(n));
+}
+
+namespace {
+uint64_t PageBytes() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+}  // namespace
+
+bool ShmEndpoint::OnIdleTick() {
+  if (closed_) return true;
+  uint64_t head = tx_.control()->head.load(std::memory_order_relaxed);
+  if (head != idle_seen_head_) {  // written since the last tick: not idle yet
+    idle_seen_head_ = head;
+    return false;
+  }
+  if (loaned_) return false;
+  int64_t r = tx_.TrimFree(PageBytes(), &trimmed_to_);
+  if (r < 0) return true;  // madvise refused (or a peer scribbled on tail): keep the pages
+  if (r > 0) {
+    trims_++;
+    trimmed_bytes_ += static_cast<uint64_t>(r);
+  }
+  // Bytes still unread keep their pages: look again when the consumer has taken them (unless
+  // it is gone: they stay until close).
+  return peer_gone_ || tx_.Writable() == tx_.size();
+}
+
+namespace {
+// Bytes of [p, p + n) whose pages are in the memfd's page cache (mincore; shmem: allocated).
+double ResidentBytes(const uint8_t* p, uint64_t n) {
+  const uint64_t page = PageBytes();
+  std::vector<unsigned char> v((n + page - 1) / page);
+  if (mincore(const_cast<uint8_t*>(p), n, v.data()) != 0) return -1;
+  uint64_t pages = 0;
+  for (unsigned char c : v) pages += c & 1;
+  return static_cast<double>(pages * page);
+}
+}  // namespace
+
+// memStats() -> { ringBytes, txResidentBytes, rxResidentBytes, trims, trimmedBytes }: the size
+// of each ring, the bytes of this end's transmit and receive rings whose pages exist now (mincore
+// over one mirror view; -1 when it fails), and how often / how many bytes this end gave back
+// (its transmit ring's idle trims). Zeros once closed. For tests and benchmarks.
+Napi::Value ShmEndpoint::MemStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  bool open = !closed_;
+  o.Set("ringBytes", open ? static_cast<double>(tx_.size()) : 0.0);
+  o.Set("txResidentBytes", open ? ResidentBytes(tx_.data(), tx_.size()) : 0.0);
+  o.Set("rxResidentBytes", open ? ResidentBytes(rx_.data(), rx_.size()) : 0.0);
+  o.Set("trims", static_cast<double>(trims_));
+  o.Set("trimmedBytes", static_cast<double>(trimmed_bytes_));
+  return o;
 }
 
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {

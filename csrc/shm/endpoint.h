@@ -20,6 +20,11 @@
 //   made once and keeping the mapping alive for as long as JS holds it; txHeadOffset() is
 //   where the next byte goes; commit(n) publishes n bytes the caller already placed there
 //   (the zero-copy "loan" of allocShared).
+// - Memory follows the bytes in flight (docs/wire-protocol.md, "Ring memory"): after a write
+//   this end is watched by its loop's idle timer; once its transmit ring saw no write for a
+//   whole tick (100-200 ms) it gives the ring's free pages back (RingView::TrimFree), never
+//   while a loan is outstanding (txHeadOffset() taken, not yet committed or overwritten).
+//   memStats() reports what is resident (mincore) and what was given back.
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process.
@@ -66,6 +71,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   Napi::Value TxRegion(const Napi::CallbackInfo& info);
   Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
   Napi::Value Commit(const Napi::CallbackInfo& info);
+  Napi::Value MemStats(const Napi::CallbackInfo& info);
 
   static void OnSide(uv_poll_t* h, int status, int events);
   // Pollable (csrc/progress.h): the ring's control block, read by the loop's engine.
@@ -75,6 +81,14 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   // Asleep on the loop's doorbell (csrc/progress.h).
   bool Woken() override;
   void OnWake() override;
+  // The idle timer (csrc/progress.h): gives the transmit ring's free pages back once no write
+  // came for a whole tick; true (stop watching) when the ring is drained and trimmed.
+  bool OnIdleTick() override;
+  // A write published bytes: watch for the ring going idle.
+  void WroteTx() {
+    loaned_ = false;
+    if (engine_) engine_->WatchIdle(this);
+  }
   // Sleeps on the loop's doorbell for bytes (read) and/or space (write).
   void SleepFor(bool read, bool write);
   // armRead/armWrite: joins the engine while the window lasts, else sleeps on the doorbell.
@@ -107,6 +121,12 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
   bool drained_doorbell_ = false;
+  // Ring memory: the transmit ring's head at the last idle tick, the position up to which its
+  // free pages were given back (RingView::TrimFree), whether a loan is outstanding, and counters.
+  uint64_t idle_seen_head_ = UINT64_MAX;
+  uint64_t trimmed_to_ = 0;
+  bool loaned_ = false;
+  uint64_t trims_ = 0, trimmed_bytes_ = 0;
   Napi::FunctionReference onevent_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
   std::unique_ptr<Napi::AsyncContext> async_;

@@ -10,6 +10,9 @@
 // wake-up is lost, and a doorbell is rung only when the peer sleeps.
 #pragma once
 
+#include <errno.h>
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -75,6 +78,37 @@ class RingView {
     return true;
   }
   void SetProducerFlag(uint32_t f) { ctl_->producer_flags.fetch_or(f, std::memory_order_release); }
+  // Gives the whole pages of the free space [head, tail + size) back to the kernel
+  // (madvise MADV_REMOVE: a hole punched in the memfd, so both mirror views and the peer's
+  // mappings lose them too; a later write faults in zeroed pages). Pages that hold unread bytes
+  // stay; the page that holds head stays too unless the ring is drained (head == tail: every
+  // page is free). Race-free without the consumer's help: the free space is the producer's
+  // alone, tail is read with acquire (the consumer finished copying every byte below it), and
+  // the consumer never reads at or beyond head. The caller must not have bytes placed but not
+  // committed (a zero-copy loan) in the free space. `*trimmed_to` is the position up to which an
+  // earlier call gave pages back: pages from the one after head's up to it are still holes (the
+  // producer writes only below head, and position p + size is the page of p), so they are
+  // skipped, and it is advanced. Returns the bytes given back, or -errno.
+  int64_t TrimFree(uint64_t page_bytes, uint64_t* trimmed_to) {
+    uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+    uint64_t tail = ctl_->tail.load(std::memory_order_acquire);
+    if (head - tail > size_) return -EINVAL;  // a peer scribbled on tail: leave the ring alone
+    const uint64_t mask = ~(page_bytes - 1);
+    uint64_t from = (head + page_bytes - 1) & mask;
+    uint64_t to = (tail + size_) & mask;
+    if (from < *trimmed_to) from = *trimmed_to;
+    int64_t done = 0;
+    if (to > from) {
+      if (!Punch(from, to - from)) return -errno;
+      *trimmed_to = to;
+      done += static_cast<int64_t>(to - from);
+    }
+    if (head == tail && (head & ~mask) != 0) {
+      if (!Punch(head & mask, page_bytes)) return -errno;
+      done += static_cast<int64_t>(page_bytes);
+    }
+    return done;
+  }
 
   // --- consumer side ---
   // Clamped to [0, size]: a peer that scribbles on head cannot make us read out of bounds.
@@ -113,6 +147,15 @@ class RingView {
   uint32_t ProducerFlags() const { return ctl_->producer_flags.load(std::memory_order_acquire); }
 
  private:
+  // MADV_REMOVE over ring positions [from, from + len), len <= size: one or two runs of the
+  // first mirror view.
+  bool Punch(uint64_t from, uint64_t len) {
+    uint64_t off = from & (size_ - 1);
+    uint64_t first = len < size_ - off ? len : size_ - off;
+    if (madvise(data_ + off, first, MADV_REMOVE) != 0) return false;
+    return len == first || madvise(data_, len - first, MADV_REMOVE) == 0;
+  }
+
   wire::RingControl* ctl_ = nullptr;
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
