@@ -165,6 +165,9 @@ void StartWait(const Napi::CallbackInfo& info, int events, const char* usage) {
     }
     Fire(w, status < 0 ? status : 0);
   });
+  // libuv's loop time is the time of the loop turn's start: after a long synchronous stretch (a
+  // slow start-up, an emulated CPU) it lags, and the timeout would fire early by that much.
+  uv_update_time(loop);
   uv_timer_start(&w->timer, [](uv_timer_t* h) { Fire(static_cast<Waiter*>(h->data), -ETIMEDOUT); },
                  static_cast<uint64_t>(info[1].As<Napi::Number>().DoubleValue()), 0);
 }

@@ -84,6 +84,7 @@ bool Conn::StartConnect(const sockaddr_storage& dst, int iwarp_port, int timeout
     timer_ = new uv_timer_t;
     uv_timer_init(loop_, timer_);
     timer_->data = this;
+    uv_update_time(loop_);  // the loop time may lag a long synchronous stretch: no early timeout
     uv_timer_start(timer_, [](uv_timer_t* t) {
       if (!t->data) return;
       Conn* c = static_cast<Conn*>(t->data);
