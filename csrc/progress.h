@@ -84,7 +84,9 @@ class Pollable {
   virtual void OnPollExpired() = 0;
 
   // Asleep on the loop's doorbell: true when what the endpoint sleeps for has arrived. Cheap, as
-  // Poll().
+  // Poll(). False leaves the endpoint armed: a ring can be stale (its peer cleared the "waiting"
+  // flag of a newer sleep, csrc/shm/ring.h), so an endpoint whose flag was cleared raises it
+  // again, with the fence and re-check of arming, before it answers false.
   virtual bool Woken() = 0;
   // Woken() became true after the doorbell rang: hand the event to JS.
   virtual void OnWake() = 0;

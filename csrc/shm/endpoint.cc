@@ -173,8 +173,10 @@ void ShmEndpoint::CleanupHook(void* arg) {
   static_cast<ShmEndpoint*>(arg)->PublishCloseAndTeardown(false);
 }
 
+// Per direction it sleeps for: the event is there, or the flag is (again) raised, so the peer
+// rings for the next one (RingView::Rearm*Wait: a stale ring may have cleared it).
 bool ShmEndpoint::Woken() {
-  return (sleep_read_ && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0)) || (sleep_write_ && tx_.Writable() > 0);
+  return (sleep_read_ && !rx_.RearmConsumerWait()) || (sleep_write_ && !tx_.RearmProducerWait());
 }
 
 void ShmEndpoint::OnWake() {
@@ -267,14 +269,14 @@ bool ShmEndpoint::Await(bool read) {
     uint64_t now = NowNs();
     if (!poll_window.waiting) poll_window.BeginWait(now);
     if (now - poll_window.armed_at_ns < poll_window.window_ns && engine_->Arm(this, now)) {
+      // Arm took this endpoint off the loop's sleepers: a direction it slept for (the read,
+      // when a write-only pump arms the write) is polled from now on, or no ring would find it.
+      poll_read_ = poll_read_ || sleep_read_ || read;
+      poll_write_ = poll_write_ || sleep_write_ || !read;
+      sleep_read_ = sleep_write_ = false;
       // Polling: the peer need not ring (a flag left from an earlier sleep would make it).
-      if (read) {
-        poll_read_ = true;
-        rx_.control()->consumer_waiting.store(0, std::memory_order_relaxed);
-      } else {
-        poll_write_ = true;
-        tx_.control()->producer_waiting.store(0, std::memory_order_relaxed);
-      }
+      if (poll_read_) rx_.control()->consumer_waiting.store(0, std::memory_order_relaxed);
+      if (poll_write_) tx_.control()->producer_waiting.store(0, std::memory_order_relaxed);
       return true;
     }
   } else if (!poll_window.waiting && poll_window.max_ns > 0) {
@@ -317,7 +319,10 @@ Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
   if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
   poll_window.SetMax(static_cast<uint64_t>(us * 1000));
   if (poll_window.max_ns == 0 && hot_index >= 0 && engine_) {
-    engine_->Disarm(this);
+    engine_->Disarm(this);  // off the sleepers too: what it slept for is armed again below
+    poll_read_ = poll_read_ || sleep_read_;
+    poll_write_ = poll_write_ || sleep_write_;
+    sleep_read_ = sleep_write_ = false;
     OnPollExpired();  // the wait goes on, asleep on the doorbell
   }
   return info.Env().Undefined();
@@ -500,9 +505,11 @@ Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
     }
     if (rx_.ProducerFlags() & wire::kRingReset) break;
     int r = WaitSync([&] { return tx_.Writable() > 0; }, false, a.spin_ns, a.deadline_ns);
-    if (r < 0)
+    if (r < 0) {
+      RestoreDoorbell();
       throw SyncError(env, std::string("writeSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
                       "bytesWritten", done);
+    }
   }
   RestoreDoorbell();
   return Napi::Number::New(env, static_cast<double>(done));
@@ -523,11 +530,15 @@ Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
       continue;
     }
     uint32_t f = rx_.ProducerFlags();
-    if (f & wire::kRingReset) throw SyncError(env, "readIntoSync: connection reset by peer", "ECONNRESET", "bytesRead", done);
+    if (f & wire::kRingReset) {
+      RestoreDoorbell();
+      throw SyncError(env, "readIntoSync: connection reset by peer", "ECONNRESET", "bytesRead", done);
+    }
     if (f & wire::kRingEof) break;
     int r = WaitSync([&] { return rx_.Readable() > 0 || rx_.ProducerFlags() != 0; }, true, a.spin_ns, a.deadline_ns);
     if (r < 0) {
       if (rx_.Readable() > 0) continue;  // the peer left data behind: deliver it first
+      RestoreDoorbell();
       throw SyncError(env, std::string("readIntoSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
                       "bytesRead", done);
     }

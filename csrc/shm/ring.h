@@ -8,6 +8,10 @@
 // re-checks the ring; the other side publishes head/tail, fences, and rings (eventfd write)
 // only if it sees the flag, clearing it. One of the two always sees the other's store, so no
 // wake-up is lost, and a doorbell is rung only when the peer sleeps.
+// A ring may be stale: the producer published, was preempted before its fence, the consumer
+// read the bytes and slept again (flag raised), then the producer saw that new flag, cleared it
+// and rang. The sleeper that finds nothing on a ring must therefore raise its flag again, with
+// the same re-check (Rearm*Wait), or it sleeps with no flag while the peer never rings again.
 #pragma once
 
 #include <errno.h>
@@ -77,6 +81,13 @@ class RingView {
     }
     return true;
   }
+  // Asleep for space, the doorbell rang: false when space appeared. A cleared flag means the
+  // consumer rang, maybe for space this side already took (it exchanged the flag after this
+  // side had re-armed it): the flag is raised again, with ArmProducerWait's re-check.
+  bool RearmProducerWait() {
+    if (ctl_->producer_waiting.load(std::memory_order_acquire) == 0) return ArmProducerWait();
+    return Writable() == 0;
+  }
   void SetProducerFlag(uint32_t f) { ctl_->producer_flags.fetch_or(f, std::memory_order_release); }
   // Gives the whole pages of the free space [head, tail + size) back to the kernel
   // (madvise MADV_REMOVE: a hole punched in the memfd, so both mirror views and the peer's
@@ -143,6 +154,13 @@ class RingView {
       return false;
     }
     return true;
+  }
+  // Asleep for bytes, the doorbell rang: false when bytes (or EOF) appeared. A cleared flag
+  // means the producer rang, maybe for bytes this side already read (it exchanged the flag after
+  // this side had re-armed it): the flag is raised again, with ArmConsumerWait's re-check.
+  bool RearmConsumerWait() {
+    if (ctl_->consumer_waiting.load(std::memory_order_acquire) == 0) return ArmConsumerWait();
+    return Readable() == 0 && ProducerFlags() == 0;
   }
   uint32_t ProducerFlags() const { return ctl_->producer_flags.load(std::memory_order_acquire); }
 
