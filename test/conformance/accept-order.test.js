@@ -48,6 +48,11 @@ async function tcpBar () {
 }
 
 forEachRung(t, async (t, rung) => {
+  if (rung === 'tcp') {
+    // fastsock's tcp rung is Node's own connect: its order is the kernel's, as for net itself,
+    // which varies here from 8 to 28 of 30 rounds between runs on a loaded machine: no bar.
+    return t.skip('tcp: the order is Node\'s own connect\'s (the bar itself)')
+  }
   const bar = await tcpBar()
   const got = await roundsInOrder(
     onConnection => fastsock.createServer({ transports: ALL_RUNGS }, onConnection),
