@@ -193,7 +193,11 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     if (host.destroyed) return discardChannel(ch)
     const remoteAddress = ch.view?.remote.address ?? req.addresses[0]
     debug('chain', '%s:%d -> %s (%s)', hostname, port, ch.transport, remoteAddress)
-    host.adopt(ch, net.isIP(hostname) ? null : [remoteAddress, net.isIP(remoteAddress), hostname])
+    const lookup: [string, number, string] | null = net.isIP(hostname) ? null : [remoteAddress, net.isIP(remoteAddress), hostname]
+    // Adoption runs the application's 'lookup'/'connect'/'ready' listeners and write callbacks:
+    // outside this promise, so that a throw there is the application's uncaught exception, as
+    // from Node's afterConnect, and not a failure of this connect (which would destroy the socket).
+    queueMicrotask(() => host.adopt(ch, lookup))
     return
   }
   if (host.destroyed) return
