@@ -22,7 +22,7 @@ import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
 import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { initFastsock, chainHost } from './socket/connect'
+import { initFastsock, chainHost, reinitialize } from './socket/connect'
 import { installAccessors, asBuffer } from './socket/accessors'
 import { drainBuffered } from './socket/drain'
 
@@ -63,6 +63,7 @@ export class SocketImpl extends NodeSocket {
    * in the chain: 'error' with an AggregateError, code ERR_FASTSOCK_ALL_TRANSPORTS_FAILED.
    */
   override connect (...args: unknown[]): this {
+    if (this.destroyed) reinitialize(this)
     connectThroughChain(chainHost(this), args)
     return this
   }
