@@ -92,7 +92,7 @@ export function chainHost (sock: FsSocket): ChainHost {
       sock._unrefTimer()
     },
     nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookup) => current() ? adoptChannel(sock, ch, lookup) : discardChannel(ch)
+    adopt: (ch, lookups, attempted) => current() ? adoptChannel(sock, ch, lookups, attempted) : discardChannel(ch)
   }
 }
 
