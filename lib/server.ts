@@ -187,17 +187,34 @@ function newSocket (server: AnyServer, handle: unknown, accepted: AcceptedInfo):
   } as never)
 }
 
+/**
+ * A TLSSocket made over an accepted socket without a handle (shm) counts it as connecting until
+ * that socket emits 'connect' (_tls_wrap.js _init: `socket.connecting || !socket._handle`): a
+ * TLS server would never start its handshake. So whenever a 'connect' listener is added to such
+ * a socket, connected and alive, it gets its 'connect' on the next tick: for a TLS server's own
+ * 'connection' listener as for a proxy that reads a first byte, unshift()s it and hands the
+ * socket on later (`httpsServer.emit('connection', socket)`).
+ */
+function standInConnect (socket: Socket): void {
+  let scheduled = false
+  socket.on('newListener', (event: string | symbol) => {
+    if (event !== 'connect' || scheduled || socket.connecting || socket.destroyed) return
+    scheduled = true
+    process.nextTick(() => {
+      scheduled = false
+      if (!socket.destroyed && socket.listenerCount('connect') > 0) socket.emit('connect')
+    })
+  })
+}
+
 function admit (server: AnyServer, socket: Socket): void {
   const s = server as unknown as NodeServerInternals
   s._connections++
   ;(socket as unknown as { server: net.Server, _server: net.Server }).server = server
   ;(socket as unknown as { _server: net.Server })._server = server
+  if (!(socket as unknown as { _handle: unknown })._handle) standInConnect(socket)
   server.emit('connection', socket)
   if (serverSocketChannel.hasSubscribers) serverSocketChannel.publish({ socket })
-  // A TLSSocket made over a socket without a handle (shm) counts it as connecting until that
-  // socket emits 'connect' (_tls_wrap.js _init): a TLS server would hang. Give it its 'connect'.
-  const h = socket as unknown as { _handle: unknown }
-  if (!h._handle && !socket.destroyed && socket.listenerCount('connect') > 0) socket.emit('connect')
 }
 
 /** Node's onconnection, creating a fastsock Socket. */
