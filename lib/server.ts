@@ -217,6 +217,19 @@ function admit (server: AnyServer, socket: Socket): void {
   if (serverSocketChannel.hasSubscribers) serverSocketChannel.publish({ socket })
 }
 
+/** maxConnections reached: a new connection is dropped (Node's onconnection). */
+function full (server: net.Server): boolean {
+  return !!server.maxConnections && (server as unknown as NodeServerInternals)._connections >= server.maxConnections
+}
+
+/** Node's 'drop' event, with the dropped connection's addresses (a handle's, or a channel's TCP view). */
+function drop (server: net.Server, local: Record<string, unknown>, remote: Record<string, unknown>): void {
+  const data: Record<string, unknown> = Object.create(null)
+  data.localAddress = local.address; data.localPort = local.port; data.localFamily = local.family
+  data.remoteAddress = remote.address; data.remotePort = remote.port; data.remoteFamily = remote.family
+  server.emit('drop', data)
+}
+
 /** Node's onconnection, creating a fastsock Socket. */
 function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHandle): void {
   if (err) {
@@ -227,20 +240,12 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     server.emit('error', e)
     return
   }
-  const s = server as unknown as NodeServerInternals
-  if (server.maxConnections && s._connections >= server.maxConnections) {
-    const data: Record<string, unknown> = Object.create(null)
-    if (clientHandle.getsockname) {
-      const l: Record<string, unknown> = {}
-      clientHandle.getsockname(l)
-      data.localAddress = l.address; data.localPort = l.port; data.localFamily = l.family
-    }
-    if (clientHandle.getpeername) {
-      const r: Record<string, unknown> = {}
-      clientHandle.getpeername(r)
-      data.remoteAddress = r.address; data.remotePort = r.port; data.remoteFamily = r.family
-    }
-    server.emit('drop', data)
+  if (full(server)) {
+    const l: Record<string, unknown> = {}
+    const r: Record<string, unknown> = {}
+    clientHandle.getsockname?.(l)
+    clientHandle.getpeername?.(r)
+    drop(server, l, r)
     clientHandle.close()
     return
   }
@@ -256,6 +261,19 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
 /** A connection a rung's listener established: adopt it like a TCP one. */
 function acceptChannel (server: AnyServer, c: Channel): void {
   if (!server.listening) return discardChannel(c)
+  if (full(server)) {
+    // The rung's listener checked busy() at its handshake, but connections handshaking at the
+    // same time all passed it: the count that decides is this one, as in Node's onconnection.
+    const h = c.handle as unknown as ClientHandle | null
+    const l: Record<string, unknown> = { ...c.view?.local }
+    const r: Record<string, unknown> = { ...c.view?.remote }
+    if (!c.view) { h?.getsockname?.(l); h?.getpeername?.(r) }
+    drop(server, l, r)
+    // Closed as Node closes a dropped handle: an orderly close (a reset only if bytes came unread).
+    c.handle?.close()
+    c.endpoint?.close(false)
+    return
+  }
   const socket = newSocket(server, c.handle ?? undefined, { channel: c, pollUs: stateOf(server).pollUs })
   admit(server, socket)
 }
