@@ -32,6 +32,8 @@ export function asBuffer (chunk: unknown): unknown {
 function fastWrite (this: FsSocket, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
   return (duplexWrite as AnyFn).call(this, asBuffer(chunk), encoding, cb)
 }
+/** A function assigned to the prototype's `write` (a shim wrapping it for every socket), or null. */
+let protoWrite: AnyFn | null = null
 const kBytesWrittenName = 'kBytesWritten'
 const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
 const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
@@ -127,7 +129,13 @@ export function installAccessors (proto: object): void {
   Object.defineProperty(proto, 'write', {
     configurable: true,
     enumerable: false,
-    get (this: FsSocket) { return this[kState].writeImpl ?? fastWrite },
-    set (this: FsSocket, fn: AnyFn) { this[kState].writeImpl = fn === duplexWrite || fn === fastWrite ? null : fn }
+    get (this: FsSocket) { return this[kState]?.writeImpl ?? protoWrite ?? fastWrite },
+    set (this: FsSocket, fn: AnyFn) {
+      const st = this[kState]
+      // On the prototype itself (shimmer-style wrapping of Socket.prototype.write): every socket's default.
+      if (st === undefined) return void (protoWrite = fn === fastWrite ? null : fn)
+      // Node's own write assigned back (connect) restores the default.
+      st.writeImpl = fn === duplexWrite || fn === fastWrite || fn === protoWrite ? null : fn
+    }
   })
 }

@@ -2,9 +2,10 @@
 // Wrapping `socket.write` as logging and APM shims do (`const o = s.write; s.write = (...a) =>
 // o.apply(s, a)`), once or twice over, on both ends: the wrapper is what `socket.write` reads,
 // every write goes through it once, the bytes arrive, typed arrays still go out as their bytes.
+// Also Socket.prototype.write wrapped for every socket, as shimmer does.
 // (Node's own test-http-response-cork.js wraps `res.socket.write` this way.)
 const t = require('tap')
-const { forEachRung, pair } = require('../helpers/rungs')
+const { forEachRung, pair, fastsock } = require('../helpers/rungs')
 const { collectBytes } = require('../helpers/util')
 
 /** Wraps `sock.write` with a counting shim; returns the calls it saw. */
@@ -38,4 +39,25 @@ forEachRung(t, async (t, rung) => {
   serverSocket.write('pong')
   t.equal((await back).toString(), 'pong')
   t.equal(server.calls.length, 1)
+})
+
+// shimmer-style: Socket.prototype.write wrapped for every socket, then restored.
+forEachRung(t, async (t, rung) => {
+  const proto = fastsock.Socket.prototype
+  const original = proto.write
+  t.teardown(() => { proto.write = original })
+  t.equal(typeof original, 'function', 'Socket.prototype.write reads as a function')
+  let calls = 0
+  proto.write = function (...args) {
+    calls++
+    return original.apply(this, args)
+  }
+  const { client, serverSocket } = await pair(rung, { t })
+  const got = collectBytes(serverSocket, 6)
+  client.write('pro')
+  client.write(new Uint8Array([0x74, 0x6f, 0x21]))
+  t.equal((await got).toString(), 'proto!')
+  t.ok(calls >= 2, 'the prototype wrapper saw the writes')
+  proto.write = original
+  t.equal(proto.write, original, 'unwrapped')
 })
