@@ -321,6 +321,8 @@ async function attempt (host: ChainHost, rung: Rung, req: ConnectRequest, ctx: A
     return await rung.connect(req, ctx)
   } catch (err) {
     const e = err as Error
+    // Abandoned because the socket was destroyed: not a failure of the rung there, nothing to report.
+    if (req.aborted()) return null
     debug('chain', '%s failed for %s:%d after %d ms: %s', rung.name, req.host, req.port, Date.now() - started, e.message)
     ctx.errors.push(e)
     const ttl = negativeTtlMs(e)
