@@ -210,11 +210,9 @@ function entriesOf (a: Answer): Array<{ address: unknown, family: unknown }> {
  * the valid ones once each, alternating families from the first one's (internalConnectMultiple).
  */
 function attemptOrder (a: Answer, all: boolean): string[] {
-  const valid = entriesOf(a).filter(e => typeof e.address === 'string' && net.isIP(e.address) !== 0 && (e.family === 4 || e.family === 6))
-  if (!all) {
-    const first = entriesOf(a)[0]
-    return first !== undefined && valid[0] === first ? [first.address as string] : []
-  }
+  const entries = entriesOf(a)
+  const valid = entries.filter(e => typeof e.address === 'string' && net.isIP(e.address) !== 0 && (e.family === 4 || e.family === 6))
+  if (!all) return entries.length > 0 && valid[0] === entries[0] ? [valid[0].address as string] : []
   const byFamily: string[][] = [[], []]
   const firstFamily = valid[0]?.family
   for (const e of valid) {

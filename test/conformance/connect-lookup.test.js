@@ -65,6 +65,16 @@ forEachRung(t, async (t, rung) => {
     t.same(lookups, [[null, '127.0.0.1', 4, HOST]], "one 'lookup' event, with net's arguments")
   })
 
+  t.test('one address asked for (family 4): on the rung', async t => {
+    const port = await fastsockServer(t)
+    const lookup = mockLookup('127.0.0.1')
+    const c = fastsock.connect({ port, host: HOST, family: 4, lookup, transports: chain })
+    t.teardown(() => c.destroy())
+    await once(c, 'connect')
+    t.equal(c.transport, rung)
+    t.same(lookup.calls, [{ host: HOST, all: false }])
+  })
+
   t.test('dns.lookup queried once when the connection falls back to TCP', async t => {
     const plain = net.createServer(s => s.end())
     await listen(plain, 0, '127.0.0.1')
