@@ -47,9 +47,15 @@ export interface ChainHost {
   beginConnecting (): void
   /** Node's own connect on these normalized arguments; the socket reports `transport`. */
   nodeConnect (normalized: unknown[], transport: TransportName): void
-  /** Takes the channel over and emits 'lookup' (when given), 'connect', 'ready'. */
-  adopt (channel: Channel, lookup: [string, number, string] | null): void
+  /**
+   * Takes the channel over and emits 'lookup' (once per `lookups` entry: address, family, host),
+   * 'connect', 'ready'; `attempted` becomes `autoSelectFamilyAttemptedAddresses` (when not null).
+   */
+  adopt (channel: Channel, lookups: LookupEvent[], attempted: string[] | null): void
 }
+
+/** The arguments of one 'lookup' event after the error: address, family, host name. */
+export type LookupEvent = [unknown, unknown, string]
 
 interface ConnectOptions {
   port?: number | string
@@ -57,9 +63,11 @@ interface ConnectOptions {
   path?: string
   localAddress?: string
   localPort?: number
-  family?: number
+  family?: number | string
   hints?: number
   lookup?: AnyFn
+  autoSelectFamily?: unknown
+  autoSelectFamilyAttemptTimeout?: unknown
   fd?: number
   transports?: unknown
 }
@@ -85,6 +93,17 @@ function validPort (port: unknown): boolean {
   if (typeof port === 'number') return Number.isInteger(port) && port >= 0 && port <= 0xffff
   if (typeof port === 'string') return port.trim() !== '' && /^\d+$/.test(port.trim()) && Number(port) <= 0xffff
   return false
+}
+
+/**
+ * True when Node's connect throws at once on these options (lookupAndConnect's checks before the
+ * lookup): Node's connect then runs, so that the error thrown is Node's own.
+ */
+function nodeRejects (o: ConnectOptions, hostname: string): boolean {
+  if (o.autoSelectFamily != null && typeof o.autoSelectFamily !== 'boolean') return true
+  const t = o.autoSelectFamilyAttemptTimeout
+  if (t != null && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= 0x7fffffff)) return true
+  return !net.isIP(hostname) && o.lookup != null && typeof o.lookup !== 'function'
 }
 
 /**
@@ -117,75 +136,139 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
     process.nextTick(() => host.emit('transportAttempt', { transport: rungs[0].name }))
     return host.nodeConnect(normalized, rungs[0].name as TransportName)
   }
+  const hostname = options.host || 'localhost'
+  if (nodeRejects(options, hostname)) return host.nodeConnect(normalized, NODE_TRANSPORT)
+  // Resolved once, as Node's connect would (a throw, such as dns.lookup's for bad hints, is
+  // connect()'s), for the fast rungs and for Node's connect if the chain reaches it.
+  const dnsOpts = dnsOptions(options)
+  const answer = net.isIP(hostname) ? null : lookupOnce(options, hostname, dnsOpts)
   if (cb !== null) host.once('connect', cb)
   host.beginConnecting()
-  runChain(host, options, rungs).catch(err => {
+  runChain(host, options, rungs, answer, dnsOpts.all === true).catch(err => {
     if (!host.destroyed) host.destroy(err)
   })
 }
 
+/** The options Node's connect passes to the lookup function (lookupAndConnect). */
+interface DnsOptions { family: unknown, hints: number, all?: true }
+
 /**
- * Lookups with the default resolver in flight, by host, family and hints: connects to one name
+ * Node's lookup options for this connect: the family (4, 6, 'IPv4'/'IPv6' mapped), the hints
+ * (ADDRCONFIG when neither is given), and `all` when Node would try every address (happy
+ * eyeballs: no family, no localAddress, autoSelectFamily on or by default).
+ */
+function dnsOptions (o: ConnectOptions): DnsOptions {
+  const family = o.family === 'IPv4' ? 4 : o.family === 'IPv6' ? 6 : o.family
+  const oneFamily = family === 4 || family === 6
+  const opts: DnsOptions = { family, hints: o.hints || 0 }
+  if (process.platform !== 'win32' && !oneFamily && opts.hints === 0) opts.hints = dns.ADDRCONFIG
+  const auto = o.autoSelectFamily ?? net.getDefaultAutoSelectFamily()
+  if (!oneFamily && !o.localAddress && auto === true) opts.all = true
+  return opts
+}
+
+/** A lookup's answer as its callback gave it: (err, address, family), or (err, [{ address, family }]) with `all`. */
+interface Answer { err: Error | null, address: unknown, family: unknown }
+
+/**
+ * Lookups with the default resolver in flight, by host and lookup options: connects to one name
  * in the same tick share one answer, so they reach their first rung in the order they were
  * opened (separate lookups complete in the thread pool's order, not the callers'), and the
  * server accepts them in that order, as loopback TCP does. A custom `lookup` is called per
  * connect, as Node does.
  */
-const inFlight = new Map<string, Promise<string[]>>()
+const inFlight = new Map<string, Promise<Answer>>()
 
-function lookupAll (options: ConnectOptions): Promise<string[]> {
-  const host = options.host || 'localhost'
-  if (net.isIP(host)) return Promise.resolve([host])
-  if (options.lookup !== undefined) return lookupOnce(options, host, options.lookup)
-  const key = `${host}|${options.family ?? 0}|${options.hints ?? 0}`
-  let p = inFlight.get(key)
-  if (p === undefined) {
-    p = lookupOnce(options, host, dns.lookup)
-    inFlight.set(key, p)
-    const forget = (): void => { inFlight.delete(key) }
-    p.then(forget, forget)
+/**
+ * Looks `hostname` up now, with the lookup function (the option, else dns.lookup, shared while
+ * in flight): once per connect. A throw (dns.lookup's check of `hints`) is the caller's.
+ */
+function lookupOnce (o: ConnectOptions, hostname: string, opts: DnsOptions): Promise<Answer> {
+  const key = o.lookup == null ? `${hostname}|${String(opts.family)}|${opts.hints}|${opts.all === true}` : null
+  const shared = key === null ? undefined : inFlight.get(key)
+  if (shared !== undefined) return shared
+  let settle!: (a: Answer) => void
+  const answer = new Promise<Answer>(resolve => { settle = resolve })
+  const lookup = o.lookup ?? dns.lookup
+  lookup(hostname, { ...opts }, (err: Error | null, address: unknown, family: unknown) => settle({ err, address, family }))
+  if (key !== null) {
+    inFlight.set(key, answer)
+    answer.then(() => inFlight.delete(key))
   }
-  return p
+  return answer
 }
 
-function lookupOnce (options: ConnectOptions, host: string, lookup: AnyFn): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    lookup(host, { all: true, family: options.family, hints: options.hints },
-      (err: Error | null, addrs: string | Array<{ address: string }>) => {
-        if (err) return reject(err)
-        resolve(typeof addrs === 'string' ? [addrs] : addrs.map(a => a.address))
-      })
-  })
+/** The answer as a list of { address, family } (whatever shape the lookup function chose). */
+function entriesOf (a: Answer): Array<{ address: unknown, family: unknown }> {
+  if (a.err) return []
+  if (Array.isArray(a.address)) return a.address as Array<{ address: unknown, family: unknown }>
+  return [{ address: a.address, family: a.family }]
 }
 
-/** The DNS answer for a fast rung's request; none when the lookup fails (only Node's connect remains). */
-async function resolveAddresses (options: ConnectOptions, host: string): Promise<string[]> {
-  try {
-    return await lookupAll(options)
-  } catch (err) {
-    debug('chain', 'lookup of %s failed (%s): fast rungs skipped', host, (err as Error).message)
-    return []
+/**
+ * The addresses Node's connect would try, in its order: only the first without `all`; with it,
+ * the valid ones once each, alternating families from the first one's (internalConnectMultiple).
+ */
+function attemptOrder (a: Answer, all: boolean): string[] {
+  const entries = entriesOf(a)
+  const valid = entries.filter(e => typeof e.address === 'string' && net.isIP(e.address) !== 0 && (e.family === 4 || e.family === 6))
+  if (!all) return entries.length > 0 && valid[0] === entries[0] ? [valid[0].address as string] : []
+  const byFamily: string[][] = [[], []]
+  const firstFamily = valid[0]?.family
+  for (const e of valid) {
+    const list = byFamily[e.family === firstFamily ? 0 : 1]
+    if (!list.includes(e.address as string)) list.push(e.address as string)
+  }
+  const order: string[] = []
+  for (let i = 0; i < Math.max(byFamily[0].length, byFamily[1].length); i++) {
+    if (i < byFamily[0].length) order.push(byFamily[0][i])
+    if (i < byFamily[1].length) order.push(byFamily[1][i])
+  }
+  return order
+}
+
+/**
+ * A lookup function for Node's connect that answers with `a` (already resolved): no second DNS
+ * query, no second call of the caller's lookup. Calls back on a later tick, as dns.lookup does,
+ * in the shape asked for.
+ */
+function replayLookup (a: Answer): AnyFn {
+  return (_host: string, opts: { all?: boolean } | undefined, cb: AnyFn) => {
+    process.nextTick(() => {
+      if (a.err) return cb(a.err)
+      const list = entriesOf(a)
+      if (opts?.all === true) return cb(null, list)
+      if (Array.isArray(a.address)) return cb(null, list[0]?.address, list[0]?.family)
+      cb(null, a.address, a.family)
+    })
   }
 }
 
-async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]): Promise<void> {
+/**
+ * The chain's loop (see the module comment). `answer`: the lookup of a host name, made once in
+ * connect() (null for an IP literal); `all`: it was asked for every address (happy eyeballs).
+ */
+async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[], answer: Promise<Answer> | null, all: boolean): Promise<void> {
   const port = Number(options.port)
   const hostname = options.host || 'localhost'
   const ctx: AttemptContext = { rungs, index: 0, errors: [], rank: rankOf }
   let req: ConnectRequest | null = null
   await new Promise<void>(resolve => process.nextTick(resolve)) // events after connect() returns
+  const resolved = answer === null ? null : await answer
+  if (resolved?.err) debug('chain', 'lookup of %s failed (%s): fast rungs skipped', hostname, resolved.err.message)
   for (; ctx.index < rungs.length; ctx.index++) {
     const rung = rungs[ctx.index]
     if (host.destroyed) return
     if (rung.nodeConnect) {
       debug('chain', '%s:%d -> %s', hostname, port, rung.name)
       host.emit('transportAttempt', { transport: rung.name })
-      host.nodeConnect(normalizeArgs([options]), rung.name as TransportName)
+      // Node's connect, on the addresses already resolved (its own 'lookup' events and errors).
+      const opts = resolved === null ? options : { ...options, lookup: replayLookup(resolved) }
+      host.nodeConnect(normalizeArgs([opts]), rung.name as TransportName)
       return
     }
     if (req === null) {
-      const addresses = await resolveAddresses(options, hostname)
-      if (host.destroyed) return
+      const addresses = resolved === null ? [hostname] : attemptOrder(resolved, all)
       req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, shmRingBytes: host.shmRingBytes, aborted: () => host.destroyed }
     }
     const ch = await attempt(host, rung, req, ctx)
@@ -193,7 +276,17 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     if (host.destroyed) return discardChannel(ch)
     const remoteAddress = ch.view?.remote.address ?? req.addresses[0]
     debug('chain', '%s:%d -> %s (%s)', hostname, port, ch.transport, remoteAddress)
-    host.adopt(ch, net.isIP(hostname) ? null : [remoteAddress, net.isIP(remoteAddress), hostname])
+    // The 'lookup' events Node's connect emits for this answer: one per address with `all`.
+    const lookups: LookupEvent[] = resolved === null ? [] : (all ? entriesOf(resolved) : [resolved]).map(e => [e.address, e.family, hostname])
+    let attempted: string[] | null = null
+    if (all && req.addresses.length > 1) {
+      const at = req.addresses.indexOf(remoteAddress)
+      attempted = req.addresses.slice(0, at < 0 ? req.addresses.length : at + 1).map(a => `${a}:${port}`)
+    }
+    // Adoption runs the application's 'lookup'/'connect'/'ready' listeners and write callbacks:
+    // outside this promise, so that a throw there is the application's uncaught exception, as
+    // from Node's afterConnect, and not a failure of this connect (which would destroy the socket).
+    queueMicrotask(() => host.adopt(ch, lookups, attempted))
     return
   }
   if (host.destroyed) return
@@ -226,6 +319,8 @@ async function attempt (host: ChainHost, rung: Rung, req: ConnectRequest, ctx: A
     return await rung.connect(req, ctx)
   } catch (err) {
     const e = err as Error
+    // Abandoned because the socket was destroyed: not a failure of the rung there, nothing to report.
+    if (req.aborted()) return null
     debug('chain', '%s failed for %s:%d after %d ms: %s', rung.name, req.host, req.port, Date.now() - started, e.message)
     ctx.errors.push(e)
     const ttl = negativeTtlMs(e)

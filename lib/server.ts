@@ -187,17 +187,47 @@ function newSocket (server: AnyServer, handle: unknown, accepted: AcceptedInfo):
   } as never)
 }
 
+/**
+ * A TLSSocket made over an accepted socket without a handle (shm) counts it as connecting until
+ * that socket emits 'connect' (_tls_wrap.js _init: `socket.connecting || !socket._handle`): a
+ * TLS server would never start its handshake. So whenever a 'connect' listener is added to such
+ * a socket, connected and alive, it gets its 'connect' on the next tick: for a TLS server's own
+ * 'connection' listener as for a proxy that reads a first byte, unshift()s it and hands the
+ * socket on later (`httpsServer.emit('connection', socket)`).
+ */
+function standInConnect (socket: Socket): void {
+  let scheduled = false
+  socket.on('newListener', (event: string | symbol) => {
+    if (event !== 'connect' || scheduled || socket.connecting || socket.destroyed) return
+    scheduled = true
+    process.nextTick(() => {
+      scheduled = false
+      if (!socket.destroyed && socket.listenerCount('connect') > 0) socket.emit('connect')
+    })
+  })
+}
+
 function admit (server: AnyServer, socket: Socket): void {
   const s = server as unknown as NodeServerInternals
   s._connections++
   ;(socket as unknown as { server: net.Server, _server: net.Server }).server = server
   ;(socket as unknown as { _server: net.Server })._server = server
+  if (!(socket as unknown as { _handle: unknown })._handle) standInConnect(socket)
   server.emit('connection', socket)
   if (serverSocketChannel.hasSubscribers) serverSocketChannel.publish({ socket })
-  // A TLSSocket made over a socket without a handle (shm) counts it as connecting until that
-  // socket emits 'connect' (_tls_wrap.js _init): a TLS server would hang. Give it its 'connect'.
-  const h = socket as unknown as { _handle: unknown }
-  if (!h._handle && !socket.destroyed && socket.listenerCount('connect') > 0) socket.emit('connect')
+}
+
+/** maxConnections reached: a new connection is dropped (Node's onconnection). */
+function full (server: net.Server): boolean {
+  return !!server.maxConnections && (server as unknown as NodeServerInternals)._connections >= server.maxConnections
+}
+
+/** Node's 'drop' event, with the dropped connection's addresses (a handle's, or a channel's TCP view). */
+function drop (server: net.Server, local: Record<string, unknown>, remote: Record<string, unknown>): void {
+  const data: Record<string, unknown> = Object.create(null)
+  data.localAddress = local.address; data.localPort = local.port; data.localFamily = local.family
+  data.remoteAddress = remote.address; data.remotePort = remote.port; data.remoteFamily = remote.family
+  server.emit('drop', data)
 }
 
 /** Node's onconnection, creating a fastsock Socket. */
@@ -210,20 +240,12 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     server.emit('error', e)
     return
   }
-  const s = server as unknown as NodeServerInternals
-  if (server.maxConnections && s._connections >= server.maxConnections) {
-    const data: Record<string, unknown> = Object.create(null)
-    if (clientHandle.getsockname) {
-      const l: Record<string, unknown> = {}
-      clientHandle.getsockname(l)
-      data.localAddress = l.address; data.localPort = l.port; data.localFamily = l.family
-    }
-    if (clientHandle.getpeername) {
-      const r: Record<string, unknown> = {}
-      clientHandle.getpeername(r)
-      data.remoteAddress = r.address; data.remotePort = r.port; data.remoteFamily = r.family
-    }
-    server.emit('drop', data)
+  if (full(server)) {
+    const l: Record<string, unknown> = {}
+    const r: Record<string, unknown> = {}
+    clientHandle.getsockname?.(l)
+    clientHandle.getpeername?.(r)
+    drop(server, l, r)
     clientHandle.close()
     return
   }
@@ -239,6 +261,19 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
 /** A connection a rung's listener established: adopt it like a TCP one. */
 function acceptChannel (server: AnyServer, c: Channel): void {
   if (!server.listening) return discardChannel(c)
+  if (full(server)) {
+    // The rung's listener checked busy() at its handshake, but connections handshaking at the
+    // same time all passed it: the count that decides is this one, as in Node's onconnection.
+    const h = c.handle as unknown as ClientHandle | null
+    const l: Record<string, unknown> = { ...c.view?.local }
+    const r: Record<string, unknown> = { ...c.view?.remote }
+    if (!c.view) { h?.getsockname?.(l); h?.getpeername?.(r) }
+    drop(server, l, r)
+    // Closed as Node closes a dropped handle: an orderly close (a reset only if bytes came unread).
+    c.handle?.close()
+    c.endpoint?.close(false)
+    return
+  }
   const socket = newSocket(server, c.handle ?? undefined, { channel: c, pollUs: stateOf(server).pollUs })
   admit(server, socket)
 }

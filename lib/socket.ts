@@ -22,7 +22,7 @@ import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
 import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { initFastsock, chainHost } from './socket/connect'
+import { initFastsock, chainHost, reinitialize } from './socket/connect'
 import { installAccessors, asBuffer } from './socket/accessors'
 import { drainBuffered } from './socket/drain'
 
@@ -63,6 +63,7 @@ export class SocketImpl extends NodeSocket {
    * in the chain: 'error' with an AggregateError, code ERR_FASTSOCK_ALL_TRANSPORTS_FAILED.
    */
   override connect (...args: unknown[]): this {
+    if (this.destroyed) reinitialize(this)
     connectThroughChain(chainHost(this), args)
     return this
   }
@@ -175,10 +176,15 @@ export class SocketImpl extends NodeSocket {
    * On a handle-less channel (shm, verbs): destroys with a reset (the peer gets ECONNRESET), like
    * a TCP RST. On a UNIX stream socket standing in for TCP (unix, rsocket: no RST exists):
    * destroys, and the peer sees an orderly close (Node's would throw ERR_INVALID_HANDLE_TYPE for
-   * the pipe handle). Otherwise Node's.
+   * the pipe handle). While connecting, once connected, as Node's. Otherwise Node's.
    */
   override resetAndDestroy (): this {
     const st = this[kState]
+    if (this.connecting && st.stream === null && !(this as unknown as { _handle: unknown })._handle) {
+      // The chain runs (no handle yet): as Node's while its TCP handle connects, reset once connected.
+      this.once('connect', () => this.resetAndDestroy())
+      return this
+    }
     if (st.stream) {
       ;(this as unknown as { resetAndClosing: boolean }).resetAndClosing = true
       this.destroy()

@@ -75,7 +75,7 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   } catch (err) {
     tried.add(ctx)
     const ttl = negativeTtlMs(err)
-    if (ttl > 0) cacheFailure(sideKey(local, req.port), ttl, (err as Error).message)
+    if (ttl > 0 && !req.aborted()) cacheFailure(sideKey(local, req.port), ttl, (err as Error).message) // the socket went away: says nothing of the destination
     throw err
   }
   const chosen = offers.find(o => o.offer === accepted.offer)!

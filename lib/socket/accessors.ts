@@ -24,12 +24,16 @@ export function asBuffer (chunk: unknown): unknown {
 
 /**
  * `write()` that takes any TypedArray or DataView. An accessor, because Node assigns
- * `socket.write` itself (on connect, and `writeAfterFIN` after the peer's FIN): the assigned
- * function is kept and called with the converted chunk.
+ * `socket.write` itself (Node's write again on connect, `writeAfterFIN` after the peer's FIN),
+ * and so do logging and APM shims (`const o = s.write; s.write = (...a) => o.apply(s, a)`): an
+ * assigned function is what `socket.write` reads until Node's own write is assigned back, as an
+ * own property would be; the `fastWrite` it captured stays the write it wraps.
  */
 function fastWrite (this: FsSocket, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
-  return (this[kState].writeImpl ?? duplexWrite).call(this, asBuffer(chunk), encoding, cb)
+  return (duplexWrite as AnyFn).call(this, asBuffer(chunk), encoding, cb)
 }
+/** A function assigned to the prototype's `write` (a shim wrapping it for every socket), or null. */
+let protoWrite: AnyFn | null = null
 const kBytesWrittenName = 'kBytesWritten'
 const nodePending = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'pending')!.get!
 const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bufferSize')!.get!
@@ -125,7 +129,13 @@ export function installAccessors (proto: object): void {
   Object.defineProperty(proto, 'write', {
     configurable: true,
     enumerable: false,
-    get () { return fastWrite },
-    set (this: FsSocket, fn: AnyFn) { this[kState].writeImpl = fn === duplexWrite ? null : fn }
+    get (this: FsSocket) { return this[kState]?.writeImpl ?? protoWrite ?? fastWrite },
+    set (this: FsSocket, fn: AnyFn) {
+      const st = this[kState]
+      // On the prototype itself (shimmer-style wrapping of Socket.prototype.write): every socket's default.
+      if (st === undefined) return void (protoWrite = fn === fastWrite ? null : fn)
+      // Node's own write assigned back (connect) restores the default.
+      st.writeImpl = fn === duplexWrite || fn === fastWrite || fn === protoWrite ? null : fn
+    }
   })
 }

@@ -9,6 +9,7 @@ import type { Channel } from '../transports/contract'
 import { EndpointStream } from '../stream/endpoint-stream'
 import { DEFAULT_POLL_WINDOW_US } from '../config'
 import { kState, SocketState, applyChannel } from './state'
+import type { LookupEvent } from '../chain'
 
 /** The parts of a fastsock Socket adoption touches. */
 export type AdoptingSocket = net.Socket & { [kState]: SocketState, transport: string | null, _unrefTimer (): void }
@@ -37,13 +38,18 @@ export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStre
   return stream
 }
 
-/** Client side: takes over the channel the chain established (see the module comment). */
-export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookup: [string, number, string] | null): void {
+/**
+ * Client side: takes over the channel the chain established (see the module comment), with the
+ * 'lookup' events to emit (address, family, host) and the addresses tried, in Node's
+ * `autoSelectFamilyAttemptedAddresses` form, when Node would have tried several (else null).
+ */
+export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookups: LookupEvent[], attempted: string[] | null): void {
   const st = sock[kState]
+  if (attempted !== null) (sock as unknown as { autoSelectFamilyAttemptedAddresses: string[] }).autoSelectFamilyAttemptedAddresses = attempted
   if (ch.endpoint) {
     if (sock.destroyed) return void ch.endpoint.close(true)
     const stream = attachEndpoint(sock, ch)
-    connected(sock, lookup)
+    connected(sock, lookups)
     stream.pump()
     return
   }
@@ -74,15 +80,15 @@ export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookup: [string
   self._peername = null
   sock.transport = ch.transport
   applyChannel(st, ch)
-  connected(sock, lookup, ch.leftover)
+  connected(sock, lookups, ch.leftover)
 }
 
 /** Node's afterConnect, for a channel adopted while connecting. */
-function connected (sock: AdoptingSocket, lookup: [string, number, string] | null, leftover: Buffer[] = []): void {
+function connected (sock: AdoptingSocket, lookups: LookupEvent[], leftover: Buffer[] = []): void {
   const st = sock[kState]
   ;(sock as unknown as { connecting: boolean }).connecting = false
   sock._unrefTimer()
-  if (lookup) sock.emit('lookup', null, lookup[0], lookup[1], lookup[2])
+  for (const [address, family, host] of lookups) sock.emit('lookup', null, address, family, host)
   sock.emit('connect')
   sock.emit('ready')
   for (const b of leftover) sock.push(b)

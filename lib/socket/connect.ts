@@ -6,10 +6,11 @@ import type * as net from 'net'
 import type { TransportName } from '../transports/names'
 import { NODE_TRANSPORT } from '../transports/registry'
 import type { ChainHost } from '../chain'
+import { discardChannel } from '../transports/contract'
 import { originals } from '../originals'
-import { kState, applyChannel } from './state'
+import { kState, applyChannel, newState } from './state'
 import type { PreparedOptions } from './options'
-import { adoptChannel, attachEndpoint, AdoptingSocket } from './adopt'
+import { adoptChannel, attachEndpoint, AdoptingSocket, nodeSymbol } from './adopt'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type FsSocket = AdoptingSocket & { transport: TransportName | null }
@@ -33,6 +34,29 @@ export function initFastsock (self: FsSocket, p: PreparedOptions): void {
   }
 }
 
+/**
+ * `connect()` on a socket that was destroyed (reuse after 'close'): what Node's connect does for
+ * it (a new handle, initSocketHandle's `_undestroy()`), fastsock's state included. The new
+ * connection starts from a fresh state (no channel, view, capabilities, stream core or handshake
+ * counts of the old one, whose closed stream core keeps the old state object to itself) with the
+ * socket's own chain settings, and zero byte counters until it has a handle or stream core.
+ * A chain still running for the old connection sees its socket destroyed (chainHost).
+ */
+export function reinitialize (sock: FsSocket): void {
+  const old = sock[kState]
+  sock[kState] = newState(old.transports, old.timeoutMs, old.shmRingBytes, old.pollUs, old.onread)
+  sock.transport = null
+  const self = sock as unknown as Record<string | symbol, unknown> & { _undestroy (): void }
+  self._handle = null
+  self._peername = null
+  self._sockname = null
+  for (const name of ['kBytesRead', 'kBytesWritten']) {
+    const sym = nodeSymbol(sock, name)
+    if (sym) self[sym] = 0
+  }
+  self._undestroy()
+}
+
 /** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
 function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
   sock.transport = transport
@@ -48,8 +72,10 @@ function nodeConnect (sock: FsSocket, normalized: unknown[], transport: Transpor
 /** The socket as the chain sees it. */
 export function chainHost (sock: FsSocket): ChainHost {
   const st = sock[kState]
+  // A connect() after the socket was destroyed and reused (reinitialize) ends this one's chain.
+  const current = (): boolean => sock[kState] === st
   return {
-    get destroyed () { return sock.destroyed },
+    get destroyed () { return sock.destroyed || !current() },
     transports: st.transports,
     timeoutMs: st.timeoutMs,
     shmRingBytes: st.shmRingBytes,
@@ -66,7 +92,7 @@ export function chainHost (sock: FsSocket): ChainHost {
       sock._unrefTimer()
     },
     nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookup) => adoptChannel(sock, ch, lookup)
+    adopt: (ch, lookups, attempted) => current() ? adoptChannel(sock, ch, lookups, attempted) : discardChannel(ch)
   }
 }
 

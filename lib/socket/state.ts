@@ -30,7 +30,7 @@ export interface SocketState extends StreamState {
   /** Handshake bytes on the handle's counters. */
   hsRead: number
   hsWritten: number
-  /** What Node assigned to `this.write` (writeAfterFIN), or null for the default. */
+  /** What was assigned to `socket.write` (Node's writeAfterFIN, a user's wrapper), or null for fastsock's write. */
   writeImpl: AnyFn | null
   /** The stream core of a handle-less channel (shm, verbs); null on a kernel handle. */
   stream: EndpointStream | null
