@@ -51,7 +51,7 @@ t.test('the window grows on quick answers and shrinks on late ones', { skip }, a
 
   await roundTrips(c, 2000, 'e')
   const quick = stats()
-  t.ok(quick.windowUs >= 50, `quick answers grew the window (${quick.windowUs} µs)`)
+  t.ok(quick.windowUs > 0, `quick answers grew the window from 0 (${quick.windowUs} µs)`)
   t.ok(quick.windowUs <= quick.maxUs, 'within the cap')
   // On a machine where other tasks want the CPU the engine backs off (docs/polling.md): then
   // fewer or no replies are caught by polling, and the counters say why.
@@ -72,7 +72,7 @@ t.test('the window grows on quick answers and shrinks on late ones', { skip }, a
   t.ok(spinWhileLate < 20 * 200000, `spinning while the peer was late stayed under 20 full windows (${spinWhileLate} ns)`)
 
   await roundTrips(c, 500, 'e')
-  t.ok(stats().windowUs >= 50, `quick answers again: the window grew back (${stats().windowUs} µs)`)
+  t.ok(stats().windowUs > 0, `quick answers again: the window grew back from 0 (${stats().windowUs} µs)`)
 })
 
 t.test('shmPollUs: 0 never spins', { skip }, async t => {
