@@ -66,6 +66,10 @@ export function applyChannel (st: SocketState, ch: Channel): void {
   st.view = ch.view
   st.caps = ch.caps
   st.hooks = ch.hooks
-  st.hsRead = ch.handshakeRead
+  // Application bytes read with the handshake (leftover) never pass the handle's counter, yet
+  // they are the socket's bytesRead: they offset what the handshake itself took from it.
+  let leftoverBytes = 0
+  for (const b of ch.leftover) leftoverBytes += b.length
+  st.hsRead = ch.handshakeRead - leftoverBytes
   st.hsWritten = ch.handshakeWritten
 }
