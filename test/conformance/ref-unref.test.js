@@ -10,7 +10,8 @@ const CLIENT = path.join(__dirname, '..', 'fixtures', 'client.js')
 // The cross-host rungs run in the RDMA guest's emulated CPU: a fresh child needs seconds to start
 // and to set a connection up there (pair() gives its own client the same allowance).
 const slow = rung => rungHost(rung) ? { transportTimeoutMs: 20000 } : {}
-const waitMs = rung => rungHost(rung) ? 60000 : 10000
+// In the RDMA guest (emulated CPU) a child needs seconds to start, whatever the rung.
+const waitMs = rung => rungHost(rung) || process.env.RDMAVM === '1' ? 60000 : 10000
 
 forEachRung(t, async (t, rung) => {
   for (const when of ['after-connect', 'before-connect']) {
