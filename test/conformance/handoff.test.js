@@ -48,4 +48,4 @@ forEachRung(t, async (t, rung) => {
       t.equal((await got).toString(), 'echo ping')
     })
   }
-})
+}, { loopback: true }) // dials 127.0.0.1 by hand
