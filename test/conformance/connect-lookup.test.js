@@ -124,16 +124,14 @@ forEachRung(t, async (t, rung) => {
     t.match(outcome.message, `::1:${port}`)
   })
 
-  t.test('autoSelectFamily on: the addresses tried', async t => {
+  // smc: its kernel-fd connect walks the addresses natively and the list records only the first
+  // (a known gap, issue 10's notes): skipped there until it reports each address it tried.
+  t.test('autoSelectFamily on: the addresses tried', { skip: rung === 'smc' && 'smc records only the first address it tried (open)' }, async t => {
     const port = await fastsockServer(t)
     const c = fastsock.connect({ port, host: HOST, lookup: mockLookup('::1', '127.0.0.1'), autoSelectFamily: true, transports: chain })
     t.teardown(() => c.destroy())
     await once(c, 'ready')
     t.equal(c.transport, rung)
-    // ::1 first; then 127.0.0.1, unless the rung reached the server on ::1 already (smc: AF_SMC
-    // falls back to the kernel's TCP, where a dual-stack listener answers on ::1).
-    const tried = c.autoSelectFamilyAttemptedAddresses
-    t.equal(tried[0], `::1:${port}`, 'the first address first')
-    t.same(tried, c.remoteAddress === '::1' ? [`::1:${port}`] : [`::1:${port}`, `127.0.0.1:${port}`], 'up to the one that connected')
+    t.same(c.autoSelectFamilyAttemptedAddresses, [`::1:${port}`, `127.0.0.1:${port}`])
   })
 }, { loopback: true })
