@@ -63,4 +63,20 @@ export class Progress {
   warn (message: string): void {
     if (this.bar === null) process.stderr.write(`${this.tool}: warning: ${message}\n`)
   }
+
+  /** Records `message` in a run's `warnings` (its JSON output) and prints it (warn). */
+  recordWarning (result: { warnings: string[] }, message: string): void {
+    result.warnings.push(message)
+    this.warn(message)
+  }
+
+  /**
+   * Records a failed cell or step in a run's `errors` as `what: <err's message>` and prints it;
+   * the run goes on and the tool's exit status reports it.
+   */
+  recordError (result: { errors: string[] }, what: string, err: unknown): void {
+    const message = `${what}: ${(err as Error)?.message ?? String(err)}`
+    result.errors.push(message)
+    this.warn(message)
+  }
 }

@@ -112,16 +112,9 @@ class Run {
     }
   }
 
-  warn (message: string): void {
-    this.result.warnings.push(message)
-    this.progress.warn(message)
-  }
+  warn (message: string): void { this.progress.recordWarning(this.result, message) }
 
-  error (what: string, err: unknown): void {
-    const message = `${what}: ${(err as Error)?.message ?? String(err)}`
-    this.result.errors.push(message)
-    this.progress.warn(message)
-  }
+  error (what: string, err: unknown): void { this.progress.recordError(this.result, what, err) }
 
   async execute (): Promise<PipeResult> {
     const { opts, result } = this
