@@ -76,6 +76,32 @@ export function loadFastsock (): LoadedFastsock {
   return cached
 }
 
+/** What a tool's JSON says about the library it measured (`fastsock` in pipe's and rate's results). */
+export interface FastsockReport { loaded: boolean, loadError: string | null, rungs: Array<{ name: string, available: boolean, reason: string }> }
+
+/**
+ * The rungs the library reports on this host, recorded in `report` (and why not, when the library
+ * did not load or `transports()` threw: then null, and `warn` says that only the net baselines
+ * are measured).
+ */
+export function loadRungs (report: FastsockReport, warn: (message: string) => void): RungInfo[] | null {
+  const lib = loadFastsock()
+  if (lib.mod === null) {
+    report.loadError = lib.error?.message ?? 'unknown'
+    warn(`fastsock library not loaded from ${lib.from} (${report.loadError}): measuring the net baselines only`)
+    return null
+  }
+  try {
+    const rungs = lib.mod.transports()
+    Object.assign(report, { loaded: true, loadError: null, rungs: rungs.map((r) => ({ name: r.name, available: r.available, reason: r.reason })) })
+    return rungs
+  } catch (err) {
+    report.loadError = `transports() threw: ${(err as Error).message}`
+    warn(report.loadError)
+    return null
+  }
+}
+
 /** The rung names FASTSOCK_TRANSPORTS lists (the process-wide default chain), or null when unset. */
 export function envTransports (): string[] | null {
   const env = process.env.FASTSOCK_TRANSPORTS

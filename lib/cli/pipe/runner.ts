@@ -9,7 +9,7 @@
 import type { Socket } from 'net'
 import * as os from 'os'
 import { loadError as nativeLoadError, native } from '../../native'
-import { loadFastsock, type RungInfo } from '../fastsock'
+import { loadRungs, type RungInfo } from '../fastsock'
 import { connect, labelFor, selectChannels, type ChannelAddress } from './channels'
 import { ELEMENT_TYPES } from './codecs'
 import { Peer } from './control'
@@ -207,21 +207,7 @@ class Run {
   }
 
   private loadRungs (): RungInfo[] | null {
-    const lib = loadFastsock()
-    if (lib.mod === null) {
-      this.result.fastsock.loadError = lib.error?.message ?? 'unknown'
-      this.warn(`fastsock library not loaded from ${lib.from} (${this.result.fastsock.loadError}): measuring the net baselines only`)
-      return null
-    }
-    try {
-      const rungs = lib.mod.transports()
-      this.result.fastsock = { loaded: true, loadError: null, rungs: rungs.map((r) => ({ name: r.name, available: r.available, reason: r.reason })) }
-      return rungs
-    } catch (err) {
-      this.result.fastsock.loadError = `transports() threw: ${(err as Error).message}`
-      this.warn(this.result.fastsock.loadError)
-      return null
-    }
+    return loadRungs(this.result.fastsock, (m) => this.warn(m))
   }
 
   /** NPtcp's path when it should run, else null (with the reason in result.nptcp.note). */

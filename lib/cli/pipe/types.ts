@@ -215,7 +215,7 @@ export interface PipeResult {
   placement: { before: PlacementProbe | null, after: PlacementProbe | null }
   /** Where the two processes ran. */
   pinning: { requested: string, mode: 'split' | 'same' | 'none', selfCpu: number | null, peerCpu: number | null, note: string }
-  fastsock: { loaded: boolean, loadError: string | null, rungs: Array<{ name: string, available: boolean, reason: string }> }
+  fastsock: import('../fastsock').FastsockReport
   channels: Array<ChannelSpec & { actual: string | null, error: string | null }>
   pingpong: PingPongRow[]
   fits: FitRow[]

@@ -10,7 +10,7 @@
  */
 import * as os from 'os'
 import * as path from 'path'
-import { loadFastsock, type RungInfo } from '../fastsock'
+import { loadRungs, type RungInfo } from '../fastsock'
 import { connect, labelFor, selectChannels } from '../pipe/channels'
 import { Peer } from '../pipe/control'
 import { otherCpuLoad } from '../pipe/limits'
@@ -186,21 +186,7 @@ class RateRun {
   }
 
   private loadRungs (): RungInfo[] | null {
-    const lib = loadFastsock()
-    if (lib.mod === null) {
-      this.result.fastsock.loadError = lib.error?.message ?? 'unknown'
-      this.warn(`fastsock library not loaded from ${lib.from} (${this.result.fastsock.loadError}): measuring the net baselines only`)
-      return null
-    }
-    try {
-      const rungs = lib.mod.transports()
-      this.result.fastsock = { loaded: true, loadError: null, rungs: rungs.map((r) => ({ name: r.name, available: r.available, reason: r.reason })) }
-      return rungs
-    } catch (err) {
-      this.result.fastsock.loadError = `transports() threw: ${(err as Error).message}`
-      this.warn(this.result.fastsock.loadError)
-      return null
-    }
+    return loadRungs(this.result.fastsock, (m) => this.warn(m))
   }
 
   /**

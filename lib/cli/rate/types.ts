@@ -4,6 +4,7 @@
  * result as written by `--json`. Times carry their unit in the field name; MB = 10^6 bytes.
  */
 import type { ChannelSpec } from '../pipe/types'
+import type { FastsockReport } from '../fastsock'
 
 /** msgrate's patterns, and Observatory's bidirectional throughput. */
 export type RatePattern = 'single-direction' | 'pair-based' | 'all-start' | 'bidirectional'
@@ -198,7 +199,7 @@ export interface RateResult {
   pinning: { mode: 'split' | 'none', hubCpu: number | null, peerCpus: Array<number | null>, note: string }
   /** Peer processes started (max of config.peers) and whether they outnumber the CPUs. */
   processes: { peers: number, oversubscribed: boolean }
-  fastsock: { loaded: boolean, loadError: string | null, rungs: Array<{ name: string, available: boolean, reason: string }> }
+  fastsock: FastsockReport
   channels: RateChannel[]
   phases: Phases
   rows: RateRow[]
