@@ -5,7 +5,7 @@
 // and the server sees exactly one connection.
 const t = require('tap')
 const { forEachRung, fastsock, ALL_RUNGS, dialHost, rungHost } = require('../helpers/rungs')
-const { listen, within, collectBytes, sleep } = require('../helpers/util')
+const { listen, within, collectBytes, sleep, waitFor } = require('../helpers/util')
 
 /** Resolves with the next uncaught exception, which it keeps from tap's own handlers. */
 function nextUncaught (ms) {
@@ -41,6 +41,9 @@ forEachRung(t, async (t, rung) => {
         server.close()
       })
       t.equal(await uncaught, thrown, 'the listener\'s exception is uncaught')
+      // The client's 'ready' can run before the server's 'connection' (rsocket in an emulated
+      // guest): wait for the server's side, then long enough for a wrongful reconnect to show.
+      await waitFor(() => accepted.length > 0, rungHost(rung) ? 30000 : 5000, 'the server\'s connection')
       await sleep(200) // a socket that took the throw for a failure would reconnect meanwhile
       t.equal(c.transport, rung, 'still on its rung')
       t.equal(c.destroyed, false, 'not destroyed')
