@@ -44,7 +44,7 @@ if (process.argv[2] === 'peer') {
 
 ;(async () => {
   const peer = fork(__filename, ['peer', ...(STEPS ? ['--steps'] : [])])
-  const steps = {} // kind -> step label -> [[µs after connect(), µs since the step before]]
+  const steps = {} // kind -> one Map per connection: step label -> µs after connect()
   const verify = {} // kind -> the native verification's own timings (µs)
   const port = await new Promise(resolve => peer.once('message', resolve))
   const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
@@ -54,6 +54,9 @@ if (process.argv[2] === 'peer') {
       const host = hostOf(k)
       const t0 = process.hrtime.bigint()
       const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
+      const tReturned = process.hrtime.bigint()
+      let tAttempt = tReturned
+      if (STEPS) c.once('transportAttempt', () => { tAttempt = process.hrtime.bigint() })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
       const t1 = process.hrtime.bigint()
       t[k].push(Number(t1 - t0) / 1000)
@@ -64,7 +67,7 @@ if (process.argv[2] === 'peer') {
         const theirs = await new Promise(resolve => { peer.once('message', resolve); peer.send('steps') })
         const mine = take().filter(x => x.atNs <= t1)
         mine.push({ side: 'client', step: `'connect'`, atNs: t1 })
-        const per = steps[k] ??= {}
+        const per = steps[k] ??= []
         const verified = mine.find(x => x.step === 'verified' && x.detail)
         if (verified) {
           const d = verified.detail
@@ -74,8 +77,10 @@ if (process.argv[2] === 'peer') {
           v.total.push(d.totalNs / 1000)
           if (d.cached) v.cached++
         }
-        const all = [...mine, ...theirs].map(x => ({ label: `${x.side.padEnd(6)} ${x.step}`, us: Number(BigInt(x.atNs) - t0) / 1000 })).sort((x, y) => x.us - y.us)
-        all.forEach((x, i) => (per[x.label] ??= []).push([x.us, x.us - (i > 0 ? all[i - 1].us : 0)]))
+        mine.push({ side: 'client', step: 'connect() returned', atNs: tReturned }, { side: 'client', step: "'transportAttempt'", atNs: tAttempt })
+        // One connection: label -> µs after connect() was called.
+        const one = new Map([...mine, ...theirs].map(x => [`${x.side.padEnd(6)} ${x.step}`, Number(BigInt(x.atNs) - t0) / 1000]))
+        per.push(one)
       } else {
         take()
       }
@@ -92,10 +97,16 @@ if (process.argv[2] === 'peer') {
   }
   if (STEPS) {
     for (const [k, per] of Object.entries(steps)) {
-      console.log(`\n${k}: median µs after connect() at which each step happened, and since the step before it (client / server process)`)
+      console.log(`\n${k}: median µs after connect() at which each step happened, and the median over connections of the time since the row before (client / server process)`)
       const med = a => a.slice().sort((x, y) => x - y)[a.length >> 1]
-      const rows = Object.entries(per).map(([label, a]) => [label, med(a.map(x => x[0])), med(a.map(x => x[1]))]).sort((x, y) => x[1] - y[1])
-      for (const [label, at, since] of rows) console.log(`  ${label.padEnd(34)} ${at.toFixed(0).padStart(7)}  +${since.toFixed(0).padStart(5)}`)
+      const labels = [...new Set(per.flatMap(one => [...one.keys()]))]
+      const rows = labels.map(label => [label, med(per.filter(one => one.has(label)).map(one => one.get(label)))]).sort((x, y) => x[1] - y[1])
+      rows.forEach(([label, at], i) => {
+        // Paired per connection, so that the deltas are not differences of unrelated medians.
+        const before = i > 0 ? rows[i - 1][0] : null
+        const since = before === null ? at : med(per.filter(one => one.has(label) && one.has(before)).map(one => one.get(label) - one.get(before)))
+        console.log(`  ${label.padEnd(34)} ${at.toFixed(0).padStart(7)}  +${since.toFixed(0).padStart(5)}`)
+      })
       const v = verify[k]
       if (v) console.log(`  peer verification (native), median µs: LISTEN sockets (sock_diag) ${med(v.listeners).toFixed(1)}, /proc/PID/fd scan ${med(v.scan).toFixed(1)}, total ${med(v.total).toFixed(1)}; cached in ${v.cached} of ${v.total.length}`)
     }

@@ -128,17 +128,10 @@ void CollectListenInodesProc(const char* file, bool v6file, int family, const un
   fclose(f);
 }
 
-// Every LISTEN socket a connection to addr:port may reach; `tcp4`/`tcp6` (optional) get the
-// inodes netlink found per family (what a cached pair remembers, to ask that family alone).
-void CollectListenInodes(int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes,
-                         std::set<unsigned long>* tcp4 = nullptr, std::set<unsigned long>* tcp6 = nullptr) {
-  std::set<unsigned long> four, six;
-  bool ok4 = CollectListenInodesNetlink(AF_INET, family, addr, port, &four);
-  bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, &six);
-  inodes->insert(four.begin(), four.end());
-  inodes->insert(six.begin(), six.end());
-  if (tcp4) *tcp4 = four;
-  if (tcp6) *tcp6 = six;
+// Every LISTEN socket a connection to addr:port may reach.
+void CollectListenInodes(int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
+  bool ok4 = CollectListenInodesNetlink(AF_INET, family, addr, port, inodes);
+  bool ok6 = CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes);
   if (!ok4) CollectListenInodesProc("/proc/net/tcp", false, family, addr, port, inodes);
   if (!ok6) CollectListenInodesProc("/proc/net/tcp6", true, family, addr, port, inodes);
   // An AF_SMC listener (the smc rung's server) is the socket its process holds; the TCP LISTEN
@@ -178,15 +171,11 @@ long long NowNs() {
 
 // Verified processes and the listeners they were seen to hold (see VerifyListenerOwner in the
 // header). One pidfd per process, however many listeners it has.
-struct VerifiedListener {
-  unsigned long inode;  // a TCP LISTEN socket (or AF_SMC listener) the process holds
-  int af;               // AF_INET / AF_INET6: the sock_diag dump that lists it; 0: other
-};
 struct VerifiedProcess {
   pid_t pid;
   int pidfd;                     // held open: alive <=> the pid still names this process; -1 without pidfds
   unsigned long long start;      // the process's start time, for kernels without pidfds
-  std::vector<VerifiedListener> listeners;  // oldest first
+  std::vector<unsigned long> listeners;  // inodes of TCP LISTEN sockets (or AF_SMC listeners) it holds, oldest first
   unsigned long long lastUse;
 };
 constexpr size_t kMaxVerifiedProcesses = 16;
@@ -214,7 +203,7 @@ bool CachedHolds(pid_t pid, const std::set<unsigned long>& inodes) {
   VerifiedProcess* p = FindVerified(pid);
   if (!p) return false;
   bool held = false;
-  for (const VerifiedListener& l : p->listeners) held = held || inodes.count(l.inode) > 0;
+  for (unsigned long ino : p->listeners) held = held || inodes.count(ino) > 0;
   if (!held) return false;
   bool same = p->pidfd >= 0 ? PidfdAlive(p->pidfd) : (p->start != 0 && p->start == ProcessStartTime(pid));
   if (!same) {
@@ -225,29 +214,31 @@ bool CachedHolds(pid_t pid, const std::set<unsigned long>& inodes) {
   return true;
 }
 
-// The LISTEN sockets on addr:port in the sock_diag families of the listeners cached for `pid`
-// (one dump, not two, on the common path). False when nothing is cached for it, or a cached
-// listener was found some other way (smc, /proc): then the caller collects them all.
-bool CollectCachedFamilies(pid_t pid, int family, const unsigned char* addr, int port, std::set<unsigned long>* inodes) {
-  bool want4 = false, want6 = false;
-  {
-    std::lock_guard<std::mutex> lock(verified_mu);
-    const VerifiedProcess* p = FindVerified(pid);
-    if (!p) return false;
-    for (const VerifiedListener& l : p->listeners) {
-      if (l.af == AF_INET) want4 = true;
-      else if (l.af == AF_INET6) want6 = true;
-      else return false;
-    }
-  }
-  if (want4 && !CollectListenInodesNetlink(AF_INET, family, addr, port, inodes)) return false;
-  if (want6 && !CollectListenInodesNetlink(AF_INET6, family, addr, port, inodes)) return false;
-  return !inodes->empty();
+// The TCP LISTEN socket (its inode) that a connection to addr:port reaches, asked with an exact
+// sock_diag request: the kernel runs its own listener lookup, as for an arriving SYN (the most
+// specific bound address wins; one member of a SO_REUSEPORT group). One hash lookup, where a
+// LISTEN dump walks every bucket of the listening hash (64 Ki buckets here: ~20 µs). 0 when
+// there is none, or netlink cannot say (the caller then collects them all).
+unsigned long ReachedListener(int family, const unsigned char* addr, int port) {
+  inet_diag_req_v2 req;
+  memset(&req, 0, sizeof req);
+  req.sdiag_family = static_cast<uint8_t>(family == 4 ? AF_INET : AF_INET6);
+  req.sdiag_protocol = IPPROTO_TCP;
+  req.idiag_states = 1u << TCP_LISTEN;
+  req.id.idiag_sport = htons(static_cast<uint16_t>(port));
+  memcpy(req.id.idiag_src, addr, family == 4 ? 4 : 16);  // the remote end (dst, dport) stays 0
+  req.id.idiag_cookie[0] = req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  unsigned long inode = 0;
+  int rc = SockDiagGet(&req, sizeof req, [&](const nlmsghdr* h) {
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) return;
+    const inet_diag_msg* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+    if (m->idiag_state == TCP_LISTEN && ntohs(m->id.idiag_sport) == port) inode = m->idiag_inode;
+  });
+  return rc == 0 ? inode : 0;
 }
 
 // Remembers that the process `cred` names (pinned by a dup of its pidfd) holds `inodes`.
-void Remember(const PeerCred& cred, unsigned long long start, const std::set<unsigned long>& inodes,
-              const std::set<unsigned long>& tcp4, const std::set<unsigned long>& tcp6) {
+void Remember(const PeerCred& cred, unsigned long long start, const std::set<unsigned long>& inodes) {
   std::lock_guard<std::mutex> lock(verified_mu);
   VerifiedProcess* p = FindVerified(cred.pid);
   if (!p) {
@@ -265,10 +256,10 @@ void Remember(const PeerCred& cred, unsigned long long start, const std::set<uns
   p->lastUse = ++verified_clock;
   for (unsigned long ino : inodes) {
     bool known = false;
-    for (const VerifiedListener& l : p->listeners) known = known || l.inode == ino;
+    for (unsigned long l : p->listeners) known = known || l == ino;
     if (known) continue;
     if (p->listeners.size() >= kMaxListenersPerProcess) p->listeners.erase(p->listeners.begin());
-    p->listeners.push_back({ino, tcp4.count(ino) ? AF_INET : tcp6.count(ino) ? AF_INET6 : 0});
+    p->listeners.push_back(ino);
   }
 }
 
@@ -357,14 +348,22 @@ std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, i
   if (cred->pid <= 0) return "peer process is not visible in this pid namespace";
   if (cred->uid != uid)
     return "peer runs as uid " + std::to_string(cred->uid) + ", not " + std::to_string(uid);
-  std::set<unsigned long> inodes, tcp4, tcp6;
-  if (CollectCachedFamilies(cred->pid, family, addr, port, &inodes)) {
+  std::set<unsigned long> inodes;
+  bool known;
+  {
+    std::lock_guard<std::mutex> lock(verified_mu);
+    known = FindVerified(cred->pid) != nullptr;
+  }
+  // A process verified before: is the listener a connection to addr:port reaches one it held?
+  unsigned long reached = known ? ReachedListener(family, addr, port) : 0;
+  if (reached != 0) {
+    inodes.insert(reached);
     std::lock_guard<std::mutex> lock(verified_mu);
     t.cached = CachedHolds(cred->pid, inodes);
   }
   if (!t.cached) {
     inodes.clear();
-    CollectListenInodes(family, addr, port, &inodes, &tcp4, &tcp6);
+    CollectListenInodes(family, addr, port, &inodes);
   }
   long long t1 = NowNs();
   t.listenersNs = t1 - t0;
@@ -403,7 +402,7 @@ std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, i
     return "peer pid " + std::to_string(cred->pid) + " does not own the TCP listener on port " +
            std::to_string(port);
   if (!alive) return "peer pid " + std::to_string(cred->pid) + " could not be pinned (pidfd)";
-  Remember(*cred, start, inodes, tcp4, tcp6);
+  Remember(*cred, start, inodes);
   return "";
 }
 

@@ -26,9 +26,8 @@ void DropDiagSocket() {
   tls_nl = -1;
 }
 
-}  // namespace
-
-int SockDiagDump(const void* req, size_t len, const std::function<void(const nlmsghdr*)>& each) {
+// One request: a dump (every reply until NLMSG_DONE) or, with !dump, an exact request (one reply).
+int Query(const void* req, size_t len, bool dump, const std::function<void(const nlmsghdr*)>& each) {
   if (len > 256) return -EINVAL;
   int nl = DiagSocket();
   if (nl < 0) return -errno;
@@ -37,7 +36,7 @@ int SockDiagDump(const void* req, size_t len, const std::function<void(const nlm
   auto* nlh = reinterpret_cast<nlmsghdr*>(out);
   nlh->nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(len));
   nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_flags = static_cast<uint16_t>(dump ? NLM_F_REQUEST | NLM_F_DUMP : NLM_F_REQUEST);
   const uint32_t seq = ++tls_seq;
   nlh->nlmsg_seq = seq;
   memcpy(NLMSG_DATA(nlh), req, len);
@@ -71,11 +70,26 @@ int SockDiagDump(const void* req, size_t len, const std::function<void(const nlm
         break;
       }
       each(h);
+      if (!dump) {  // an exact request has one answer: the socket, or NLMSG_ERROR
+        rc = 0;
+        done = true;
+        break;
+      }
     }
   }
   // A dump that did not end cleanly may leave replies queued: start afresh next time.
   if (rc != 0) DropDiagSocket();
   return rc;
+}
+
+}  // namespace
+
+int SockDiagDump(const void* req, size_t len, const std::function<void(const nlmsghdr*)>& each) {
+  return Query(req, len, true, each);
+}
+
+int SockDiagGet(const void* req, size_t len, const std::function<void(const nlmsghdr*)>& each) {
+  return Query(req, len, false, each);
 }
 
 }  // namespace fastsock
