@@ -21,42 +21,39 @@ bool ValidRingBytes(uint64_t n) {
   return n >= wire::kMinRingBytes && n <= wire::kMaxRingBytes && (n & (n - 1)) == 0;
 }
 
-namespace {
-// Reserves 2*bytes of address space and maps [offset, offset+bytes) of fd twice into it.
-uint8_t* MapMirrored(int fd, uint64_t offset, uint64_t bytes) {
-  void* base = mmap(nullptr, 2 * bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return nullptr;
-  uint8_t* b = static_cast<uint8_t*>(base);
-  if (mmap(b, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED ||
-      mmap(b + bytes, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED) {
-    munmap(base, 2 * bytes);
-    return nullptr;
-  }
-  return b;
-}
-}  // namespace
-
 Segment::~Segment() {
-  if (header_) munmap(header_, wire::kSegmentHeaderBytes);
-  if (c2s_map_) munmap(c2s_map_, 2ull * c2s_bytes_);
-  if (s2c_map_) munmap(s2c_map_, 2ull * s2c_bytes_);
+  if (base_) munmap(base_, map_bytes_);
 }
 
+// One reservation of address space for the header and both rings, each ring mapped twice in a
+// row (its mirror: a read or write across the end stays contiguous):
+//
+//   base: | header | c2s | c2s (mirror) | s2c | s2c (mirror) |
+//   file: | 0      | H   | H            | H+c2s | H+c2s     |   (H = kSegmentHeaderBytes)
+//
+// Four MAP_FIXED mappings into it (header and the first c2s copy are one, contiguous in the
+// file; the c2s mirror and the first s2c copy are contiguous in the file too, so the kernel
+// keeps them as one VMA): 5 mmaps and 3 VMAs per end, one munmap to undo.
 bool Segment::Map(int memfd, std::string* err) {
-  void* h = mmap(nullptr, wire::kSegmentHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-  if (h == MAP_FAILED) {
-    *err = std::string("mmap of the segment header failed: ") + strerror(errno);
+  const uint64_t h = wire::kSegmentHeaderBytes, c2s = c2s_bytes_, s2c = s2c_bytes_;
+  map_bytes_ = h + 2 * c2s + 2 * s2c;
+  void* base = mmap(nullptr, map_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    *err = std::string("reserving address space for the segment failed: ") + strerror(errno);
     return false;
   }
-  header_ = static_cast<wire::SegmentHeader*>(h);
-  c2s_map_ = MapMirrored(memfd, wire::kSegmentHeaderBytes, c2s_bytes_);
-  s2c_map_ = MapMirrored(memfd, wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s_bytes_), s2c_bytes_);
-  if (!c2s_map_ || !s2c_map_) {
-    *err = std::string("mmap of a ring failed: ") + strerror(errno);
-    return false;
+  base_ = static_cast<uint8_t*>(base);
+  struct Piece { uint64_t at, bytes, offset; };
+  const Piece pieces[] = {{0, h + c2s, 0}, {h + c2s, c2s, h}, {h + 2 * c2s, s2c, h + c2s}, {h + 2 * c2s + s2c, s2c, h + c2s}};
+  for (const Piece& p : pieces) {
+    if (mmap(base_ + p.at, p.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, static_cast<off_t>(p.offset)) == MAP_FAILED) {
+      *err = std::string("mmap of the segment failed: ") + strerror(errno);
+      return false;  // the destructor unmaps the reservation
+    }
   }
-  c2s_ = RingView(&header_->c2s, c2s_map_, c2s_bytes_);
-  s2c_ = RingView(&header_->s2c, s2c_map_, s2c_bytes_);
+  header_ = reinterpret_cast<wire::SegmentHeader*>(base_);
+  c2s_ = RingView(&header_->c2s, base_ + h, c2s_bytes_);
+  s2c_ = RingView(&header_->s2c, base_ + h + 2 * c2s, s2c_bytes_);
   return true;
 }
 

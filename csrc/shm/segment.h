@@ -35,9 +35,9 @@ class Segment {
   bool Map(int memfd, std::string* err);
 
   uint32_t c2s_bytes_ = 0, s2c_bytes_ = 0;
+  uint8_t* base_ = nullptr;   // header, c2s twice, s2c twice (Map's diagram)
+  uint64_t map_bytes_ = 0;
   wire::SegmentHeader* header_ = nullptr;
-  uint8_t* c2s_map_ = nullptr;  // 2 * c2s_bytes_ of address space
-  uint8_t* s2c_map_ = nullptr;
   RingView c2s_, s2c_;
 };
 
