@@ -46,6 +46,7 @@ if (process.argv[2] === 'peer') {
   const peer = fork(__filename, ['peer', ...(STEPS ? ['--steps'] : [])])
   const steps = {} // kind -> one Map per connection: step label -> µs after connect()
   const verify = {} // kind -> the native verification's own timings (µs)
+  const polls = {} // kind -> the reply's latency after HELLO (µs) and how often busy polling caught it
   const port = await new Promise(resolve => peer.once('message', resolve))
   const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
@@ -76,6 +77,12 @@ if (process.argv[2] === 'peer') {
           v.scan.push(d.scanNs / 1000)
           v.total.push(d.totalNs / 1000)
           if (d.cached) v.cached++
+        }
+        const reply = mine.find(x => x.step === 'reply read' && x.detail)
+        if (reply) {
+          const r = polls[k] ??= { replyUs: [], caught: 0 }
+          r.replyUs.push(reply.detail.replyUs)
+          if (reply.detail.polled) r.caught++
         }
         mine.push({ side: 'client', step: 'connect() returned', atNs: tReturned }, { side: 'client', step: "'transportAttempt'", atNs: tAttempt })
         // One connection: label -> µs after connect() was called.
@@ -109,6 +116,8 @@ if (process.argv[2] === 'peer') {
       })
       const v = verify[k]
       if (v) console.log(`  peer verification (native), median µs: LISTEN sockets (sock_diag) ${med(v.listeners).toFixed(1)}, /proc/PID/fd scan ${med(v.scan).toFixed(1)}, total ${med(v.total).toFixed(1)}; cached in ${v.cached} of ${v.total.length}`)
+      const r = polls[k]
+      if (r) console.log(`  reply seen ${med(r.replyUs).toFixed(0)} µs (median) after HELLO; caught by busy polling in ${r.caught} of ${r.replyUs.length}`)
     }
   }
   if (rdmaKinds.length || smcOn) console.log('(RDMA rungs measured in the RDMA guest: emulated CPU, compare rows of this run only)')

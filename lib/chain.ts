@@ -38,6 +38,8 @@ export interface ChainHost {
   readonly timeoutMs: number
   /** shm ring bytes per direction, for a rung that sets up rings. */
   readonly shmRingBytes: number
+  /** The socket's `shmPollUs` (µs), undefined for the default: bounds a set-up's busy polling. */
+  readonly pollUs: number | undefined
   /** A handle or a parent stream is already there (a TLSSocket's, a socket from an fd). */
   hasHandleOrParent (): boolean
   emit (event: string, payload: unknown): boolean
@@ -269,7 +271,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     }
     if (req === null) {
       const addresses = resolved === null ? [hostname] : attemptOrder(resolved, all)
-      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, shmRingBytes: host.shmRingBytes, aborted: () => host.destroyed }
+      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs, aborted: () => host.destroyed }
     }
     const ch = await attempt(host, rung, req, ctx)
     if (ch === null) continue

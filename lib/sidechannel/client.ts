@@ -24,6 +24,7 @@ import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
 import { step, stepsWanted } from './steps'
 import { earlyOf } from './early'
+import { replyPollUs, recordReplyUs } from './reply-poll'
 import type { EarlyClientSetup, EarlyOffer } from './early'
 import { originals } from '../originals'
 import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
@@ -178,6 +179,11 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
       return
     }
     step('client', pipelined ? 'HELLO+SHM_SETUP written' : 'HELLO written')
+    const helloAt = process.hrtime.bigint()
+    /** Busy-poll budget (µs) for the reply, spent at the first wait (./reply-poll.ts). */
+    let pollUs = replyPollUs(req.pollUs)
+    let replyUs = -1
+    let caught = false
     // A rung finished over the handle (unix, shm without pipelining) gets it in a socket made
     // now, while the server works (not reading: the reply is read natively).
     let probe: net.Socket | null = null
@@ -213,7 +219,13 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
     const readMore = (): void => {
       for (;;) {
         if (req.aborted()) return fail(new NotOfferedError('socket destroyed during the handshake'))
-        const r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+        let r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+        if (r === EAGAIN && pollUs > 0) {
+          const until = helloAt + BigInt(Math.round(pollUs * 1000))
+          pollUs = 0
+          while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+          caught = r !== EAGAIN
+        }
         if (r === EAGAIN) {
           const leftMs = req.timeoutMs - (Date.now() - started)
           if (leftMs <= 0) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
@@ -245,6 +257,7 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
       const parsed = wire.decode(acc)
       if (!parsed) return null
       const m = parsed.message
+      if (replyUs < 0) recordReplyUs(replyUs = Number(process.hrtime.bigint() - helloAt) / 1000)
       if (m.type === wire.MessageType.Reject) {
         const text = `side channel rejected the connection: ${m.text}`
         return m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text)
@@ -261,13 +274,13 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
         const reply = wire.decode(acc.subarray(parsed.bytes))
         if (!reply) return null
         if (parsed.bytes + reply.bytes !== acc.length) return new HandshakeError('bytes after the set-up\'s reply')
-        step('client', 'reply read')
+        step('client', 'reply read', { polled: caught, replyUs })
         rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
         const replyFds = fds
         fds = []
         return { offer, finish: () => pipelined.setup.complete(fd, reply.message, replyFds, view) }
       }
-      step('client', 'reply read')
+      step('client', 'reply read', { polled: caught, replyUs })
       if (fds.length > 0) return new HandshakeError('fds with ACCEPT')
       rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
       // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.

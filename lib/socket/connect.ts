@@ -79,6 +79,7 @@ export function chainHost (sock: FsSocket): ChainHost {
     transports: st.transports,
     timeoutMs: st.timeoutMs,
     shmRingBytes: st.shmRingBytes,
+    pollUs: st.pollUs,
     hasHandleOrParent: () => {
       const s = sock as unknown as { _parent: unknown, _handle: unknown }
       return !!(s._parent || s._handle)

@@ -181,6 +181,11 @@ export interface ConnectRequest {
   timeoutMs: number
   /** shm ring bytes per direction (the socket's `shmRingBytes`). */
   shmRingBytes: number
+  /**
+   * The socket's `shmPollUs` (µs; undefined: the default): how long a set-up may busy-poll for
+   * its peer's answer is bounded by it, and 0 turns that off.
+   */
+  pollUs?: number
   /** True once the socket was destroyed: stop, release everything. */
   aborted: () => boolean
 }
