@@ -16,6 +16,7 @@ import { native, ShmEndpointNative } from '../../native'
 import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
 import { underFdPressure } from '../fd-pressure'
+import { takeSegment } from './pool'
 
 const EAGAIN = -11
 const EPROTO = -71
@@ -81,11 +82,13 @@ export interface ClientSegment {
   fds: number[]
 }
 
-/** Makes the segment and its SHM_SETUP. Throws (errno codes) when it cannot; nothing is left open. */
+/**
+ * The segment (made ahead, ./pool.ts, or now) and its SHM_SETUP. Throws (errno codes) when it
+ * cannot; nothing is left open.
+ */
 export function clientSegment (ringBytes: number): ClientSegment {
-  const n = native!
-  const bell = n.shmLoopDoorbell()
-  const memfd = n.shmCreateSegment(ringBytes, ringBytes).memfd
+  const bell = native!.shmLoopDoorbell()
+  const memfd = takeSegment(ringBytes)
   return { memfd, ringBytes, bytes: wire.encodeShmSetup(ringBytes, ringBytes, bell.id), fds: [memfd, bell.fd] }
 }
 
