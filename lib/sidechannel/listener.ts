@@ -13,7 +13,7 @@ import { formatAddress, isLocalAddress, familyName } from '../address'
 import * as wire from '../wire'
 import { originals } from '../originals'
 import { LISTEN_BACKLOG } from '../transports/contract'
-import type { Channel, KernelHandle, SideChannelOffer } from '../transports/contract'
+import type { Channel, KernelHandle, SideChannelOffer, SideChannelServerEnd } from '../transports/contract'
 import { channelName } from './names'
 import { step } from './steps'
 import { AdmissionQueue, AdmissionSlot } from './admission'
@@ -100,8 +100,8 @@ export class SideChannelListener {
     if (h) {
       h.onconnection = (err: number, clientHandle: unknown) => {
         if (err || !clientHandle) return
-        const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
-        this.onRaw(new NodeSocket({ handle: clientHandle, pauseOnCreate: true, readable: true, writable: true }))
+        if (this.handoff) return this.handoff(socketOver(clientHandle as KernelHandle))
+        this.onClient(clientHandle as KernelHandle, null)
       }
     }
     server.unref()
@@ -118,10 +118,9 @@ export class SideChannelListener {
     }
   }
 
-  private reject (raw: net.Socket, reason: wire.RejectReason, text: string): void {
+  private reject (client: RawClient, reason: wire.RejectReason, text: string): void {
     debug('unix', 'side channel %s rejects a client: %s', this.name, text)
-    raw.end(wire.encodeReject(reason, text))
-    raw.destroySoon()
+    client.closeWith(wire.encodeReject(reason, text))
   }
 
   /**
@@ -132,36 +131,33 @@ export class SideChannelListener {
 
   /** Serves one side-channel client: `raw` is its connected socket, nothing read yet. */
   serve (raw: net.Socket): void {
-    this.onRaw(raw)
+    if (this.handoff) return this.handoff(raw)
+    const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
+    if (!handle) return void raw.destroy()
+    this.onClient(handle, raw)
   }
 
-  private onRaw (raw: net.Socket): void {
-    if (this.handoff) return this.handoff(raw)
+  /** One side-channel client: its handle, and the socket over it if it came with one (cluster). */
+  private onClient (handle: KernelHandle, socket: net.Socket | null): void {
     step('server', 'accepted')
     const slot = this.admission.enter()
-    const handle = (raw as unknown as { _handle: KernelHandle | null })._handle
-    if (!handle || !native) {
-      slot.fail()
-      return void raw.destroy()
-    }
-    raw.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    // Until the rung's set-up takes the side channel, closing it (a REJECT sent, a timeout, the
+    // client gone) frees the slot.
+    const client = new RawClient(handle, socket, () => slot.fail())
+    if (!native) return client.close()
     // A socket handed over by a cluster primary was made reading (Node's handle conversion):
     // nothing was read yet (this runs in the same tick); from here on only recvmsg reads it.
     if (handle.reading) {
       handle.reading = false
       handle.readStop()
     }
-    // Until the rung's set-up takes the side channel, its closing (a REJECT sent, a timeout, the
-    // client gone) frees the slot.
-    const onClose = (): void => slot.fail()
-    raw.once('close', onClose)
     if (this.opts.sameUidOnly) {
       let uid = -1
       try {
         uid = native.peerCred(handle.fd).uid
       } catch {}
       const euid = process.geteuid ? process.geteuid() : 0
-      if (uid !== euid) return this.reject(raw, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
+      if (uid !== euid) return this.reject(client, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
     }
     // Read natively (recvmsg), never through the handle: a SHM_SETUP pipelined behind HELLO
     // carries fds, which a plain read() would drop.
@@ -176,14 +172,14 @@ export class SideChannelListener {
     const deadline = Date.now() + this.opts.handshakeTimeoutMs
     const give = (): void => {
       dropFds()
-      raw.destroy()
+      client.close()
     }
     const readMore = (): void => {
       for (;;) {
         const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, wire.SHM_SETUP_FDS)
         if (r === EAGAIN) {
           native!.waitReadable(fd, Math.max(1, deadline - Date.now()), status => {
-            if (status === ETIMEDOUT || raw.destroyed) return give()
+            if (status === ETIMEDOUT || client.closed) return give()
             readMore()
           })
           return
@@ -192,14 +188,14 @@ export class SideChannelListener {
           // EPROTO: fds truncated (more than a SHM_SETUP carries, or no fd numbers left).
           if (r === EPROTO) {
             dropFds()
-            return this.reject(raw, wire.RejectReason.Malformed, 'fds truncated in the handshake')
+            return this.reject(client, wire.RejectReason.Malformed, 'fds truncated in the handshake')
           }
           return give()
         }
         if (r.bytes.length === 0) return give()
         fds.push(...r.fds)
         acc = acc.length ? Buffer.concat([acc, r.bytes]) : r.bytes
-        const done = this.onBytes(raw, handle, slot, acc, fds, onClose)
+        const done = this.onBytes(client, slot, acc, fds)
         if (done === 'more') continue
         if (done === 'taken') fds = []
         else dropFds()
@@ -214,57 +210,56 @@ export class SideChannelListener {
    * when HELLO (or the SHM_SETUP pipelined behind it) is not complete yet; 'taken' when the
    * chosen rung's pipelined set-up took `fds`; else 'done' (the caller closes `fds`).
    */
-  private onBytes (raw: net.Socket, handle: KernelHandle, slot: AdmissionSlot<Channel>, acc: Buffer, fds: number[],
-    onClose: () => void): 'more' | 'taken' | 'done' {
+  private onBytes (client: RawClient, slot: AdmissionSlot<Channel>, acc: Buffer, fds: number[]): 'more' | 'taken' | 'done' {
     let parsed
     try {
       parsed = wire.decode(acc)
     } catch (err) {
-      this.reject(raw, wire.RejectReason.Malformed, (err as Error).message)
+      this.reject(client, wire.RejectReason.Malformed, (err as Error).message)
       return 'done'
     }
     if (!parsed) return 'more'
     const m = parsed.message
     if (m.type !== wire.MessageType.Hello) {
-      this.reject(raw, wire.RejectReason.Malformed, 'expected HELLO')
+      this.reject(client, wire.RejectReason.Malformed, 'expected HELLO')
       return 'done'
     }
     if (m.version !== wire.PROTOCOL_VERSION) {
-      this.reject(raw, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
+      this.reject(client, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
       return 'done'
     }
     // A SHM_SETUP pipelined behind HELLO (CAP_SHM_EARLY): wait for it whole, fds and all. It is
     // read whether or not this server offers shm (dropped, its fds closed, when not chosen).
     const early = (m.capabilities & wire.CAP_SHM_EARLY) !== 0
     if (early && (m.capabilities & wire.CAP_SHM) === 0) {
-      this.reject(raw, wire.RejectReason.Malformed, 'CAP_SHM_EARLY without CAP_SHM')
+      this.reject(client, wire.RejectReason.Malformed, 'CAP_SHM_EARLY without CAP_SHM')
       return 'done'
     }
     const wanted = parsed.bytes + (early ? wire.SHM_SETUP_BYTES : 0)
     if (acc.length < wanted) return 'more'
     step('server', 'HELLO read')
     if (acc.length !== wanted) {
-      this.reject(raw, wire.RejectReason.Malformed, early ? 'bytes after SHM_SETUP before ACCEPT' : 'bytes after HELLO before ACCEPT')
+      this.reject(client, wire.RejectReason.Malformed, early ? 'bytes after SHM_SETUP before ACCEPT' : 'bytes after HELLO before ACCEPT')
       return 'done'
     }
     if (!early && fds.length > 0) {
-      this.reject(raw, wire.RejectReason.Malformed, 'fds with HELLO')
+      this.reject(client, wire.RejectReason.Malformed, 'fds with HELLO')
       return 'done'
     }
     const chosen = this.opts.offers.find(o => (m.capabilities & o.offer.cap) !== 0)
     if (!chosen) {
-      this.reject(raw, wire.RejectReason.NoTransport, 'no common transport')
+      this.reject(client, wire.RejectReason.NoTransport, 'no common transport')
       return 'done'
     }
     const dialed = formatAddress(m.family, m.address)
     const why = this.checkDialed(m.family, dialed, m.port)
     if (why) {
-      this.reject(raw, wire.RejectReason.Malformed, why)
+      this.reject(client, wire.RejectReason.Malformed, why)
       return 'done'
     }
     const busy = this.opts.busy()
     if (busy) {
-      this.reject(raw, wire.RejectReason.Busy, busy)
+      this.reject(client, wire.RejectReason.Busy, busy)
       return 'done'
     }
     const clientPort = allocateClientPort()
@@ -274,8 +269,7 @@ export class SideChannelListener {
     const family = familyName(seen)
     const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
     const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort, flags: wire.ACCEPT_SHM_EARLY })
-    const side = { raw, handle, view, handshakeRead: 0, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs }
-    raw.removeListener('close', onClose)
+    const side = client.serverEnd(view, this.opts.handshakeTimeoutMs)
     const pipelined = early ? earlyOf(chosen.offer) : undefined
     if (pipelined !== undefined && pipelined.cap === wire.CAP_SHM_EARLY) {
       // ACCEPT and the set-up's reply go out together (one sendmsg) from the rung's set-up.
@@ -285,11 +279,11 @@ export class SideChannelListener {
     // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the handle's
     // write queue, so the rung's set-up starts in this turn of the loop. A pipelined SHM_SETUP
     // for a rung not chosen is dropped: the caller closes its fds.
-    const sent = native!.sendFds(handle.fd, accept, [])
+    const sent = native!.sendFds(side.handle.fd, accept, [])
     if (sent !== accept.length) {
       debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
       slot.fail()
-      raw.destroy()
+      closeServerEnd(side)
       return 'done'
     }
     step('server', 'ACCEPT written')
@@ -316,5 +310,85 @@ export class SideChannelListener {
     if (bound === '0.0.0.0') return family === 4 ? null : `IPv6 ${dialed} on an IPv4 listener`
     if (bound === '::') return this.opts.v6only && family === 4 ? `IPv4 ${dialed} on an IPv6-only listener` : null
     return dialed === bound ? null : `HELLO names ${dialed}, this listener is bound to ${bound}`
+  }
+}
+
+/** A net.Socket over an accepted side-channel handle (what a rung or cluster may need of it). */
+function socketOver (handle: KernelHandle): net.Socket {
+  const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
+  const socket = new NodeSocket({ handle, pauseOnCreate: true, readable: true, writable: true })
+  socket.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+  return socket
+}
+
+/** How to close each server end handed to a rung (closeServerEnd). */
+const closers = new WeakMap<SideChannelServerEnd, () => void>()
+
+/**
+ * Closes a side channel a rung was handed and does not keep (shm: once its dup took over):
+ * its socket if one was made (`side.raw`), else its handle alone. Idempotent.
+ */
+export function closeServerEnd (side: SideChannelServerEnd): void {
+  closers.get(side)?.()
+}
+
+/**
+ * A side-channel client during the handshake: its handle, read natively. The net.Socket over
+ * it costs ~10 µs to make and ~6 µs to destroy on the server's path to ACCEPT, and only the
+ * unix rung (which adopts it) and cluster need one, so it is made on first use of `raw`.
+ */
+class RawClient {
+  closed = false
+  constructor (readonly handle: KernelHandle, private socket: net.Socket | null, private onClosed: (() => void) | null) {
+    socket?.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+  }
+
+  /** The socket over the handle, made now if there is none yet. */
+  get raw (): net.Socket {
+    this.socket ??= socketOver(this.handle)
+    return this.socket
+  }
+
+  /** Sends `bytes` (a REJECT: a few bytes into an empty socket buffer) and closes. */
+  closeWith (bytes: Buffer): void {
+    if (this.closed) return
+    if (this.socket) {
+      this.socket.end(bytes)
+      this.socket.destroySoon()
+      return this.settle()
+    }
+    native!.sendFds(this.handle.fd, bytes, [])
+    this.close()
+  }
+
+  close (): void {
+    if (this.closed) return
+    if (this.socket) this.socket.destroy()
+    else this.handle.close()
+    this.settle()
+  }
+
+  /** The handshake is over: the slot is the rung's to settle now; `view` is the TCP view to report. */
+  serverEnd (view: SideChannelServerEnd['view'], handshakeTimeoutMs: number): SideChannelServerEnd {
+    this.onClosed = null
+    const client = this // eslint-disable-line @typescript-eslint/no-this-alias
+    const side: SideChannelServerEnd = {
+      get raw () { return client.raw },
+      handle: this.handle,
+      view,
+      handshakeRead: 0,
+      handshakeWritten: 0,
+      handshakeTimeoutMs
+    }
+    closers.set(side, () => client.close())
+    return side
+  }
+
+  /** Closed during the handshake: the slot is freed a tick later, as a socket's 'close' would. */
+  private settle (): void {
+    this.closed = true
+    const f = this.onClosed
+    this.onClosed = null
+    if (f) process.nextTick(f)
   }
 }

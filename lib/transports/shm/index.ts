@@ -13,6 +13,7 @@ import * as wire from '../../wire'
 import { channel, Capabilities, NO_CAPABILITIES, Rung } from '../contract'
 import { connectSideChannel, skipSideChannel } from '../../sidechannel/client'
 import { listenSideChannel } from '../../sidechannel/serve'
+import { closeServerEnd } from '../../sidechannel/listener'
 import { offerEarly } from '../../sidechannel/early'
 import { step } from '../../sidechannel/steps'
 import { clientSetup, serverSetup, eventRelay, clientSegment, clientFinish, serverEarlySetup } from './setup'
@@ -49,7 +50,7 @@ export const shm: Rung<'shm'> = {
       // The side channel leaves libuv: a dup carries SHM_SETUP, then stays as liveness.
       const fd = native!.dupFd(side.handle.fd)
       if (fd < 0 && !outOfFds(fd)) {
-        side.raw.destroy()
+        closeServerEnd(side)
         throw errnoError(fd, 'dup')
       }
       if (fd < 0) {
@@ -57,7 +58,7 @@ export const shm: Rung<'shm'> = {
         side.raw.end(wire.encodeReject(wire.RejectReason.Busy, 'the server is out of fds'))
         throw new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message)
       }
-      side.raw.destroy()
+      closeServerEnd(side)
       const relay = eventRelay()
       const ep = await serverSetup(fd, side.handshakeTimeoutMs, relay.emit)
       return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view: side.view, caps: CAPS })
@@ -98,7 +99,7 @@ offerEarly(shm.sideChannel!, {
       const busy = outOfFds(fd)
       const reject = wire.encodeReject(busy ? wire.RejectReason.Busy : wire.RejectReason.Malformed, `the server could not keep the side channel: ${errnoError(fd, 'dup').message}`)
       native!.sendFds(side.handle.fd, Buffer.concat([accept, reject]), [])
-      side.raw.destroy()
+      closeServerEnd(side)
       throw busy ? new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message) : errnoError(fd, 'dup')
     }
     const relay = eventRelay()
@@ -107,7 +108,7 @@ offerEarly(shm.sideChannel!, {
       step('server', 'ACCEPT+SHM_READY written')
       return channel({ transport: 'shm', endpoint: ep, bindEvents: relay.bind, view: side.view, caps: CAPS })
     } finally {
-      side.raw.destroy()
+      closeServerEnd(side)
     }
   }
 })
