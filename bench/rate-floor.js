@@ -13,9 +13,9 @@
  *   fastsock:noop    fastsock's Socket over a stream endpoint that takes every byte and hands
  *                    out a ready chunk (the stream core, lib/stream/endpoint-stream.ts)
  *
- * Beside them, the real thing for the sending side: `fastsock:shm send` times the same window
- * written into a real shm ring (a server in this process reads it between windows, untimed),
- * what the rung itself adds to the sender's posting time.
+ * Beside them, real connections with both ends in this process (fastsock forced onto shm, and
+ * Node's net over TCP loopback): the send alone, and the whole window and its 1-byte ack, which
+ * on one thread is the CPU one window costs, without two processes' waits and wake-ups.
  *
  * It prints µs per message for the sending side, the receiving side and both, and the rate a
  * transport would reach if it cost nothing, counted as `fastsock rate` counts (msgrate: each
@@ -153,33 +153,48 @@ function fastsockNoop () {
   return { send: () => send(tx), receive: () => b.ep.deliver(chunk), got, done: () => { tx.destroy(); rx.destroy() } }
 }
 
-/** µs per message of sending one window over a real shm connection in this process (sends timed only). */
-async function shmSend () {
-  const fastsock = require(path.join(__dirname, '..', 'dist', 'index.js'))
+/**
+ * One window, then a 1-byte ack back, over a real connection whose both ends are in this
+ * process (`lib`: fastsock forced onto shm, or Node's net over TCP loopback). Returns µs per
+ * message of the send alone and of the whole round (send, the server's 'data', its ack, the
+ * client's 'data'): with both ends on one thread, the CPU one window costs, without the waits
+ * and the wake-ups of two processes.
+ */
+async function inProcess (lib, opts) {
   let got = 0
-  let wake = null
-  const server = fastsock.createServer({ transports: ['shm'] }, (s) => {
-    s.on('data', (c) => { got += c.length; if (wake !== null && got >= want) { const w = wake; wake = null; w() } })
-  })
   let want = 0
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const c = fastsock.connect({ port: server.address().port, host: '127.0.0.1', transports: ['shm'] })
+  let server = null
+  const srv = lib.createServer(opts, (s) => {
+    server = s
+    s.on('data', (c) => { got += c.length; if (got >= want) s.write(ACK) })
+  })
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  const c = lib.connect({ port: srv.address().port, host: '127.0.0.1', ...opts })
   await new Promise((resolve, reject) => { c.once('connect', resolve); c.once('error', reject) })
-  if (c.transport !== 'shm') throw new Error(`shm send: ran over ${c.transport}`)
-  let ns = 0n
-  const round = async (timed) => {
+  if (opts.transports && c.transport !== opts.transports[0]) throw new Error(`ran over ${c.transport}`)
+  let wake = null
+  c.on('data', () => { const w = wake; wake = null; if (w) w() })
+  let sendNs = 0n
+  const round = async () => {
     want += WINDOW * BYTES
+    const acked = new Promise((resolve) => { wake = resolve })
     const t0 = process.hrtime.bigint()
     send(c)
-    if (timed) ns += process.hrtime.bigint() - t0
-    if (got < want) await new Promise((resolve) => { wake = resolve })
+    sendNs += process.hrtime.bigint() - t0
+    await acked
   }
-  for (let i = 0; i < 200; i++) await round(false)
-  for (let i = 0; i < WINDOWS; i++) await round(true)
+  for (let i = 0; i < 200; i++) await round()
+  sendNs = 0n
+  const t0 = process.hrtime.bigint()
+  for (let i = 0; i < WINDOWS; i++) await round()
+  const roundNs = process.hrtime.bigint() - t0
   c.destroy()
-  server.close()
-  return Number(ns) / 1e3 / (WINDOWS * WINDOW)
+  server.destroy()
+  srv.close()
+  const per = WINDOWS * WINDOW
+  return { send: Number(sendNs) / 1e3 / per, round: Number(roundNs) / 1e3 / per }
 }
+const ACK = Buffer.from('k')
 
 const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s[s.length >> 1] }
 
@@ -199,8 +214,14 @@ async function main () {
       if (t.done) t.done()
     }
   }
-  const shmRuns = []
-  if (!args.includes('--no-shm')) for (let r = 0; r < RUNS; r++) shmRuns.push(await shmSend())
+  const real = { 'fastsock:shm': [], 'net:tcp': [] }
+  if (!args.includes('--no-real')) {
+    const fastsock = require(path.join(__dirname, '..', 'dist', 'index.js'))
+    for (let r = 0; r < RUNS; r++) {
+      real['fastsock:shm'].push(await inProcess(fastsock, { transports: ['shm'] }))
+      real['net:tcp'].push(await inProcess(net, {}))
+    }
+  }
   const floors = {}
   console.log(`64 B messages, windows of ${WINDOW}, ${WINDOWS} windows x ${RUNS} runs, medians (µs per message)`)
   console.log('transport       send    receive  both    floor msg/s')
@@ -210,7 +231,14 @@ async function main () {
     floors[name] = 2 / ((s + rcv) / 1e6)
     console.log(`${name.padEnd(15)} ${s.toFixed(4)}  ${rcv.toFixed(4)}   ${(s + rcv).toFixed(4)}  ${(floors[name] / 1e6).toFixed(2)} M`)
   }
-  if (shmRuns.length > 0) console.log(`fastsock:shm    ${median(shmRuns).toFixed(4)}  (send only: a real ring, read by a server in this process between windows)`)
+  if (real['net:tcp'].length > 0) {
+    console.log('\nreal connections, both ends in this process (µs per message): send, and the whole window + ack')
+    const tcpRound = median(real['net:tcp'].map((x) => x.round))
+    for (const [name, xs] of Object.entries(real)) {
+      const rnd = median(xs.map((x) => x.round))
+      console.log(`${name.padEnd(15)} ${median(xs.map((x) => x.send)).toFixed(4)}  ${rnd.toFixed(4)}  (${(tcpRound / rnd).toFixed(2)}x net:tcp's CPU per window)`)
+    }
+  }
   if (noRate) return
   const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
   const r = spawnSync(process.execPath, [cli, 'rate', '--pattern', 'single', '--direction', 'fan-out', '--sizes', '64', '--peers', '1',

@@ -151,6 +151,14 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   std::unique_ptr<Napi::AsyncContext> async_;
 };
 
+// ShmEndpoint.controlLayout: the byte offsets JS reads a ring's control block at
+// (wire::RingControl, docs/wire-protocol.md): { bytes (of one block), head (u64, bytes
+// produced), producerFlags (u32: ringEof, ringReset), tail (u64, bytes consumed),
+// consumerWaiting, producerWaiting (u32 doorbell flags), ringEof, ringReset (the flag bits),
+// headerBytes (of the header page) }. head and tail are little-endian u64s whose low 32 bits
+// suffice for a difference (a ring holds at most 256 MiB).
+Napi::Object ShmControlLayout(Napi::Env env);
+
 // shmCreateSegment(c2sBytes, s2cBytes) -> { memfd }; throws with `code` (EMFILE...) on failure
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info);
 // shmLoopDoorbell() -> { fd, id }: this loop's doorbell eventfd (owned by the loop's engine; send

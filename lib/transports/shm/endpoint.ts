@@ -84,16 +84,18 @@ export const PUBLISH_BYTES = 64 * 1024
 let slab: Buffer | null = null
 let slabOffset = 0
 
-/** The JS face of the shm endpoint: see the module comment. */
-export type ShmEndpoint = ShmEndpointCore
+let cls: (new (...args: ShmEndpointArgs) => ShmEndpointCore) | null = null
 
-let cls: (new (...args: ShmEndpointArgs) => ShmEndpoint) | null = null
-
-/** The endpoint class (the native one, extended); needs the native core. */
-export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoint {
+/**
+ * The endpoint class (the native one, extended; the native one alone when the binary has no
+ * controlView); needs the native core.
+ */
+export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpointCore {
   if (cls !== null) return cls
   const Base = native!.ShmEndpoint as unknown as NativeShmEndpointClass
   const L = Base.controlLayout
+  // A binary built before controlView existed: its endpoint as it is (one call per check).
+  if (L === undefined || typeof Base.prototype.controlView !== 'function') return (cls = Base)
   const S = native!.streamState
   class JsShmEndpoint extends Base {
     /** The header page as u32 words, and the indices of the fields read per message. */
