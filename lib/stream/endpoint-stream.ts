@@ -278,7 +278,7 @@ export class EndpointStream {
     let progress = false
     const ep = this.ep
     if (this.loan === null && ep.writev !== undefined && bufs.length - this.wIndex > 1) {
-      // A corked batch in one native call; then step over the views it took.
+      // A corked batch in one endpoint call (shm: one native commit); then step over the views it took.
       const n = ep.writev(bufs, this.wIndex, this.wOff)
       let i = this.wIndex
       let off = this.wOff + n
