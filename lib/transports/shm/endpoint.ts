@@ -66,6 +66,7 @@ export interface ShmEndpointCore extends ShmEndpointNative {
   writev (views: ArrayBufferView[], index: number, offset: number): number
   /** Bytes copied into view[offset, offset + maxBytes). */
   readInto (view: ArrayBufferView, offset?: number, maxBytes?: number): number
+  /** The views this module reads and copies into (csrc/shm/endpoint_datapath.cc), the same object on every call. */
   controlView (): ControlView
 }
 
@@ -94,8 +95,10 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
   if (cls !== null) return cls
   const Base = native!.ShmEndpoint as unknown as NativeShmEndpointClass
   const L = Base.controlLayout
-  // A binary built before controlView existed: its endpoint as it is (one call per check).
-  if (L === undefined || typeof Base.prototype.controlView !== 'function') return (cls = Base)
+  // A binary built before controlView existed, or a big-endian host (the low word of a u64 is
+  // read at its offset): the native endpoint as it is (one call per check).
+  const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
+  if (L === undefined || typeof Base.prototype.controlView !== 'function' || !littleEndian) return (cls = Base)
   const S = native!.streamState
   class JsShmEndpoint extends Base {
     /** The header page as u32 words, and the indices of the fields read per message. */
