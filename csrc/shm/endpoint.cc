@@ -24,6 +24,8 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
   return DefineClass(env, "ShmEndpoint",
                      {
                          InstanceMethod("write", &ShmEndpoint::Write),
+                         InstanceMethod("writev", &ShmEndpoint::Writev),
+                         InstanceMethod("controlView", &ShmEndpoint::ControlView),
                          InstanceMethod("readInto", &ShmEndpoint::ReadInto),
                          InstanceMethod("read", &ShmEndpoint::Read),
                          InstanceMethod("readable", &ShmEndpoint::Readable),
@@ -44,6 +46,7 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
                          InstanceMethod("commit", &ShmEndpoint::Commit),
                          InstanceMethod("memStats", &ShmEndpoint::MemStats),
+                         StaticValue("controlLayout", ShmControlLayout(env)),
                      });
 }
 
@@ -114,6 +117,7 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
 }
 
 ShmEndpoint::~ShmEndpoint() {
+  local_ = nullptr;  // its ArrayBuffer may be finalized in the same collection
   if (cleanup_env_) napi_remove_env_cleanup_hook(cleanup_env_, CleanupHook, this);
   Teardown();
 }
@@ -135,6 +139,7 @@ void ShmEndpoint::Teardown() {
   peer_.reset();
   seg_.reset();
   closed_ = true;
+  PublishLocal(kStateClosed);
 }
 
 void ShmEndpoint::RingPeer() {
@@ -156,6 +161,7 @@ bool ShmEndpoint::CheckSide() {
   if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) peer_gone_ = true;
   // r == 1: the peer sent something on the side channel, which it must not: treat as gone.
   if (r == 1) peer_gone_ = true;
+  if (peer_gone_) PublishLocal(kStateGone);
   return peer_gone_;
 }
 
@@ -197,6 +203,7 @@ void ShmEndpoint::OnSide(uv_poll_t* h, int status, int) {
   if (!self || self->closed_) return;
   if (status < 0 || self->CheckSide()) {
     self->peer_gone_ = true;
+    self->PublishLocal(kStateGone);
     uv_poll_stop(h);
   }
   self->Notify();
@@ -215,12 +222,23 @@ Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(n));
 }
 
-// readInto(view) -> bytes copied from the ring into view (0 when empty)
+// readInto(view, offset = 0, maxBytes = rest of view) -> bytes copied from the ring into
+// view[offset, offset + maxBytes) (0 when empty). Offsets past the view are clamped to it.
 Napi::Value ShmEndpoint::ReadInto(const Napi::CallbackInfo& info) {
   if (closed_) return Napi::Number::New(info.Env(), 0);
   size_t len = 0;
   uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw Napi::TypeError::New(info.Env(), "readInto(view)");
+  if (!p && len) throw Napi::TypeError::New(info.Env(), "readInto(view, offset, maxBytes)");
+  if (info.Length() > 1 && p) {
+    size_t off = info[1].IsNumber() ? static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()) : 0;
+    if (off > len) off = len;
+    p += off;
+    len -= off;
+    if (info.Length() > 2 && info[2].IsNumber()) {
+      double max = info[2].As<Napi::Number>().DoubleValue();
+      if (max >= 0 && max < static_cast<double>(len)) len = static_cast<size_t>(max);
+    }
+  }
   uint64_t n = p ? rx_.Pop(p, len) : 0;
   if (n) {
     if (rx_.ProducerNeedsWake()) RingPeer();
@@ -383,8 +401,13 @@ void ShmEndpoint::PublishCloseAndTeardown(bool reset) {
   Teardown();
 }
 
-// close(reset: boolean): see PublishCloseAndTeardown.
+// close(reset: boolean): see PublishCloseAndTeardown. controlView()'s views of the segment are
+// detached first: nothing reads the mapping once it is gone.
 Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
+  if (!closed_ && !control_view_.IsEmpty()) {
+    control_ab_.Value().Detach();
+    tx_ring_ab_.Value().Detach();
+  }
   PublishCloseAndTeardown(info.Length() > 0 && info[0].ToBoolean().Value());
   return info.Env().Undefined();
 }

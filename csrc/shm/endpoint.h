@@ -9,9 +9,17 @@
 // - `onevent()` (a JS function given at construction) is called from the loop whenever the
 //   doorbell rang or the side channel changed; it is level-free: JS then asks what is
 //   available (readable(), writable(), eof(), peerGone()) and does the work.
-// - write(bytes) and readInto(bytes) never block: they move what fits and return the count.
-//   When they return less than asked and the caller wants to wait, it arms the doorbell with
-//   armWrite() / armRead(): false means "retry now", true means "onevent() will come".
+// - write(bytes), writev(views, index, offset) and readInto(bytes[, offset, maxBytes]) never
+//   block: they move what fits and return the count (writev: a whole corked batch in one call,
+//   one doorbell check for all of it). When they return less than asked and the caller wants to
+//   wait, it arms the doorbell with armWrite() / armRead(): false means "retry now", true means
+//   "onevent() will come".
+// - controlView() exposes, for JS to read without a call, the segment's header page (both
+//   rings' control blocks, shared with the peer, at the offsets of ShmEndpoint.controlLayout),
+//   the transmit ring's mapping (to copy small writes in from JS, then commit(n)) and a word of
+//   this end's local state bits (kStateGone, kStateClosed), which this end keeps current:
+//   state() and readable() are then a few loads in JS (lib/transports/shm/endpoint.ts). Its
+//   views of the mapping are detached by close(), which unmaps at once.
 // - setPollUs(us) (default 0: never spins; lib/ passes shmPollUs, 200 unless set) lets
 //   armRead/armWrite poll the ring from the loop's progress engine (csrc/progress.h) for a
 //   window learned per connection, at most `us`, before sleeping on the doorbell;
@@ -52,6 +60,8 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
 
  private:
   Napi::Value Write(const Napi::CallbackInfo& info);
+  Napi::Value Writev(const Napi::CallbackInfo& info);
+  Napi::Value ControlView(const Napi::CallbackInfo& info);
   Napi::Value ReadInto(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value Readable(const Napi::CallbackInfo& info);
@@ -105,6 +115,10 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   void Teardown();
   void PublishCloseAndTeardown(bool reset);
   void SetRefed(bool on);
+  // Mirrors a kState* bit (kStateGone, kStateClosed) into the local word of controlView().
+  void PublishLocal(uint32_t bit) {
+    if (local_) local_[0] |= bit;
+  }
 
   std::shared_ptr<Segment> seg_;
   RingView tx_, rx_;
@@ -129,8 +143,21 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   uint64_t trims_ = 0, trimmed_bytes_ = 0;
   Napi::FunctionReference onevent_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
+  // controlView(): its object (made on the first call), its local word (null until then), and
+  // its views of the mapping, detached by close().
+  uint32_t* local_ = nullptr;
+  Napi::ObjectReference control_view_;
+  Napi::Reference<Napi::ArrayBuffer> control_ab_, tx_ring_ab_;
   std::unique_ptr<Napi::AsyncContext> async_;
 };
+
+// ShmEndpoint.controlLayout: the byte offsets JS reads a ring's control block at
+// (wire::RingControl, docs/wire-protocol.md): { bytes (of one block), head (u64, bytes
+// produced), producerFlags (u32: ringEof, ringReset), tail (u64, bytes consumed),
+// consumerWaiting, producerWaiting (u32 doorbell flags), ringEof, ringReset (the flag bits),
+// headerBytes (of the header page) }. head and tail are little-endian u64s whose low 32 bits
+// suffice for a difference (a ring holds at most 256 MiB).
+Napi::Object ShmControlLayout(Napi::Env env);
 
 // shmCreateSegment(c2sBytes, s2cBytes) -> { memfd }; throws with `code` (EMFILE...) on failure
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info);

@@ -276,6 +276,18 @@ export class EndpointStream {
   private moveWrite (): boolean {
     const bufs = this.wBufs!
     let progress = false
+    const ep = this.ep
+    if (this.loan === null && ep.writev !== undefined && bufs.length - this.wIndex > 1) {
+      // A corked batch in one endpoint call (shm: one native commit); then step over the views it took.
+      const n = ep.writev(bufs, this.wIndex, this.wOff)
+      let i = this.wIndex
+      let off = this.wOff + n
+      while (i < bufs.length && off >= bufs[i].length) off -= bufs[i++].length
+      this.wIndex = i
+      this.wOff = off
+      if (i < bufs.length) return n > 0
+      progress = true
+    }
     while (this.wIndex < bufs.length) {
       const b = bufs[this.wIndex]
       if (this.loan !== null && b.buffer === this.region && this.wOff === 0) {

@@ -54,6 +54,12 @@ export interface KernelHandle {
  */
 export interface StreamEndpoint {
   write (view: ArrayBufferView): number
+  /**
+   * Optional: one call for a whole writev, the bytes of views[index] (from byte `offset`), then
+   * views[index + 1]..., in order, as far as they fit; returns the bytes moved (the stream core
+   * calls write() per view without it).
+   */
+  writev? (views: ArrayBufferView[], index: number, offset: number): number
   readInto (view: ArrayBufferView): number
   /** At most maxBytes, or a whole rendezvous Buffer when it fits; may return a Uint8Array view. */
   read (maxBytes: number): Uint8Array | null

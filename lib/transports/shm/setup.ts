@@ -17,6 +17,7 @@ import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError, ServerB
 import * as wire from '../../wire'
 import { underFdPressure } from '../fd-pressure'
 import { takeSegment } from './pool'
+import { shmEndpointClass } from './endpoint'
 
 const EAGAIN = -11
 const EPROTO = -71
@@ -114,7 +115,7 @@ export function clientFinish (fd: number, seg: ClientSegment, message: wire.Mess
     const args = [memfd, doorbell, fd] as const
     memfd = fd = -1
     fds = []
-    return new n.ShmEndpoint(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2], onevent)
+    return new (shmEndpointClass())(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2], onevent)
   } catch (err) {
     for (const f of [memfd, fd, ...fds]) if (f >= 0) n.closeFd(f)
     throw fdShortage(err)
@@ -187,7 +188,7 @@ function serverEndpoint (side: number, m: wire.Message, fds: number[], onevent: 
     fds = [] // the endpoint constructor owns them and `side` now, also when it throws
     let ep: ShmEndpointNative
     try {
-      ep = new n.ShmEndpoint(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side, onevent)
+      ep = new (shmEndpointClass())(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side, onevent)
     } catch (err) {
       throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
     }
