@@ -4,7 +4,10 @@
  * server in another process, for fastsock's tcp, unix and shm rungs and Node's net.connect,
  * interleaved, `--n` connections each (default 300). Prints median, p90 and the ratio of
  * medians against net. The fast rungs pay verification (sock_diag + /proc) and the
- * side-channel handshake.
+ * side-channel handshake. `--steps`: when each set-up step happened on client and server (the
+ * median µs after connect(), and the median over connections of the time since the row before,
+ * paired per connection), the native verification's cost, and how often busy polling caught
+ * the handshake's reply.
  * With an RDMA device address in FASTSOCK_BENCH_RDMA_HOST (inside ../shared/tools/rdma-vm:
  * RDMAVM_IP), `verbs` and `rsocket` are measured too, dialing that address (and net beside them,
  * as net:rdma-ip); `smc` where the kernel has AF_SMC and an RDMA device (dialing RDMAVM_SMC_IP,

@@ -55,8 +55,10 @@ struct VerifyTimings {
 // A verified (process, listener inode) pair is cached, with a pidfd of that process held open
 // (or, where the kernel has no pidfds, the process's start time): the same pid later passes
 // without a new /proc scan while that pidfd says the process is alive (so the pid was not
-// reused) and the inode is still a LISTEN socket for this address and port (asked anew every
-// time: a listener that closed, and a squatter that took the name after it, is a miss). One
+// reused) and the LISTEN socket a TCP connection to this address and port reaches is one of its
+// inodes (asked anew every time, with an exact sock_diag lookup: a listener that closed, and a
+// squatter that took the name after it, is a miss; so may be another member of a SO_REUSEPORT
+// group, which then runs the full check). One
 // pidfd per cached process; at most 16 processes (the least recently used goes first) and 32
 // listeners each.
 std::string VerifyListenerOwner(int fd, int family, const unsigned char* addr, int port, uid_t uid,
