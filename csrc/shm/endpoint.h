@@ -131,6 +131,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   bool peer_gone_ = false;
   bool drained_doorbell_ = false;
   SyncEntry* sync_entry_ = nullptr;  // the own writeSync/readIntoSync functions' (InstallSyncEntry)
+  uint64_t sync_tail_seen_ = 0;       // the transmit ring's tail as writeSync saw it last (PushSeenTail)
   // Ring memory: the transmit ring's head at the last idle tick, the position up to which its
   // free pages were given back (RingView::TrimFree), whether a loan is outstanding, and counters.
   uint64_t idle_seen_head_ = UINT64_MAX;

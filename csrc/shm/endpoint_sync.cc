@@ -9,10 +9,12 @@
 //   keep one): the entry is counted, the endpoint clears it when it goes, and a call then throws.
 // - Arguments are read without coercion (napi_get_value_double: no TryCatch, unlike
 //   napi_coerce_to_number); the JS wrapper validates them and always passes numbers.
-// - The spin reads the clock once per 64 polls (WaitSync); the doorbell is rung only when the
-//   peer sleeps (the ring's waiting flags, csrc/shm/ring.h).
+// - The writer reads the consumer's tail only when the space it saw last runs out
+//   (csrc/shm/sync_push.h), the spin reads the clock once per 64 polls (WaitSync), and the
+//   doorbell is rung only when the peer sleeps (the ring's waiting flags, csrc/shm/ring.h).
 #include "shm/endpoint.h"
 #include "loop_util.h"
+#include "shm/sync_push.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -112,7 +114,7 @@ napi_value ShmEndpoint::DoWriteSync(napi_env env, size_t argc, const napi_value*
   if (closed_) throw Napi::Error::New(env, "writeSync on a closed shm endpoint");
   size_t done = 0;
   while (done < a.len) {
-    uint64_t n = tx_.Push(a.data + done, a.len - done, [this] {
+    uint64_t n = PushSeenTail(tx_, &sync_tail_seen_, a.data + done, a.len - done, [this] {
       if (tx_.ConsumerNeedsWake()) RingPeer();
     });
     if (n) {
