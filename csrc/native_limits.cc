@@ -1,7 +1,7 @@
 #include "native_limits.h"
 
 #include "clock.h"
-#include "shm/sync_push.h"
+#include "shm/sync_ring.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +74,7 @@ uint64_t RingPingPongNs(uint32_t iterations, uint32_t bytes) {
     for (uint32_t got = 0; got < bytes;) {
       uint64_t n = rx.Pop(msg + got, bytes - got);
       if (n == 0) {
-        CpuRelax();
+        if (!ReadyOrPrefetch(rx)) CpuRelax();
         continue;
       }
       got += static_cast<uint32_t>(n);
@@ -87,7 +87,7 @@ uint64_t RingPingPongNs(uint32_t iterations, uint32_t bytes) {
       uint64_t n = ping.Pop(msg + got, bytes - got);
       got += static_cast<uint32_t>(n);
       if (n) ping.ProducerNeedsWake();
-      else CpuRelax();
+      else if (!ReadyOrPrefetch(ping)) CpuRelax();
     }
     for (uint32_t i = 1; i < iterations; i++) exchange(pong, &tail_seen[1], ping, msg);
     PushSeenTail(pong, &tail_seen[1], msg, bytes, [&] { pong.ConsumerNeedsWake(); });

@@ -10,11 +10,11 @@
 // - Arguments are read without coercion (napi_get_value_double: no TryCatch, unlike
 //   napi_coerce_to_number); the JS wrapper validates them and always passes numbers.
 // - The writer reads the consumer's tail only when the space it saw last runs out
-//   (csrc/shm/sync_push.h), the spin reads the clock once per 64 polls (WaitSync), and the
+//   (csrc/shm/sync_ring.h), the spin reads the clock once per 64 polls (WaitSync), and the
 //   doorbell is rung only when the peer sleeps (the ring's waiting flags, csrc/shm/ring.h).
 #include "shm/endpoint.h"
 #include "loop_util.h"
-#include "shm/sync_push.h"
+#include "shm/sync_ring.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -155,7 +155,7 @@ napi_value ShmEndpoint::DoReadIntoSync(napi_env env, size_t argc, const napi_val
       throw SyncError(env, "readIntoSync: connection reset by peer", "ECONNRESET", "bytesRead", done);
     }
     if (f & wire::kRingEof) break;
-    int r = WaitSync([&] { return rx_.Readable() > 0 || rx_.ProducerFlags() != 0; }, true, a.spin_ns, a.deadline_ns);
+    int r = WaitSync([&] { return ReadyOrPrefetch(rx_); }, true, a.spin_ns, a.deadline_ns);
     if (r < 0) {
       if (rx_.Readable() > 0) continue;  // the peer left data behind: deliver it first
       RestoreDoorbell();

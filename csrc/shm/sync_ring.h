@@ -1,4 +1,5 @@
-// The synchronous writer's push (writeSync, and the ring floor of csrc/native_limits.cc).
+// The synchronous pair's ring helpers (writeSync/readIntoSync in csrc/shm/endpoint_sync.cc, and
+// the ring floor of csrc/native_limits.cc).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,16 @@ uint64_t PushSeenTail(RingView& tx, uint64_t* tail_seen, const uint8_t* src, uin
     on_publish();
   }
   return n;
+}
+
+// The spin of a reader waiting for bytes: true when bytes (or EOF/RST flags) are there. Else it
+// prefetches the line the next byte will be in, so that the copy-out after head moves finds it
+// here (the producer's write took it away, the prefetch brings it back as soon as written): the
+// copy then costs no second cache-line transfer after head's (~40 ns of a 64 B half round trip).
+inline bool ReadyOrPrefetch(const RingView& rx) {
+  if (rx.Readable() > 0 || rx.ProducerFlags() != 0) return true;
+  __builtin_prefetch(rx.ReadPtr(), 0, 3);
+  return false;
 }
 
 }  // namespace fastsock
