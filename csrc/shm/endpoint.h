@@ -27,7 +27,9 @@
 //   memStats() reports what is resident (mincore) and what was given back.
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
-//   request/response loops with a peer in another thread or process.
+//   request/response loops with a peer in another thread or process. The first call defines the
+//   object's own writeSync/readIntoSync, which reach this endpoint without napi_unwrap
+//   (csrc/shm/endpoint_sync.cc); they throw once it is gone.
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
 //   closes, which the peer sees at once.

@@ -1,7 +1,8 @@
 // The synchronous pair of a ShmEndpoint (csrc/shm/endpoint.h): writeSync / readIntoSync.
 //
-// A 64 B request/response between two threads costs a few hundred ns, most of it on the
-// JS/native boundary, so these calls take a lean N-API path (each N-API call costs 5-20 ns):
+// A 64 B request/response between two threads costs ~0.3 µs each way here (bench/sync-pair.js):
+// the ring's cache-line transfers (sync_ring.h keeps them few) and the JS/native boundary, so
+// these calls take a lean N-API path (each N-API call costs 5-20 ns):
 // - The class's writeSync/readIntoSync (ObjectWrap methods: napi_unwrap is a private-symbol
 //   lookup, ~20 ns a call) run once per endpoint: they define on the JS object its own two
 //   functions (SyncFast) whose callback data is the endpoint (a SyncEntry), so that later calls
