@@ -147,6 +147,15 @@ Napi::Value SpinPingPongNsJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(SpinPingPongNs(info[0].As<Napi::Number>().Uint32Value())));
 }
 
+// ringPingPongNs(iterations, bytes): number, elapsed ns for `iterations` round trips of `bytes`
+// over two shm rings (0 for a bad `bytes`).
+Napi::Value RingPingPongNsJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "ringPingPongNs(iterations, bytes)");
+  return Napi::Number::New(info.Env(), static_cast<double>(RingPingPongNs(info[0].As<Napi::Number>().Uint32Value(),
+                                                                          info[1].As<Napi::Number>().Uint32Value())));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   struct Binding {
     const char* name;
@@ -157,7 +166,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"peerCred", PeerCredJs},                 {"verifyListener", VerifyListenerJs},
       {"closeFd", CloseFdJs},                   {"growSocketBuffers", GrowSocketBuffersJs},
       {"probeSocketFamily", ProbeSocketFamilyJs}, {"memcpyTimeNs", MemcpyTimeNsJs},
-      {"spinPingPongNs", SpinPingPongNsJs},     {"shmCreateSegment", ShmCreateSegment},
+      {"spinPingPongNs", SpinPingPongNsJs},     {"ringPingPongNs", RingPingPongNsJs},
+      {"shmCreateSegment", ShmCreateSegment},
       {"isEventfd", IsEventfd},                 {"shmLoopDoorbell", ShmLoopDoorbell},
       {"shmFdRoom", ShmFdRoom},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},

@@ -166,6 +166,13 @@ export function outOfRange (message: string): RangeError {
   return e
 }
 
+/** Node's shape for an argument of the wrong type: a TypeError with code ERR_INVALID_ARG_TYPE. */
+export function invalidArgType (message: string): TypeError {
+  const e = new TypeError(message) as TypeError & { code: string }
+  e.code = 'ERR_INVALID_ARG_TYPE'
+  return e
+}
+
 /** An error shaped like Node's system errors (`code`, `errno`, `syscall`) from a -errno value. */
 export function errnoError (negErrno: number, syscall: string, extra?: string): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(negErrno)

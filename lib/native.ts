@@ -32,6 +32,11 @@ export interface NativeCore {
   /** Elapsed ns for `iterations` busy-polled cache-line round trips between two threads. */
   spinPingPongNs (iterations: number): number
   /**
+   * Elapsed ns for `iterations` round trips of `bytes`-byte messages (a power of two up to 4096;
+   * else 0) between two threads over two shm rings, with the synchronous pair's protocol.
+   */
+  ringPingPongNs (iterations: number, bytes: number): number
+  /**
    * One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the three fds (the
    * memfd is closed once mapped, the peer loop's doorbell kept once per `peerDoorbellId`).
    */

@@ -16,7 +16,7 @@
 import type { TransportName } from './transports/names'
 import { ReadIntoRequest, targetBytes, feed, failAll } from './stream/readinto'
 import type { EndpointStream } from './stream/endpoint-stream'
-import { ReadIntoError, ShmOnlyError, SyncUnavailableError, errnoError } from './errors'
+import { ReadIntoError, ShmOnlyError, SyncUnavailableError, errnoError, invalidArgType, outOfRange } from './errors'
 import { originals } from './originals'
 import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
@@ -42,6 +42,31 @@ function syncStream (sock: SocketImpl): EndpointStream {
   }
   if (sock.destroyed) throw errnoError(-32, 'write')
   return st.stream
+}
+
+/** The sync pair's view: any TypedArray, DataView or Buffer, else ERR_INVALID_ARG_TYPE. */
+function syncView (view: unknown, method: string): ArrayBufferView {
+  if (!ArrayBuffer.isView(view)) throw invalidArgType(`${method}: view must be a TypedArray, DataView or Buffer, got ${view === null ? 'null' : typeof view}`)
+  return view
+}
+
+/** The sync pair's `opts`: undefined or an object, else ERR_INVALID_ARG_TYPE. */
+function syncOptions (opts: unknown): { spinUs?: unknown, timeoutMs?: unknown } {
+  if (opts === undefined) return NO_SYNC_OPTIONS
+  if (typeof opts !== 'object' || opts === null) throw invalidArgType(`options must be an object, got ${opts === null ? 'null' : typeof opts}`)
+  return opts
+}
+const NO_SYNC_OPTIONS = Object.freeze({})
+
+/**
+ * An option of the sync pair (`spinUs`, `timeoutMs`): a number >= 0, `dflt` when undefined.
+ * Throws ERR_INVALID_ARG_TYPE (not a number) or ERR_OUT_OF_RANGE (negative, NaN).
+ */
+function syncNumber (v: unknown, name: string, dflt: number): number {
+  if (v === undefined) return dflt
+  if (typeof v !== 'number') throw invalidArgType(`options.${name} must be a number, got ${typeof v}`)
+  if (!(v >= 0)) throw outOfRange(`options.${name} must be >= 0, got ${v}`)
+  return v
 }
 
 /**
@@ -203,33 +228,39 @@ export class SocketImpl extends NodeSocket {
    * sleeping in this thread. For a peer in another thread or process (a peer on this thread's
    * event loop could never read: `timeoutMs` bounds the wait). Returns the byte count. Throws
    * ERR_FASTSOCK_SYNC_UNAVAILABLE off the shm rung or with asynchronous writes still queued,
-   * EPIPE/ECONNRESET when the peer is gone, ETIMEDOUT after timeoutMs (0: none).
+   * ERR_INVALID_ARG_TYPE for a `view` or option of the wrong type, ERR_OUT_OF_RANGE for a
+   * negative option, EPIPE/ECONNRESET when the peer is gone, ETIMEDOUT after timeoutMs (0: none;
+   * the error's `bytesWritten` says how far it got).
    */
   writeSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
     const stream = syncStream(this)
     if (this.writableLength > 0) {
       throw new SyncUnavailableError('writeSync with asynchronous writes still queued')
     }
-    if (!ArrayBuffer.isView(view)) throw new TypeError('writeSync: view must be a TypedArray, DataView or Buffer')
+    const bytes = syncView(view, 'writeSync')
+    const o = syncOptions(opts)
+    const spinUs = syncNumber(o.spinUs, 'spinUs', 50)
+    const timeoutMs = syncNumber(o.timeoutMs, 'timeoutMs', 0)
     this._unrefTimer()
-    return stream.writeSync(view, opts?.spinUs ?? 50, opts?.timeoutMs ?? 0)
+    return stream.writeSync(bytes, spinUs, timeoutMs)
   }
 
   /**
    * Fills `view` from the stream before returning (fewer bytes only at end of stream), busy-
    * polling the ring for up to `spinUs` (default 50) µs, then sleeping in this thread (see
    * writeSync). Bytes already buffered in the socket are taken first. Returns the byte count.
+   * Throws as writeSync (ERR_FASTSOCK_SYNC_UNAVAILABLE also with readInto() requests pending),
+   * ECONNRESET when the peer reset, ETIMEDOUT (with `bytesRead`).
    */
   readIntoSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
     const stream = syncStream(this)
     const st = this[kState]
-    const spinUs = opts?.spinUs ?? 50
-    const timeoutMs = opts?.timeoutMs ?? 0
+    syncView(view, 'readIntoSync')
+    const o = syncOptions(opts)
+    const spinUs = syncNumber(o.spinUs, 'spinUs', 50)
+    const timeoutMs = syncNumber(o.timeoutMs, 'timeoutMs', 0)
     this._unrefTimer()
-    if (this.readableLength === 0) {
-      if (!ArrayBuffer.isView(view)) targetBytes(view) // throws the TypeError
-      return stream.readIntoSync(view, spinUs, timeoutMs)
-    }
+    if (this.readableLength === 0) return stream.readIntoSync(view, spinUs, timeoutMs)
     // Bytes already buffered in the stream come first.
     if (st.readQueue !== null && st.readQueue.length > 0) {
       throw new SyncUnavailableError('readIntoSync with readInto() requests pending')

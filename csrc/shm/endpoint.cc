@@ -119,6 +119,7 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
 ShmEndpoint::~ShmEndpoint() {
   local_ = nullptr;  // its ArrayBuffer may be finalized in the same collection
   if (cleanup_env_) napi_remove_env_cleanup_hook(cleanup_env_, CleanupHook, this);
+  ReleaseSyncEntry();
   Teardown();
 }
 
@@ -442,132 +443,6 @@ Napi::Value ShmEndpoint::Counters(const Napi::CallbackInfo& info) {
   a.Set(0u, static_cast<double>(tx_.control()->head.load(std::memory_order_relaxed) - tx_start_));
   a.Set(1u, static_cast<double>(rx_.control()->tail.load(std::memory_order_relaxed) - rx_start_));
   return a;
-}
-
-namespace {
-// The arguments of writeSync/readIntoSync: (view, spinUs = 50, timeoutMs = 0).
-struct SyncArgs {
-  uint8_t* data = nullptr;
-  size_t len = 0;
-  uint64_t spin_ns = 50000;
-  uint64_t deadline_ns = 0;  // 0: none
-};
-
-SyncArgs ParseSyncArgs(const Napi::CallbackInfo& info, const char* usage) {
-  SyncArgs a;
-  a.data = info.Length() > 0 ? BytesOf(info[0], &a.len) : nullptr;
-  if (!a.data && a.len) throw Napi::TypeError::New(info.Env(), usage);
-  if (info.Length() > 1) a.spin_ns = static_cast<uint64_t>(info[1].ToNumber().DoubleValue() * 1000);
-  double tmo = info.Length() > 2 ? info[2].ToNumber().DoubleValue() : 0;
-  if (tmo > 0) a.deadline_ns = NowNs() + static_cast<uint64_t>(tmo * 1e6);
-  return a;
-}
-
-// A sync call's failure: `code` ECONNRESET or ETIMEDOUT, and how far it got.
-Napi::Error SyncError(Napi::Env env, const std::string& message, const char* code, const char* count_name, size_t count) {
-  Napi::Error e = Napi::Error::New(env, message);
-  e.Set("code", Napi::String::New(env, code));
-  e.Set(count_name, Napi::Number::New(env, static_cast<double>(count)));
-  return e;
-}
-}  // namespace
-
-template <typename Cond>
-int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns) {
-  // The clock is read once per 64 polls, the first time after 64 polls (the spin budget counts
-  // from there): a reply that comes within them, the usual case of the pair, costs no clock read.
-  uint64_t start = 0;
-  for (unsigned i = 1; spin_ns > 0; i++) {
-    if (cond()) return 0;
-    if ((i & 63) == 0) {
-      uint64_t now = NowNs();
-      if (start == 0) start = now;
-      else if (now - start >= spin_ns) break;
-      if (deadline_ns && now >= deadline_ns) return -ETIMEDOUT;
-    }
-    CpuRelax();
-  }
-  for (;;) {
-    if (cond()) return 0;
-    if (CheckSide()) return -ECONNRESET;
-    bool armed = arm_read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
-    if (!armed) continue;
-    int timeout = -1;
-    if (deadline_ns) {
-      uint64_t now = NowNs();
-      if (now >= deadline_ns) return -ETIMEDOUT;
-      timeout = static_cast<int>((deadline_ns - now + 999999) / 1000000);
-    }
-    // The loop's doorbell is shared: a ring taken here may have been another endpoint's, so
-    // RestoreDoorbell rings it again for the loop when the call returns.
-    pollfd p[2] = {{engine_->doorbell_fd(), POLLIN, 0}, {side_fd_, POLLIN | POLLRDHUP, 0}};
-    int r = poll(p, 2, timeout);
-    if (r < 0 && errno != EINTR) return -errno;
-    if (p[0].revents & POLLIN) {
-      engine_->DrainDoorbell();
-      drained_doorbell_ = true;
-    }
-  }
-}
-
-// writeSync(view, spinUs, timeoutMs) -> bytes written (all of them), or throws
-// (ECONNRESET when the peer is gone, ETIMEDOUT).
-Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  SyncArgs a = ParseSyncArgs(info, "writeSync(view, spinUs, timeoutMs)");
-  if (closed_) throw Napi::Error::New(env, "writeSync on a closed shm endpoint");
-  size_t done = 0;
-  while (done < a.len) {
-    uint64_t n = tx_.Push(a.data + done, a.len - done, [this] {
-      if (tx_.ConsumerNeedsWake()) RingPeer();
-    });
-    if (n) {
-      done += n;
-      WroteTx();
-      continue;
-    }
-    if (rx_.ProducerFlags() & wire::kRingReset) break;
-    int r = WaitSync([&] { return tx_.Writable() > 0; }, false, a.spin_ns, a.deadline_ns);
-    if (r < 0) {
-      RestoreDoorbell();
-      throw SyncError(env, std::string("writeSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
-                      "bytesWritten", done);
-    }
-  }
-  RestoreDoorbell();
-  return Napi::Number::New(env, static_cast<double>(done));
-}
-
-// readIntoSync(view, spinUs, timeoutMs) -> bytes read: all of view, or fewer at EOF.
-// Throws ECONNRESET (peer reset or gone) or ETIMEDOUT.
-Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  SyncArgs a = ParseSyncArgs(info, "readIntoSync(view, spinUs, timeoutMs)");
-  if (closed_) throw Napi::Error::New(env, "readIntoSync on a closed shm endpoint");
-  size_t done = 0;
-  while (done < a.len) {
-    uint64_t n = rx_.Pop(a.data + done, a.len - done);
-    if (n) {
-      done += n;
-      if (rx_.ProducerNeedsWake()) RingPeer();
-      continue;
-    }
-    uint32_t f = rx_.ProducerFlags();
-    if (f & wire::kRingReset) {
-      RestoreDoorbell();
-      throw SyncError(env, "readIntoSync: connection reset by peer", "ECONNRESET", "bytesRead", done);
-    }
-    if (f & wire::kRingEof) break;
-    int r = WaitSync([&] { return rx_.Readable() > 0 || rx_.ProducerFlags() != 0; }, true, a.spin_ns, a.deadline_ns);
-    if (r < 0) {
-      if (rx_.Readable() > 0) continue;  // the peer left data behind: deliver it first
-      RestoreDoorbell();
-      throw SyncError(env, std::string("readIntoSync: ") + strerror(-r), r == -ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET",
-                      "bytesRead", done);
-    }
-  }
-  RestoreDoorbell();
-  return Napi::Number::New(env, static_cast<double>(done));
 }
 
 Napi::Value ShmEndpoint::TxRegion(const Napi::CallbackInfo& info) {

@@ -35,7 +35,9 @@
 //   memStats() reports what is resident (mincore) and what was given back.
 // - writeSync/readIntoSync may block the calling thread (busy-poll for spinUs, then sleep in
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
-//   request/response loops with a peer in another thread or process.
+//   request/response loops with a peer in another thread or process. The first call defines the
+//   object's own writeSync/readIntoSync, which reach this endpoint without napi_unwrap
+//   (csrc/shm/endpoint_sync.cc); they throw once it is gone.
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
 //   closes, which the peer sees at once.
@@ -109,9 +111,18 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   void RingPeer();
   void RestoreDoorbell();
   bool CheckSide();  // true when the peer is gone
-  // Waits (spin then poll) until cond() or the peer is gone, deadline in ns (0: none).
+  // The synchronous pair (csrc/shm/endpoint_sync.cc). Waits (spin then poll) until cond() or
+  // the peer is gone, deadline in ns (0: none).
   template <typename Cond>
   int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns);
+  napi_value DoWriteSync(napi_env env, size_t argc, const napi_value* argv);
+  napi_value DoReadIntoSync(napi_env env, size_t argc, const napi_value* argv);
+  struct SyncEntry;
+  template <bool kWrite>
+  static napi_value SyncFast(napi_env env, napi_callback_info cbinfo);
+  static void UnrefSyncEntry(napi_env env, void* data, void* hint);
+  void InstallSyncEntry(napi_env env, napi_value self);
+  void ReleaseSyncEntry();
   void Teardown();
   void PublishCloseAndTeardown(bool reset);
   void SetRefed(bool on);
@@ -135,6 +146,8 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
   bool drained_doorbell_ = false;
+  SyncEntry* sync_entry_ = nullptr;  // the own writeSync/readIntoSync functions' (InstallSyncEntry)
+  uint64_t sync_tail_seen_ = 0;       // the transmit ring's tail as writeSync saw it last (PushSeenTail)
   // Ring memory: the transmit ring's head at the last idle tick, the position up to which its
   // free pages were given back (RingView::TrimFree), whether a loan is outstanding, and counters.
   uint64_t idle_seen_head_ = UINT64_MAX;

@@ -50,6 +50,81 @@ t.test('readIntoSync times out when nothing comes', { skip }, async t => {
   t.ok(Date.now() - t0 >= 90, 'waited about timeoutMs')
 })
 
+t.test('bad arguments are refused with code, before any byte moves', { skip }, async t => {
+  const { client } = await pair('shm', { t })
+  for (const [m, args, code] of [
+    ['writeSync', ['abc'], 'ERR_INVALID_ARG_TYPE'],
+    ['writeSync', [{ length: 4 }], 'ERR_INVALID_ARG_TYPE'],
+    ['readIntoSync', [null], 'ERR_INVALID_ARG_TYPE'],
+    ['writeSync', [new Uint8Array(4), 5], 'ERR_INVALID_ARG_TYPE'],
+    ['readIntoSync', [new Uint8Array(4), { spinUs: '5' }], 'ERR_INVALID_ARG_TYPE'],
+    ['writeSync', [new Uint8Array(4), { timeoutMs: -1 }], 'ERR_OUT_OF_RANGE'],
+    ['readIntoSync', [new Uint8Array(4), { spinUs: NaN }], 'ERR_OUT_OF_RANGE']
+  ]) t.throws(() => client[m](...args), { code }, `${m}(${args.map(a => typeof a).join(', ')}) -> ${code}`)
+  t.equal(client.bytesWritten, 0, 'nothing was written')
+  // Empty views of every kind are fine: nothing to move.
+  t.equal(client.writeSync(new DataView(new ArrayBuffer(0))), 0)
+  t.equal(client.readIntoSync(new Float64Array(0), { timeoutMs: 100 }), 0)
+})
+
+t.test('a full ring: writeSync times out with bytesWritten, and those bytes arrive', { skip }, async t => {
+  const ringBytes = require('../../dist/config').configuredRingBytes()
+  const { client, serverSocket } = await pair('shm', { t })
+  // The server is on this thread's loop, which cannot run while writeSync blocks: it reads nothing.
+  const err = t.throws(() => client.writeSync(new Uint8Array(ringBytes + 4096), { spinUs: 10, timeoutMs: 100 }), { code: 'ETIMEDOUT' })
+  t.equal(err.bytesWritten, ringBytes, 'the ring filled up, then the wait timed out')
+  let got = 0
+  await new Promise(resolve => serverSocket.on('data', d => { got += d.length; if (got >= ringBytes) resolve() }))
+  t.equal(got, ringBytes, 'every byte writeSync reported arrived')
+})
+
+t.test('a closed peer: readIntoSync sees EOF (fewer bytes), or ECONNRESET after a reset', { skip }, async t => {
+  const a = await pair('shm', { t, clientOptions: { allowHalfOpen: true } })
+  a.serverSocket.end(new Uint8Array([1, 2, 3]))
+  await new Promise(resolve => setTimeout(resolve, 100)) // the client buffers the 3 bytes and EOF
+  const b = new Uint8Array(8)
+  t.equal(a.client.readIntoSync(b, { timeoutMs: 5000 }), 3, 'EOF after 3 of 8 bytes')
+  t.same([...b.subarray(0, 3)], [1, 2, 3])
+  t.equal(a.client.readIntoSync(b, { timeoutMs: 5000 }), 0, 'then EOF: 0 bytes')
+  const r = await pair('shm', { t })
+  r.serverSocket.write(new Uint8Array([9]))
+  await new Promise(resolve => setTimeout(resolve, 50))
+  r.client.pause()
+  r.client.writeSync(new Uint8Array(4)) // unread by the server when it resets
+  r.serverSocket.resetAndDestroy()
+  const c = new Uint8Array(8)
+  t.throws(() => r.client.readIntoSync(c, { timeoutMs: 5000 }), { code: 'ECONNRESET' })
+  t.throws(() => { r.client.destroy(); r.client.writeSync(new Uint8Array(1)) }, { code: 'EPIPE' }, 'writeSync on a destroyed socket')
+})
+
+t.test('one writeSync of 8 MiB (8 rings) into a worker that reads with \'data\' events', { skip }, async t => {
+  const worker = new Worker(`
+    const { parentPort } = require('worker_threads')
+    const fastsock = require(${JSON.stringify(require.resolve('../..'))})
+    const server = fastsock.createServer({ transports: ['shm'] }, s => {
+      let n = 0, sum = 0
+      s.on('data', d => {
+        for (let i = 0; i < d.length; i++) sum = (sum + d[i] * ((n + i) % 251)) % 1000000007
+        n += d.length
+        if (n === 8 << 20) s.end(Buffer.from(new Float64Array([n, sum]).buffer))
+      })
+    })
+    server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
+  `, { eval: true })
+  t.teardown(() => worker.terminate())
+  const port = await new Promise(resolve => worker.once('message', resolve))
+  const c = fastsock.connect({ port, host: '127.0.0.1', transports: ['shm'] })
+  await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
+  const big = new Uint8Array(8 << 20).map((_, i) => (i * 31) & 255)
+  let sum = 0
+  for (let i = 0; i < big.length; i++) sum = (sum + big[i] * (i % 251)) % 1000000007
+  t.equal(c.writeSync(big, { spinUs: 20, timeoutMs: 20000 }), big.length, 'all 8 MiB written in one call')
+  const back = new Float64Array(2)
+  t.equal(c.readIntoSync(back, { timeoutMs: 20000 }), 16)
+  t.same([...back], [big.length, sum], 'the worker got every byte, in order')
+  c.destroy()
+})
+
 t.test('the sync pair is refused off shm and with async writes queued', async t => {
   const { client } = await pair('tcp', { t })
   t.throws(() => client.writeSync(new Uint8Array(1)), { code: 'ERR_FASTSOCK_SYNC_UNAVAILABLE' })
