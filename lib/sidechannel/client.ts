@@ -86,6 +86,18 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   return ch
 }
 
+/**
+ * How many bytes the next read of the server's reply may take without passing the end of its
+ * first message (ACCEPT, or REJECT): the bytes after ACCEPT(unix) are the application's and stay
+ * in the kernel for the socket's handle, which reads them as Node would (onread, pause,
+ * bytesRead). Before the header is complete, ACCEPT's length (the shortest reply that is not a
+ * final REJECT, and nothing follows a REJECT).
+ */
+function bytesToMessageEnd (acc: Buffer): number {
+  const length = wire.messageLength(acc)
+  return length === null ? wire.ACCEPT_BYTES - acc.length : Math.max(1, length - acc.length)
+}
+
 /** The handshake's outcome: the offer the server chose, and how to finish its set-up. */
 interface Accepted { offer: SideChannelOffer, finish: () => Promise<Channel> }
 
@@ -213,7 +225,7 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
     const readMore = (): void => {
       for (;;) {
         if (req.aborted()) return fail(new NotOfferedError('socket destroyed during the handshake'))
-        const r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+        const r = n.recvFds(fd, pipelined ? wire.MAX_MESSAGE_BYTES : bytesToMessageEnd(acc), maxFds)
         if (r === EAGAIN) {
           const leftMs = req.timeoutMs - (Date.now() - started)
           if (leftMs <= 0) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
@@ -272,14 +284,13 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
       rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
       // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.
       pipelined?.setup.release()
-      const leftover: Buffer[] = parsed.bytes < acc.length ? [acc.subarray(parsed.bytes)] : []
-      if (!offer.carriesData && leftover.length) return new HandshakeError('bytes after ACCEPT')
+      // Without pipelining nothing was read past ACCEPT; with it, the server wrote nothing else.
+      if (parsed.bytes < acc.length) return new HandshakeError('bytes after ACCEPT')
       const socket = probe ?? makeProbe()
       const handle = (socket as unknown as { _handle: KernelHandle })._handle
       const end: SideChannelClientEnd = {
         probe: socket,
         handle,
-        leftover,
         view,
         handshakeRead: 0, // read natively: the handle never counted it
         handshakeWritten: 0, // HELLO went out natively too

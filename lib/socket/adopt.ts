@@ -80,18 +80,17 @@ export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookups: Lookup
   self._peername = null
   sock.transport = ch.transport
   applyChannel(st, ch)
-  connected(sock, lookups, ch.leftover)
+  connected(sock, lookups)
 }
 
 /** Node's afterConnect, for a channel adopted while connecting. */
-function connected (sock: AdoptingSocket, lookups: LookupEvent[], leftover: Buffer[] = []): void {
+function connected (sock: AdoptingSocket, lookups: LookupEvent[]): void {
   const st = sock[kState]
   ;(sock as unknown as { connecting: boolean }).connecting = false
   sock._unrefTimer()
   for (const [address, family, host] of lookups) sock.emit('lookup', null, address, family, host)
   sock.emit('connect')
   sock.emit('ready')
-  for (const b of leftover) sock.push(b)
   if (!sock.isPaused() || (st.readQueue && st.readQueue.length > 0)) sock.read(0)
 }
 

@@ -66,10 +66,6 @@ export function applyChannel (st: SocketState, ch: Channel): void {
   st.view = ch.view
   st.caps = ch.caps
   st.hooks = ch.hooks
-  // Application bytes read with the handshake (leftover) never pass the handle's counter, yet
-  // they are the socket's bytesRead: they offset what the handshake itself took from it.
-  let leftoverBytes = 0
-  for (const b of ch.leftover) leftoverBytes += b.length
-  st.hsRead = ch.handshakeRead - leftoverBytes
+  st.hsRead = ch.handshakeRead
   st.hsWritten = ch.handshakeWritten
 }

@@ -140,8 +140,6 @@ export interface Channel {
   endpoint: StreamEndpoint | null
   /** Routes the endpoint's events to the stream core once it exists (endpoint channels). */
   bindEvents: ((onevent: () => void) => void) | null
-  /** Application bytes that arrived with the handshake, in order (pushed first). */
-  leftover: Buffer[]
   /** Handshake bytes on the handle's counters, kept out of bytesRead / bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
@@ -156,7 +154,6 @@ export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Chan
     handle: null,
     endpoint: null,
     bindEvents: null,
-    leftover: [],
     handshakeRead: 0,
     handshakeWritten: 0,
     caps: NO_CAPABILITIES,
@@ -210,11 +207,6 @@ export interface SideChannelOffer {
   /** The transport id a server's ACCEPT chooses it with. */
   wireTransport: number
   /**
-   * The side channel itself carries the application's bytes after ACCEPT (unix); otherwise
-   * (shm) a byte after ACCEPT is a handshake error.
-   */
-  carriesData: boolean
-  /**
    * Client side, after ACCEPT chose this rung: turns the verified side channel into a Channel.
    * Rejects (releasing everything) when this rung's own set-up fails; the side channel's other
    * rungs may then still be tried.
@@ -229,8 +221,6 @@ export interface SideChannelClientEnd {
   /** The internal socket holding the connected side channel (reading stopped). */
   probe: net.Socket
   handle: KernelHandle
-  /** Bytes after ACCEPT (application bytes on a handle rung). */
-  leftover: Buffer[]
   view: TcpView
   /** Bytes of the handshake each way (ACCEPT's length as read, HELLO's as written). */
   handshakeRead: number

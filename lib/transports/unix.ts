@@ -21,10 +21,10 @@ export const UNIX_SOCKET_BUFFER_BYTES = 4 << 20
 const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, pipeStandIn: true })
 
 /** The connected side channel as the connection: sized like TCP's buffers. */
-function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'leftover' | 'handshakeRead' | 'handshakeWritten'>): Channel {
+function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'handshakeRead' | 'handshakeWritten'>): Channel {
   native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
-  const { view, leftover, handshakeRead, handshakeWritten } = rest
-  return channel({ transport: 'unix', handle, caps: CAPS, view, leftover, handshakeRead, handshakeWritten })
+  const { view, handshakeRead, handshakeWritten } = rest
+  return channel({ transport: 'unix', handle, caps: CAPS, view, handshakeRead, handshakeWritten })
 }
 
 export const unix: Rung<'unix'> = {
@@ -40,14 +40,13 @@ export const unix: Rung<'unix'> = {
   sideChannel: {
     cap: wire.CAP_UNIX,
     wireTransport: wire.TRANSPORT_UNIX,
-    carriesData: true,
     async complete (side) {
       const c = pipeChannel(side.handle, side)
       detachHandle(side.probe)
       return c
     },
     async accept (side) {
-      const c = pipeChannel(side.handle, { ...side, leftover: [] })
+      const c = pipeChannel(side.handle, side)
       detachHandle(side.raw)
       return c
     }
