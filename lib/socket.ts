@@ -44,6 +44,15 @@ function syncStream (sock: SocketImpl): EndpointStream {
   return st.stream
 }
 
+/** The bytes of one _writeGeneric request (a chunk, or writev's list of chunks). */
+function writeBytes (writev: boolean, data: unknown, encoding: BufferEncoding): number {
+  const size = (chunk: unknown, enc: BufferEncoding): number => typeof chunk === 'string' ? Buffer.byteLength(chunk, enc) : (chunk as Uint8Array).byteLength
+  if (!writev) return size(data, encoding)
+  let n = 0
+  for (const e of data as Array<{ chunk: unknown, encoding: BufferEncoding }>) n += size(e.chunk, e.encoding)
+  return n
+}
+
 /**
  * The methods and accessors of fastsock's Socket. Never constructed itself: `Socket` (below) is
  * the constructor, an ES5-style function (core calls `ReflectApply(net.Socket, this, ...)` and
@@ -106,12 +115,13 @@ export class SocketImpl extends NodeSocket {
         // A UNIX socket fails a write at once (EPIPE) when the peer has closed; TCP accepts the
         // first such write (the peer answers with a RST) and fails the next. Do as TCP: the first
         // EPIPE is a write whose bytes are lost (a TLS close_notify to a peer that already left
-        // must not error), later ones are errors.
+        // must not error), later ones are errors; so is a first write larger than the send
+        // buffer (TCP would have taken only part of it before the RST failed the rest).
         const done = cb
         cb = (err?: Error | null) => {
           if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !st.peerGone) {
             st.peerGone = true
-            return done(null)
+            if (st.sendBufferBytes === 0 || writeBytes(writev, data, encoding) <= st.sendBufferBytes) return done(null)
           }
           done(err)
         }

@@ -36,6 +36,8 @@ export interface SocketState extends StreamState {
   stream: EndpointStream | null
   /** pipeStandIn: the first EPIPE after the peer left was already swallowed. */
   peerGone: boolean
+  /** pipeStandIn: the channel's sendBufferBytes (0: unknown). */
+  sendBufferBytes: number
   /** The onread option as Node sees it (no 'data', no readInto then). */
   onread: OnreadSpec | null
 }
@@ -56,6 +58,7 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     writeImpl: null,
     stream: null,
     peerGone: false,
+    sendBufferBytes: 0,
     readQueue: null,
     onread
   }
@@ -68,4 +71,5 @@ export function applyChannel (st: SocketState, ch: Channel): void {
   st.hooks = ch.hooks
   st.hsRead = ch.handshakeRead
   st.hsWritten = ch.handshakeWritten
+  st.sendBufferBytes = ch.sendBufferBytes
 }

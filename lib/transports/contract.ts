@@ -108,7 +108,8 @@ export interface Capabilities {
   /**
    * The kernel handle is a UNIX stream socket standing in for TCP (unix, rsocket's bridge):
    * `resetAndDestroy()` is a plain destroy (no RST exists), and the first EPIPE after the peer
-   * closed is swallowed as TCP does (the peer answers that write with a RST).
+   * closed is swallowed as TCP does (the peer answers that write with a RST) when the write would
+   * have fit the send buffer (`Channel.sendBufferBytes`).
    */
   pipeStandIn: boolean
 }
@@ -143,6 +144,11 @@ export interface Channel {
   /** Handshake bytes on the handle's counters, kept out of bytesRead / bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
+  /**
+   * pipeStandIn: the kernel send buffer of the handle (bytes), the most a TCP socket would take
+   * of one write to a peer that already left before the peer's RST fails it; 0: unknown.
+   */
+  sendBufferBytes: number
   caps: Capabilities
   hooks: ChannelHooks
 }
@@ -156,6 +162,7 @@ export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Chan
     bindEvents: null,
     handshakeRead: 0,
     handshakeWritten: 0,
+    sendBufferBytes: 0,
     caps: NO_CAPABILITIES,
     hooks: {},
     ...c

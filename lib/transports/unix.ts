@@ -22,9 +22,9 @@ const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, pipeStandIn: true
 
 /** The connected side channel as the connection: sized like TCP's buffers. */
 function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'handshakeRead' | 'handshakeWritten'>): Channel {
-  native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
+  const granted = native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
   const { view, handshakeRead, handshakeWritten } = rest
-  return channel({ transport: 'unix', handle, caps: CAPS, view, handshakeRead, handshakeWritten })
+  return channel({ transport: 'unix', handle, caps: CAPS, view, handshakeRead, handshakeWritten, sendBufferBytes: Math.max(0, granted) })
 }
 
 export const unix: Rung<'unix'> = {
