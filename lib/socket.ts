@@ -13,6 +13,7 @@
  *   without a copy), `readInto()` fills a caller's typed array, and `onread.buffer` may be any
  *   typed array.
  */
+import * as os from 'os'
 import type { TransportName } from './transports/names'
 import { ReadIntoRequest, targetBytes, feed, failAll } from './stream/readinto'
 import type { EndpointStream } from './stream/endpoint-stream'
@@ -28,6 +29,8 @@ import { drainBuffered } from './socket/drain'
 
 export { kAccepted, kState }
 export type { SocketOptions, AcceptedInfo }
+
+const ECONNRESET = os.constants.errno.ECONNRESET
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -83,7 +86,9 @@ export class SocketImpl extends NodeSocket {
    */
   override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
     const self = this as unknown as { _handle: unknown, _server: { _connections: number, _emitCloseIfDrained?: () => void } | null, resetAndClosing?: boolean }
-    const stream = this[kState].stream
+    const st = this[kState]
+    const stream = st.stream
+    st.resetFlag?.close()
     if (self._handle || (!this.connecting && !stream)) return super._destroy(err, cb)
     if (stream) {
       stream.close(self.resetAndClosing === true)
@@ -119,7 +124,7 @@ export class SocketImpl extends NodeSocket {
         // buffer (TCP would have taken only part of it before the RST failed the rest).
         const done = cb
         cb = (err?: Error | null) => {
-          if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !st.peerGone) {
+          if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !st.peerGone && !st.resetFlag?.raised()) {
             st.peerGone = true
             if (st.sendBufferBytes === 0 || writeBytes(writev, data, encoding) <= st.sendBufferBytes) return done(null)
           }
@@ -184,9 +189,11 @@ export class SocketImpl extends NodeSocket {
 
   /**
    * On a handle-less channel (shm, verbs): destroys with a reset (the peer gets ECONNRESET), like
-   * a TCP RST. On a UNIX stream socket standing in for TCP (unix, rsocket: no RST exists):
-   * destroys, and the peer sees an orderly close (Node's would throw ERR_INVALID_HANDLE_TYPE for
-   * the pipe handle). While connecting, once connected, as Node's. Otherwise Node's.
+   * a TCP RST. On a UNIX stream socket standing in for TCP (unix, rsocket: no RST exists): raises
+   * the channel's reset flag, then destroys: a fastsock peer reads the end of the stream as
+   * ECONNRESET; without a flag (rsocket, a server that predates it) the peer sees an orderly
+   * close (Node's would throw ERR_INVALID_HANDLE_TYPE for the pipe handle). While connecting,
+   * once connected, as Node's. Otherwise Node's.
    */
   override resetAndDestroy (): this {
     const st = this[kState]
@@ -201,6 +208,7 @@ export class SocketImpl extends NodeSocket {
       return this
     }
     if (st.caps.pipeStandIn) {
+      st.resetFlag?.raise()
       this.destroy()
       return this
     }
@@ -318,10 +326,16 @@ export class SocketImpl extends NodeSocket {
 
   /**
    * Node's stream hook for incoming bytes: pending readInto requests are served first (one copy,
-   * from the read buffer into the caller's array), the rest goes on to the stream as usual.
+   * from the read buffer into the caller's array), the rest goes on to the stream as usual. The
+   * end of a stream whose peer raised the reset flag (pipeStandIn) is ECONNRESET, as a RST is.
    */
   override push (chunk: unknown, encoding?: BufferEncoding): boolean {
-    const q = this[kState].readQueue
+    const st = this[kState]
+    if (chunk === null && st.resetFlag !== null && st.resetFlag.raised()) {
+      this.destroy(errnoError(-ECONNRESET, 'read'))
+      return false
+    }
+    const q = st.readQueue
     if (q !== null && q.length > 0) {
       if (chunk === null) {
         failAll(q, 'the stream ended')

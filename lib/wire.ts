@@ -24,6 +24,11 @@ export const CAP_SHM = 1 << 1
  * ACCEPT_SHM_EARLY.
  */
 export const CAP_SHM_EARLY = 1 << 2
+/**
+ * The client takes a reset flag (an eventfd, SCM_RIGHTS) with ACCEPT(unix) (docs/wire-protocol.md,
+ * "Reset flag"). A server that predates it sends none, and the connection has no reset.
+ */
+export const CAP_UNIX_RESET = 1 << 3
 
 /** ACCEPT flag bits (its last u32). This server reads a SHM_SETUP pipelined behind HELLO. */
 export const ACCEPT_SHM_EARLY = 1 << 0

@@ -274,7 +274,7 @@ export class SideChannelListener {
     const family = familyName(seen)
     const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
     const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort, flags: wire.ACCEPT_SHM_EARLY })
-    const side = { raw, handle, view, handshakeRead: 0, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs }
+    const side = { raw, handle, acceptFds: [] as number[], view, handshakeRead: 0, handshakeWritten: 0, handshakeTimeoutMs: this.opts.handshakeTimeoutMs }
     raw.removeListener('close', onClose)
     const pipelined = early ? earlyOf(chosen.offer) : undefined
     if (pipelined !== undefined && pipelined.cap === wire.CAP_SHM_EARLY) {
@@ -285,9 +285,11 @@ export class SideChannelListener {
     // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the handle's
     // write queue, so the rung's set-up starts in this turn of the loop. A pipelined SHM_SETUP
     // for a rung not chosen is dropped: the caller closes its fds.
-    const sent = native!.sendFds(handle.fd, accept, [])
+    side.acceptFds = chosen.offer.makeAcceptFds?.(m.capabilities) ?? []
+    const sent = native!.sendFds(handle.fd, accept, side.acceptFds)
     if (sent !== accept.length) {
       debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+      for (const f of side.acceptFds) native!.closeFd(f)
       slot.fail()
       raw.destroy()
       return 'done'

@@ -5,7 +5,7 @@
  * resolved), 'connect', 'ready'.
  */
 import type * as net from 'net'
-import type { Channel } from '../transports/contract'
+import { discardChannel, Channel } from '../transports/contract'
 import { EndpointStream } from '../stream/endpoint-stream'
 import { DEFAULT_POLL_WINDOW_US } from '../config'
 import { kState, SocketState, applyChannel } from './state'
@@ -47,17 +47,17 @@ export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookups: Lookup
   const st = sock[kState]
   if (attempted !== null) (sock as unknown as { autoSelectFamilyAttemptedAddresses: string[] }).autoSelectFamilyAttemptedAddresses = attempted
   if (ch.endpoint) {
-    if (sock.destroyed) return void ch.endpoint.close(true)
+    if (sock.destroyed) return discardChannel(ch)
     const stream = attachEndpoint(sock, ch)
     connected(sock, lookups)
     stream.pump()
     return
   }
   const handle = ch.handle!
-  if (sock.destroyed) return void handle.close()
+  if (sock.destroyed) return discardChannel(ch)
   const owner = nodeSymbol(handle, 'owner_symbol')
   if (!owner) {
-    handle.close()
+    discardChannel(ch)
     throw new Error('cannot adopt a connected handle on this Node version (no owner_symbol)')
   }
   const self = sock as unknown as Record<string | symbol, unknown>

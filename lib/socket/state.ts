@@ -4,7 +4,7 @@
  * hooks, the stream core of a handle-less channel, and the read-side requests it serves.
  */
 import type { TransportName } from '../transports/names'
-import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel } from '../transports/contract'
+import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel, ResetFlag } from '../transports/contract'
 import type { EndpointStream, StreamState } from '../stream/endpoint-stream'
 import type { OnreadSpec } from '../stream/onread'
 
@@ -38,6 +38,8 @@ export interface SocketState extends StreamState {
   peerGone: boolean
   /** pipeStandIn: the channel's sendBufferBytes (0: unknown). */
   sendBufferBytes: number
+  /** pipeStandIn: the channel's reset flag (closed with the socket), or null. */
+  resetFlag: ResetFlag | null
   /** The onread option as Node sees it (no 'data', no readInto then). */
   onread: OnreadSpec | null
 }
@@ -59,6 +61,7 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     stream: null,
     peerGone: false,
     sendBufferBytes: 0,
+    resetFlag: null,
     readQueue: null,
     onread
   }
@@ -72,4 +75,5 @@ export function applyChannel (st: SocketState, ch: Channel): void {
   st.hsRead = ch.handshakeRead
   st.hsWritten = ch.handshakeWritten
   st.sendBufferBytes = ch.sendBufferBytes
+  st.resetFlag = ch.resetFlag
 }

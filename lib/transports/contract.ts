@@ -149,6 +149,8 @@ export interface Channel {
    * of one write to a peer that already left before the peer's RST fails it; 0: unknown.
    */
   sendBufferBytes: number
+  /** pipeStandIn: the flag both ends share that stands in for a RST (see ResetFlag), or null. */
+  resetFlag: ResetFlag | null
   caps: Capabilities
   hooks: ChannelHooks
 }
@@ -163,14 +165,29 @@ export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Chan
     handshakeRead: 0,
     handshakeWritten: 0,
     sendBufferBytes: 0,
+    resetFlag: null,
     caps: NO_CAPABILITIES,
     hooks: {},
     ...c
   }
 }
 
+/**
+ * A UNIX stream socket has no RST: the ends of a pipeStandIn channel share a flag instead. The
+ * end that resets raises it before it closes; the other, at the end of the stream, takes it and
+ * reports ECONNRESET instead of the end (docs/wire-protocol.md, "Reset flag").
+ */
+export interface ResetFlag {
+  raise (): void
+  /** True once the peer raised the flag (checked when the stream ends; remembered). */
+  raised (): boolean
+  /** Closes this end's fd. Idempotent. */
+  close (): void
+}
+
 /** Releases a channel nobody adopted (its socket was destroyed meanwhile): a reset. */
 export function discardChannel (c: Channel): void {
+  c.resetFlag?.close()
   c.handle?.close()
   c.endpoint?.close(true)
 }
@@ -213,6 +230,15 @@ export interface SideChannelOffer {
   cap: number
   /** The transport id a server's ACCEPT chooses it with. */
   wireTransport: number
+  /** HELLO capability bits sent along with `cap`: the rung's optional features this client takes. */
+  featureCaps?: number
+  /** The most fds an ACCEPT choosing it carries (default 0). */
+  acceptFds?: number
+  /**
+   * Server side, before ACCEPT goes out choosing this rung: the fds to send with it (for the
+   * features the client's HELLO `capabilities` take); they go to SideChannelServerEnd.acceptFds.
+   */
+  makeAcceptFds? (capabilities: number): number[]
   /**
    * Client side, after ACCEPT chose this rung: turns the verified side channel into a Channel.
    * Rejects (releasing everything) when this rung's own set-up fails; the side channel's other
@@ -228,6 +254,8 @@ export interface SideChannelClientEnd {
   /** The internal socket holding the connected side channel (reading stopped). */
   probe: net.Socket
   handle: KernelHandle
+  /** The fds that came with ACCEPT (owned by the offer's complete() from then on). */
+  acceptFds: number[]
   view: TcpView
   /** Bytes of the handshake each way (ACCEPT's length as read, HELLO's as written). */
   handshakeRead: number
@@ -241,6 +269,8 @@ export interface SideChannelClientEnd {
 export interface SideChannelServerEnd {
   raw: net.Socket
   handle: KernelHandle
+  /** This end's fds of what went with ACCEPT (makeAcceptFds; owned by the offer's accept()). */
+  acceptFds: number[]
   view: TcpView
   handshakeRead: number
   handshakeWritten: number
