@@ -107,7 +107,8 @@ export interface Capabilities {
   smcInfo: boolean
   /**
    * The kernel handle is a UNIX stream socket standing in for TCP (unix, rsocket's bridge):
-   * `resetAndDestroy()` is a plain destroy (no RST exists), and the first EPIPE after the peer
+   * `resetAndDestroy()` raises the channel's `resetFlag` (no RST exists) and destroys, the end of
+   * the stream is ECONNRESET when the peer raised it, and the first EPIPE after the peer
    * closed is swallowed as TCP does (the peer answers that write with a RST) when the write would
    * have fit the send buffer (`Channel.sendBufferBytes`).
    */
