@@ -24,14 +24,21 @@ function check (t, o) {
   t.equal(o.ended, false, "no 'end'")
 }
 
+/** Rungs whose peer sees a reset as an orderly close (open: no flag or RST to carry it there). */
+const NO_RESET = {
+  rsocket: 'open: resetAndDestroy() on rsocket closes the bridge\'s socketpair in order (no reset flag there; lib/transports/rsocket.ts)',
+  smc: 'AF_SMC (SMC-R) closes in order even with SO_LINGER 0: it aborts only when the closing end leaves bytes unread (net/smc/smc_close.c, smc_close_final)'
+}
+
 forEachRung(t, async (t, rung) => {
-  t.test('the client resets', async t => {
+  const skip = NO_RESET[rung] || false
+  t.test('the client resets', { skip }, async t => {
     const { client, serverSocket } = await pair(rung, { t })
     const got = outcome(serverSocket)
     client.resetAndDestroy()
     check(t, await got)
   })
-  t.test('the server resets', async t => {
+  t.test('the server resets', { skip }, async t => {
     const { client, serverSocket } = await pair(rung, { t })
     const got = outcome(client)
     serverSocket.resetAndDestroy()
