@@ -171,6 +171,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"isEventfd", IsEventfd},                 {"shmLoopDoorbell", ShmLoopDoorbell},
       {"shmFdRoom", ShmFdRoom},                 {"sendFds", SendFdsJs},
       {"recvFds", RecvFdsJs},                   {"dupFd", DupFdJs},
+      {"eventFlagCreate", EventFlagCreateJs},   {"eventFlagRaise", EventFlagRaiseJs},
+      {"eventFlagTake", EventFlagTakeJs},
       {"waitReadable", WaitReadableJs},         {"rdmaProbe", RdmaProbeJs},
       // smc, sdp (csrc/kernelsock.h)
       {"waitConnected", WaitConnectedJs},       {"connectStream", ConnectStreamJs},

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -93,6 +94,21 @@ Napi::Value RecvFdsJs(const Napi::CallbackInfo& info) {
 Napi::Value DupFdJs(const Napi::CallbackInfo& info) {
   int r = fcntl(FdArg(info, 0), F_DUPFD_CLOEXEC, 0);
   return Napi::Number::New(info.Env(), r < 0 ? -errno : r);
+}
+
+Napi::Value EventFlagCreateJs(const Napi::CallbackInfo& info) {
+  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return Napi::Number::New(info.Env(), fd < 0 ? -errno : fd);
+}
+
+Napi::Value EventFlagRaiseJs(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), eventfd_write(FdArg(info, 0), 1) < 0 ? -errno : 0);
+}
+
+Napi::Value EventFlagTakeJs(const Napi::CallbackInfo& info) {
+  eventfd_t count = 0;
+  if (eventfd_read(FdArg(info, 0), &count) == 0) return Napi::Number::New(info.Env(), count > 0 ? 1 : 0);
+  return Napi::Number::New(info.Env(), errno == EAGAIN ? 0 : -errno);
 }
 
 namespace {

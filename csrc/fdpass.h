@@ -12,6 +12,13 @@ Napi::Value SendFdsJs(const Napi::CallbackInfo& info);
 Napi::Value RecvFdsJs(const Napi::CallbackInfo& info);
 // dupFd(fd) -> a new close-on-exec fd for the same socket, or -errno.
 Napi::Value DupFdJs(const Napi::CallbackInfo& info);
+// A flag two processes share once one passed the fd to the other (SCM_RIGHTS): the unix rung's
+// reset flag (docs/wire-protocol.md, "Reset flag"). eventFlagCreate() -> a non-blocking,
+// close-on-exec eventfd, or -errno. eventFlagRaise(fd) -> 0, or -errno. eventFlagTake(fd) -> 1
+// when the flag was raised (and lowers it), 0 when not, or -errno.
+Napi::Value EventFlagCreateJs(const Napi::CallbackInfo& info);
+Napi::Value EventFlagRaiseJs(const Napi::CallbackInfo& info);
+Napi::Value EventFlagTakeJs(const Napi::CallbackInfo& info);
 // waitReadable(fd, timeoutMs, cb(status)): cb(0) once fd is readable (or hung up), cb(-ETIMEDOUT)
 // after timeoutMs. One shot; the fd stays open and is not read.
 Napi::Value WaitReadableJs(const Napi::CallbackInfo& info);

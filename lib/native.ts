@@ -55,6 +55,12 @@ export interface NativeCore {
   recvFds (fd: number, maxBytes: number, maxFds: number): { bytes: Buffer, fds: number[] } | number
   /** F_DUPFD_CLOEXEC; the new fd or -errno. */
   dupFd (fd: number): number
+  /** A flag two processes share by passing its fd (an eventfd, non-blocking): the fd or -errno. */
+  eventFlagCreate (): number
+  /** Raises the flag: 0 or -errno. */
+  eventFlagRaise (fd: number): number
+  /** 1 when the flag was raised (it is lowered), 0 when not, or -errno. */
+  eventFlagTake (fd: number): number
   /**
    * One-shot: cb(0) when fd is readable or hung up, cb(-ETIMEDOUT) after timeoutMs. Throws
    * (code, errno, syscall 'uv_poll_init') when the fd cannot be polled.
@@ -178,7 +184,7 @@ export function isShmEndpoint (ep: StreamEndpoint): ep is ShmEndpointNative {
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
   'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'shmLoopDoorbell', 'shmFdRoom', 'isEventfd',
-  'sendFds', 'recvFds', 'dupFd', 'waitReadable', 'rdmaProbe',
+  'sendFds', 'recvFds', 'dupFd', 'eventFlagCreate', 'eventFlagRaise', 'eventFlagTake', 'waitReadable', 'rdmaProbe',
   'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes', 'streamState'
 ]
 

@@ -13,6 +13,7 @@
  *   without a copy), `readInto()` fills a caller's typed array, and `onread.buffer` may be any
  *   typed array.
  */
+import * as os from 'os'
 import type { TransportName } from './transports/names'
 import { ReadIntoRequest, targetBytes, feed, failAll } from './stream/readinto'
 import type { EndpointStream } from './stream/endpoint-stream'
@@ -28,6 +29,8 @@ import { drainBuffered } from './socket/drain'
 
 export { kAccepted, kState }
 export type { SocketOptions, AcceptedInfo }
+
+const ECONNRESET = os.constants.errno.ECONNRESET
 
 /** Node's own net.Socket (never the preload hook's replacement). */
 const NodeSocket = originals.Socket
@@ -69,6 +72,15 @@ function syncNumber (v: unknown, name: string, dflt: number): number {
   return v
 }
 
+/** The bytes of one _writeGeneric request (a chunk, or writev's list of chunks). */
+function writeBytes (writev: boolean, data: unknown, encoding: BufferEncoding): number {
+  const size = (chunk: unknown, enc: BufferEncoding): number => typeof chunk === 'string' ? Buffer.byteLength(chunk, enc) : (chunk as Uint8Array).byteLength
+  if (!writev) return size(data, encoding)
+  let n = 0
+  for (const e of data as Array<{ chunk: unknown, encoding: BufferEncoding }>) n += size(e.chunk, e.encoding)
+  return n
+}
+
 /**
  * The methods and accessors of fastsock's Socket. Never constructed itself: `Socket` (below) is
  * the constructor, an ES5-style function (core calls `ReflectApply(net.Socket, this, ...)` and
@@ -99,7 +111,9 @@ export class SocketImpl extends NodeSocket {
    */
   override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
     const self = this as unknown as { _handle: unknown, _server: { _connections: number, _emitCloseIfDrained?: () => void } | null, resetAndClosing?: boolean }
-    const stream = this[kState].stream
+    const st = this[kState]
+    const stream = st.stream
+    st.resetFlag?.close()
     if (self._handle || (!this.connecting && !stream)) return super._destroy(err, cb)
     if (stream) {
       stream.close(self.resetAndClosing === true)
@@ -131,12 +145,13 @@ export class SocketImpl extends NodeSocket {
         // A UNIX socket fails a write at once (EPIPE) when the peer has closed; TCP accepts the
         // first such write (the peer answers with a RST) and fails the next. Do as TCP: the first
         // EPIPE is a write whose bytes are lost (a TLS close_notify to a peer that already left
-        // must not error), later ones are errors.
+        // must not error), later ones are errors; so is a first write larger than the send
+        // buffer (TCP would have taken only part of it before the RST failed the rest).
         const done = cb
         cb = (err?: Error | null) => {
-          if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !st.peerGone) {
+          if (err && (err as NodeJS.ErrnoException).code === 'EPIPE' && !st.peerGone && !st.resetFlag?.raised()) {
             st.peerGone = true
-            return done(null)
+            if (st.sendBufferBytes === 0 || writeBytes(writev, data, encoding) <= st.sendBufferBytes) return done(null)
           }
           done(err)
         }
@@ -199,9 +214,11 @@ export class SocketImpl extends NodeSocket {
 
   /**
    * On a handle-less channel (shm, verbs): destroys with a reset (the peer gets ECONNRESET), like
-   * a TCP RST. On a UNIX stream socket standing in for TCP (unix, rsocket: no RST exists):
-   * destroys, and the peer sees an orderly close (Node's would throw ERR_INVALID_HANDLE_TYPE for
-   * the pipe handle). While connecting, once connected, as Node's. Otherwise Node's.
+   * a TCP RST. On a UNIX stream socket standing in for TCP (unix, rsocket: no RST exists): raises
+   * the channel's reset flag, then destroys: a fastsock peer reads the end of the stream as
+   * ECONNRESET; without a flag (rsocket, a server that predates it) the peer sees an orderly
+   * close (Node's would throw ERR_INVALID_HANDLE_TYPE for the pipe handle). While connecting,
+   * once connected, as Node's. Otherwise Node's.
    */
   override resetAndDestroy (): this {
     const st = this[kState]
@@ -216,6 +233,7 @@ export class SocketImpl extends NodeSocket {
       return this
     }
     if (st.caps.pipeStandIn) {
+      st.resetFlag?.raise()
       this.destroy()
       return this
     }
@@ -339,10 +357,16 @@ export class SocketImpl extends NodeSocket {
 
   /**
    * Node's stream hook for incoming bytes: pending readInto requests are served first (one copy,
-   * from the read buffer into the caller's array), the rest goes on to the stream as usual.
+   * from the read buffer into the caller's array), the rest goes on to the stream as usual. The
+   * end of a stream whose peer raised the reset flag (pipeStandIn) is ECONNRESET, as a RST is.
    */
   override push (chunk: unknown, encoding?: BufferEncoding): boolean {
-    const q = this[kState].readQueue
+    const st = this[kState]
+    if (chunk === null && st.resetFlag !== null && st.resetFlag.raised()) {
+      this.destroy(errnoError(-ECONNRESET, 'read'))
+      return false
+    }
+    const q = st.readQueue
     if (q !== null && q.length > 0) {
       if (chunk === null) {
         failAll(q, 'the stream ended')

@@ -24,6 +24,11 @@ export const CAP_SHM = 1 << 1
  * ACCEPT_SHM_EARLY.
  */
 export const CAP_SHM_EARLY = 1 << 2
+/**
+ * The client takes a reset flag (an eventfd, SCM_RIGHTS) with ACCEPT(unix) (docs/wire-protocol.md,
+ * "Reset flag"). A server that predates it sends none, and the connection has no reset.
+ */
+export const CAP_UNIX_RESET = 1 << 3
 
 /** ACCEPT flag bits (its last u32). This server reads a SHM_SETUP pipelined behind HELLO. */
 export const ACCEPT_SHM_EARLY = 1 << 0
@@ -84,10 +89,17 @@ export const SHM_SETUP_FDS = 2
 /** How many fds travel with SHM_READY: the server loop doorbell. */
 export const SHM_READY_FDS = 1
 
+/** The header every message starts with (magic, version, type, length). */
+export const HEADER_BYTES = 8
 export const HELLO_BYTES = 32
 export const ACCEPT_BYTES = 16
 const REJECT_HEAD_BYTES = 12
 const MAX_REJECT_TEXT = 256
+
+/** The `length` field of the message at the start of `buf` (the whole message's bytes), or null before its header is complete. Unvalidated: decode() checks it. */
+export function messageLength (buf: Buffer): number | null {
+  return buf.length < HEADER_BYTES ? null : buf.readUInt16LE(6)
+}
 
 function header (buf: Buffer, type: MessageType, length: number, version = PROTOCOL_VERSION): void {
   buf.writeUInt32LE(MAGIC, 0)

@@ -87,6 +87,18 @@ export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: 
   return ch
 }
 
+/**
+ * How many bytes the next read of the server's reply may take without passing the end of the
+ * message `acc` starts with (ACCEPT, REJECT, the set-up's reply): the bytes after ACCEPT(unix)
+ * are the application's and stay in the kernel for the socket's handle, which reads them as
+ * Node would (onread, pause, bytesRead). Before the header is complete, ACCEPT's length (the
+ * shortest reply that is not a final REJECT, and nothing follows a REJECT).
+ */
+function bytesToMessageEnd (acc: Buffer): number {
+  const length = wire.messageLength(acc)
+  return length === null ? wire.ACCEPT_BYTES - acc.length : Math.max(1, length - acc.length)
+}
+
 /** The handshake's outcome: the offer the server chose, and how to finish its set-up. */
 interface Accepted { offer: SideChannelOffer, finish: () => Promise<Channel> }
 
@@ -168,7 +180,7 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
   return new Promise((resolve, reject) => {
     const n = native!
     const pipelined = pipeline ? prepareEarly(offers, req.shmRingBytes) : null
-    const capabilities = offers.reduce((bits, o) => bits | o.cap, 0) | (pipelined ? pipelined.early.cap : 0)
+    const capabilities = offers.reduce((bits, o) => bits | o.cap | (o.featureCaps ?? 0), 0) | (pipelined ? pipelined.early.cap : 0)
     const hello = wire.encodeHello({ capabilities, family: dialed.family, address: dialed.bytes, port: req.port })
     const out = pipelined ? Buffer.concat([hello, pipelined.setup.bytes]) : hello
     const sent = n.sendFds(fd, out, pipelined ? pipelined.setup.fds : [])
@@ -215,15 +227,20 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
       else n.closeFd(fd)
       reject(err)
     }
-    const maxFds = pipelined ? pipelined.early.replyFds : 0
+    const maxFds = Math.max(pipelined ? pipelined.early.replyFds : 0, ...offers.map(o => o.acceptFds ?? 0))
+    /** The next read's size: to the end of ACCEPT; pipelined, then to the end of the set-up's reply. */
+    const wanted = (): number => {
+      const first = wire.messageLength(acc)
+      return pipelined && first !== null && acc.length >= first ? bytesToMessageEnd(acc.subarray(first)) : bytesToMessageEnd(acc)
+    }
     const readMore = (): void => {
       for (;;) {
         if (req.aborted()) return fail(new NotOfferedError('socket destroyed during the handshake'))
-        let r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+        let r = n.recvFds(fd, wanted(), maxFds)
         if (r === EAGAIN && pollUs > 0) {
           const until = helloAt + BigInt(Math.round(pollUs * 1000))
           pollUs = 0
-          while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
+          while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wanted(), maxFds)
           caught = r !== EAGAIN
         }
         if (r === EAGAIN) {
@@ -281,18 +298,20 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
         return { offer, finish: () => pipelined.setup.complete(fd, reply.message, replyFds, view) }
       }
       step('client', 'reply read', { polled: caught, replyUs })
-      if (fds.length > 0) return new HandshakeError('fds with ACCEPT')
+      if (fds.length > (offer.acceptFds ?? 0)) return new HandshakeError('fds with ACCEPT')
       rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
       // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.
       pipelined?.setup.release()
-      const leftover: Buffer[] = parsed.bytes < acc.length ? [acc.subarray(parsed.bytes)] : []
-      if (!offer.carriesData && leftover.length) return new HandshakeError('bytes after ACCEPT')
+      // Nothing is read past ACCEPT (wanted()).
+      if (parsed.bytes < acc.length) return new HandshakeError('bytes after ACCEPT')
       const socket = probe ?? makeProbe()
       const handle = (socket as unknown as { _handle: KernelHandle })._handle
+      const acceptFds = fds
+      fds = []
       const end: SideChannelClientEnd = {
         probe: socket,
         handle,
-        leftover,
+        acceptFds,
         view,
         handshakeRead: 0, // read natively: the handle never counted it
         handshakeWritten: 0, // HELLO went out natively too

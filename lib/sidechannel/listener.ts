@@ -279,9 +279,11 @@ export class SideChannelListener {
     // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the handle's
     // write queue, so the rung's set-up starts in this turn of the loop. A pipelined SHM_SETUP
     // for a rung not chosen is dropped: the caller closes its fds.
-    const sent = native!.sendFds(side.handle.fd, accept, [])
+    side.acceptFds = chosen.offer.makeAcceptFds?.(m.capabilities) ?? []
+    const sent = native!.sendFds(side.handle.fd, accept, side.acceptFds)
     if (sent !== accept.length) {
       debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+      for (const f of side.acceptFds) native!.closeFd(f)
       slot.fail()
       closeServerEnd(side)
       return 'done'
@@ -375,6 +377,7 @@ class RawClient {
     const side: SideChannelServerEnd = {
       get raw () { return client.raw },
       handle: this.handle,
+      acceptFds: [],
       view,
       handshakeRead: 0,
       handshakeWritten: 0,

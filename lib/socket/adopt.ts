@@ -5,7 +5,7 @@
  * resolved), 'connect', 'ready'.
  */
 import type * as net from 'net'
-import type { Channel } from '../transports/contract'
+import { discardChannel, Channel } from '../transports/contract'
 import { EndpointStream } from '../stream/endpoint-stream'
 import { DEFAULT_POLL_WINDOW_US } from '../config'
 import { kState, SocketState, applyChannel } from './state'
@@ -47,17 +47,17 @@ export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookups: Lookup
   const st = sock[kState]
   if (attempted !== null) (sock as unknown as { autoSelectFamilyAttemptedAddresses: string[] }).autoSelectFamilyAttemptedAddresses = attempted
   if (ch.endpoint) {
-    if (sock.destroyed) return void ch.endpoint.close(true)
+    if (sock.destroyed) return discardChannel(ch)
     const stream = attachEndpoint(sock, ch)
     connected(sock, lookups)
     stream.pump()
     return
   }
   const handle = ch.handle!
-  if (sock.destroyed) return void handle.close()
+  if (sock.destroyed) return discardChannel(ch)
   const owner = nodeSymbol(handle, 'owner_symbol')
   if (!owner) {
-    handle.close()
+    discardChannel(ch)
     throw new Error('cannot adopt a connected handle on this Node version (no owner_symbol)')
   }
   const self = sock as unknown as Record<string | symbol, unknown>
@@ -80,18 +80,17 @@ export function adoptChannel (sock: AdoptingSocket, ch: Channel, lookups: Lookup
   self._peername = null
   sock.transport = ch.transport
   applyChannel(st, ch)
-  connected(sock, lookups, ch.leftover)
+  connected(sock, lookups)
 }
 
 /** Node's afterConnect, for a channel adopted while connecting. */
-function connected (sock: AdoptingSocket, lookups: LookupEvent[], leftover: Buffer[] = []): void {
+function connected (sock: AdoptingSocket, lookups: LookupEvent[]): void {
   const st = sock[kState]
   ;(sock as unknown as { connecting: boolean }).connecting = false
   sock._unrefTimer()
   for (const [address, family, host] of lookups) sock.emit('lookup', null, address, family, host)
   sock.emit('connect')
   sock.emit('ready')
-  for (const b of leftover) sock.push(b)
   if (!sock.isPaused() || (st.readQueue && st.readQueue.length > 0)) sock.read(0)
 }
 

@@ -4,7 +4,7 @@
  * hooks, the stream core of a handle-less channel, and the read-side requests it serves.
  */
 import type { TransportName } from '../transports/names'
-import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel } from '../transports/contract'
+import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel, ResetFlag } from '../transports/contract'
 import type { EndpointStream, StreamState } from '../stream/endpoint-stream'
 import type { OnreadSpec } from '../stream/onread'
 
@@ -36,6 +36,10 @@ export interface SocketState extends StreamState {
   stream: EndpointStream | null
   /** pipeStandIn: the first EPIPE after the peer left was already swallowed. */
   peerGone: boolean
+  /** pipeStandIn: the channel's sendBufferBytes (0: unknown). */
+  sendBufferBytes: number
+  /** pipeStandIn: the channel's reset flag (closed with the socket), or null. */
+  resetFlag: ResetFlag | null
   /** The onread option as Node sees it (no 'data', no readInto then). */
   onread: OnreadSpec | null
 }
@@ -56,6 +60,8 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     writeImpl: null,
     stream: null,
     peerGone: false,
+    sendBufferBytes: 0,
+    resetFlag: null,
     readQueue: null,
     onread
   }
@@ -66,10 +72,8 @@ export function applyChannel (st: SocketState, ch: Channel): void {
   st.view = ch.view
   st.caps = ch.caps
   st.hooks = ch.hooks
-  // Application bytes read with the handshake (leftover) never pass the handle's counter, yet
-  // they are the socket's bytesRead: they offset what the handshake itself took from it.
-  let leftoverBytes = 0
-  for (const b of ch.leftover) leftoverBytes += b.length
-  st.hsRead = ch.handshakeRead - leftoverBytes
+  st.hsRead = ch.handshakeRead
   st.hsWritten = ch.handshakeWritten
+  st.sendBufferBytes = ch.sendBufferBytes
+  st.resetFlag = ch.resetFlag
 }

@@ -113,8 +113,10 @@ export interface Capabilities {
   smcInfo: boolean
   /**
    * The kernel handle is a UNIX stream socket standing in for TCP (unix, rsocket's bridge):
-   * `resetAndDestroy()` is a plain destroy (no RST exists), and the first EPIPE after the peer
-   * closed is swallowed as TCP does (the peer answers that write with a RST).
+   * `resetAndDestroy()` raises the channel's `resetFlag` (no RST exists) and destroys, the end of
+   * the stream is ECONNRESET when the peer raised it, and the first EPIPE after the peer
+   * closed is swallowed as TCP does (the peer answers that write with a RST) when the write would
+   * have fit the send buffer (`Channel.sendBufferBytes`).
    */
   pipeStandIn: boolean
 }
@@ -146,11 +148,16 @@ export interface Channel {
   endpoint: StreamEndpoint | null
   /** Routes the endpoint's events to the stream core once it exists (endpoint channels). */
   bindEvents: ((onevent: () => void) => void) | null
-  /** Application bytes that arrived with the handshake, in order (pushed first). */
-  leftover: Buffer[]
   /** Handshake bytes on the handle's counters, kept out of bytesRead / bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
+  /**
+   * pipeStandIn: the kernel send buffer of the handle (bytes), the most a TCP socket would take
+   * of one write to a peer that already left before the peer's RST fails it; 0: unknown.
+   */
+  sendBufferBytes: number
+  /** pipeStandIn: the flag both ends share that stands in for a RST (see ResetFlag), or null. */
+  resetFlag: ResetFlag | null
   caps: Capabilities
   hooks: ChannelHooks
 }
@@ -162,17 +169,32 @@ export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Chan
     handle: null,
     endpoint: null,
     bindEvents: null,
-    leftover: [],
     handshakeRead: 0,
     handshakeWritten: 0,
+    sendBufferBytes: 0,
+    resetFlag: null,
     caps: NO_CAPABILITIES,
     hooks: {},
     ...c
   }
 }
 
+/**
+ * A UNIX stream socket has no RST: the ends of a pipeStandIn channel share a flag instead. The
+ * end that resets raises it before it closes; the other, at the end of the stream, takes it and
+ * reports ECONNRESET instead of the end (docs/wire-protocol.md, "Reset flag").
+ */
+export interface ResetFlag {
+  raise (): void
+  /** True once the peer raised the flag (checked when the stream ends; remembered). */
+  raised (): boolean
+  /** Closes this end's fd. Idempotent. */
+  close (): void
+}
+
 /** Releases a channel nobody adopted (its socket was destroyed meanwhile): a reset. */
 export function discardChannel (c: Channel): void {
+  c.resetFlag?.close()
   c.handle?.close()
   c.endpoint?.close(true)
 }
@@ -220,11 +242,15 @@ export interface SideChannelOffer {
   cap: number
   /** The transport id a server's ACCEPT chooses it with. */
   wireTransport: number
+  /** HELLO capability bits sent along with `cap`: the rung's optional features this client takes. */
+  featureCaps?: number
+  /** The most fds an ACCEPT choosing it carries (default 0). */
+  acceptFds?: number
   /**
-   * The side channel itself carries the application's bytes after ACCEPT (unix); otherwise
-   * (shm) a byte after ACCEPT is a handshake error.
+   * Server side, before ACCEPT goes out choosing this rung: the fds to send with it (for the
+   * features the client's HELLO `capabilities` take); they go to SideChannelServerEnd.acceptFds.
    */
-  carriesData: boolean
+  makeAcceptFds? (capabilities: number): number[]
   /**
    * Client side, after ACCEPT chose this rung: turns the verified side channel into a Channel.
    * Rejects (releasing everything) when this rung's own set-up fails; the side channel's other
@@ -240,8 +266,8 @@ export interface SideChannelClientEnd {
   /** The internal socket holding the connected side channel (reading stopped). */
   probe: net.Socket
   handle: KernelHandle
-  /** Bytes after ACCEPT (application bytes on a handle rung). */
-  leftover: Buffer[]
+  /** The fds that came with ACCEPT (owned by the offer's complete() from then on). */
+  acceptFds: number[]
   view: TcpView
   /** Bytes of the handshake each way (ACCEPT's length as read, HELLO's as written). */
   handshakeRead: number
@@ -255,6 +281,8 @@ export interface SideChannelClientEnd {
 export interface SideChannelServerEnd {
   raw: net.Socket
   handle: KernelHandle
+  /** This end's fds of what went with ACCEPT (makeAcceptFds; owned by the offer's accept()). */
+  acceptFds: number[]
   view: TcpView
   handshakeRead: number
   handshakeWritten: number

@@ -5,10 +5,11 @@
  */
 import { native, nativeMissingReason } from '../native'
 import * as wire from '../wire'
-import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle } from './contract'
+import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle, ResetFlag } from './contract'
 import { connectSideChannel, skipSideChannel } from '../sidechannel/client'
 import { listenSideChannel } from '../sidechannel/serve'
 import { detachHandle } from '../handles'
+import { HandshakeError } from '../errors'
 
 /**
  * Socket buffers asked for on the unix rung, per direction: about what loopback TCP autotunes to,
@@ -20,11 +21,36 @@ export const UNIX_SOCKET_BUFFER_BYTES = 4 << 20
 /** A UNIX stream socket standing in for TCP. */
 const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, pipeStandIn: true })
 
-/** The connected side channel as the connection: sized like TCP's buffers. */
-function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'leftover' | 'handshakeRead' | 'handshakeWritten'>): Channel {
-  native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
-  const { view, leftover, handshakeRead, handshakeWritten } = rest
-  return channel({ transport: 'unix', handle, caps: CAPS, view, leftover, handshakeRead, handshakeWritten })
+/**
+ * This end's reset flag over `fd` (an eventfd the server made and passed with ACCEPT), or null
+ * without one (a server that predates it).
+ */
+function resetFlag (fd: number | undefined): ResetFlag | null {
+  if (fd === undefined) return null
+  const n = native!
+  let open = true
+  let raised = false
+  return {
+    raise () { if (open) n.eventFlagRaise(fd) },
+    raised () {
+      if (!raised && open) raised = n.eventFlagTake(fd) === 1
+      return raised
+    },
+    close () {
+      if (open) n.closeFd(fd)
+      open = false
+    }
+  }
+}
+
+/** The connected side channel as the connection: sized like TCP's buffers, with its reset flag. */
+function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'handshakeRead' | 'handshakeWritten'> & { acceptFds: number[] }): Channel {
+  const granted = native!.growSocketBuffers(handle.fd, UNIX_SOCKET_BUFFER_BYTES)
+  const { view, handshakeRead, handshakeWritten, acceptFds } = rest
+  return channel({
+    transport: 'unix', handle, caps: CAPS, view, handshakeRead, handshakeWritten,
+    sendBufferBytes: Math.max(0, granted), resetFlag: resetFlag(acceptFds[0])
+  })
 }
 
 export const unix: Rung<'unix'> = {
@@ -40,14 +66,25 @@ export const unix: Rung<'unix'> = {
   sideChannel: {
     cap: wire.CAP_UNIX,
     wireTransport: wire.TRANSPORT_UNIX,
-    carriesData: true,
+    featureCaps: wire.CAP_UNIX_RESET,
+    acceptFds: 1,
+    makeAcceptFds (capabilities) {
+      if ((capabilities & wire.CAP_UNIX_RESET) === 0) return []
+      const fd = native!.eventFlagCreate()
+      return fd >= 0 ? [fd] : [] // out of fds: a connection without a reset, as with an older client
+    },
     async complete (side) {
+      if (side.acceptFds.length > 0 && !native!.isEventfd(side.acceptFds[0])) {
+        for (const fd of side.acceptFds) native!.closeFd(fd)
+        side.probe.destroy()
+        throw new HandshakeError('ACCEPT(unix) must carry an eventfd (the reset flag)')
+      }
       const c = pipeChannel(side.handle, side)
       detachHandle(side.probe)
       return c
     },
     async accept (side) {
-      const c = pipeChannel(side.handle, { ...side, leftover: [] })
+      const c = pipeChannel(side.handle, side)
       detachHandle(side.raw)
       return c
     }

@@ -17,6 +17,8 @@ const modes = {
   'bad-transport': 'ERR_FASTSOCK_HANDSHAKE',
   'bad-length': 'ERR_FASTSOCK_HANDSHAKE',
   close: 'ERR_FASTSOCK_HANDSHAKE',
+  'reset-flag-not-eventfd': 'ERR_FASTSOCK_HANDSHAKE',
+  'two-fds': 'ERR_FASTSOCK_HANDSHAKE',
   silent: 'ERR_FASTSOCK_TRANSPORT_TIMEOUT',
   reject: 'ERR_FASTSOCK_REJECTED'
 }

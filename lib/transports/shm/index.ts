@@ -36,7 +36,6 @@ export const shm: Rung<'shm'> = {
   sideChannel: {
     cap: wire.CAP_SHM,
     wireTransport: wire.TRANSPORT_SHM,
-    carriesData: false,
     async complete (side) {
       // The side channel leaves libuv: keep a dup for the set-up and as the liveness signal.
       const fd = native!.dupFd(side.handle.fd)
