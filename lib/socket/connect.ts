@@ -11,6 +11,7 @@ import { originals } from '../originals'
 import { kState, applyChannel, newState } from './state'
 import type { PreparedOptions } from './options'
 import { adoptChannel, attachEndpoint, AdoptingSocket, nodeSymbol } from './adopt'
+import { startConnectEntry, recordConnectEntry } from './perf'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type FsSocket = AdoptingSocket & { transport: TransportName | null }
@@ -74,6 +75,9 @@ export function chainHost (sock: FsSocket): ChainHost {
   const st = sock[kState]
   // A connect() after the socket was destroyed and reused (reinitialize) ends this one's chain.
   const current = (): boolean => sock[kState] === st
+  // The 'net' PerformanceEntry (./perf): from the first rung's attempt, as Node's from its
+  // handle's connect; recorded at adoption (Node's own connect records its own).
+  let perfStart: number | null = null
   return {
     get destroyed () { return sock.destroyed || !current() },
     transports: st.transports,
@@ -83,7 +87,10 @@ export function chainHost (sock: FsSocket): ChainHost {
       const s = sock as unknown as { _parent: unknown, _handle: unknown }
       return !!(s._parent || s._handle)
     },
-    emit: (event, payload) => sock.emit(event, payload),
+    emit: (event, payload) => {
+      if (event === 'transportAttempt' && perfStart === null) perfStart = startConnectEntry()
+      return sock.emit(event, payload)
+    },
     once: (event, cb) => sock.once(event, cb),
     destroy: err => sock.destroy(err),
     beginConnecting () {
@@ -92,7 +99,11 @@ export function chainHost (sock: FsSocket): ChainHost {
       sock._unrefTimer()
     },
     nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookups, attempted) => current() ? adoptChannel(sock, ch, lookups, attempted) : discardChannel(ch)
+    adopt: (ch, lookups, attempted) => {
+      if (!current()) return discardChannel(ch)
+      adoptChannel(sock, ch, lookups, attempted)
+      if (perfStart !== null && !sock.destroyed) recordConnectEntry(perfStart, sock.remoteAddress, sock.remotePort)
+    }
   }
 }
 
