@@ -19,11 +19,9 @@ import { performance, PerformanceEntry, PerformanceObserver } from 'perf_hooks'
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type Observer = PerformanceObserver & Record<symbol, AnyFn>
 
-/** Observers watching 'net' (observe() asked for it, no disconnect() since). */
-const netObservers = new Set<Observer>()
 const kMaybeBuffer = Object.getOwnPropertySymbols(PerformanceObserver.prototype).find(s => s.description === 'kMaybeBuffer')
-/** Marks the prototype as wrapped (a second copy of fastsock in the process wraps it once). */
-const kWrapped = Symbol.for('fastsock.perf.observe')
+/** Where the wrapped prototype keeps the set (Symbol.for: a second copy of fastsock shares it). */
+const kNetObservers = Symbol.for('fastsock.perf.netObservers')
 
 function asksForNet (options: unknown): boolean {
   const o = options as { type?: unknown, entryTypes?: unknown } | null
@@ -31,32 +29,40 @@ function asksForNet (options: unknown): boolean {
   return o.type === 'net' || (Array.isArray(o.entryTypes) && o.entryTypes.includes('net'))
 }
 
-if (kMaybeBuffer !== undefined && !(kWrapped in PerformanceObserver.prototype)) {
+/** Wraps observe/disconnect once per process; returns the set of observers watching 'net'. */
+function trackNetObservers (): Set<Observer> {
   const proto = PerformanceObserver.prototype as unknown as Record<string | symbol, unknown>
+  const known = proto[kNetObservers] as Set<Observer> | undefined
+  if (known !== undefined) return known
+  const observers = new Set<Observer>()
   const observe = proto.observe as AnyFn
   const disconnect = proto.disconnect as AnyFn
-  Object.defineProperty(proto, kWrapped, { value: true })
+  Object.defineProperty(proto, kNetObservers, { value: observers })
   // Names and lengths as Node's, so the wrappers look like the methods they wrap.
   Object.defineProperty(proto, 'observe', {
     ...Object.getOwnPropertyDescriptor(proto, 'observe'),
     value: { observe (this: Observer, ...args: unknown[]) {
       const r = observe.apply(this, args)
-      if (asksForNet(args[0])) netObservers.add(this)
-      else if (Array.isArray((args[0] as { entryTypes?: unknown } | undefined)?.entryTypes)) netObservers.delete(this) // replaces the types
+      if (asksForNet(args[0])) observers.add(this)
+      else if (Array.isArray((args[0] as { entryTypes?: unknown } | undefined)?.entryTypes)) observers.delete(this) // replaces the types
       return r
     } }.observe
   })
   Object.defineProperty(proto, 'disconnect', {
     ...Object.getOwnPropertyDescriptor(proto, 'disconnect'),
     value: { disconnect (this: Observer, ...args: unknown[]) {
-      netObservers.delete(this)
+      observers.delete(this)
       return disconnect.apply(this, args)
     } }.disconnect
   })
+  return observers
 }
 
+/** Observers watching 'net' (observe() asked for it, no disconnect() since); none where Node has no kMaybeBuffer. */
+const netObservers: Set<Observer> = kMaybeBuffer !== undefined ? trackNetObservers() : new Set()
+
 /** Whether a connect now would be recorded (Node's `hasObserver('net')`). */
-export function netObserved (): boolean {
+function netObserved (): boolean {
   return netObservers.size > 0
 }
 
