@@ -58,6 +58,19 @@ export function reinitialize (sock: FsSocket): void {
   self._undestroy()
 }
 
+/**
+ * What Node's `_destroy` does to the idle timer (`setTimeout()`) of the socket and its parents:
+ * clears it, so that a late `_unrefTimer()` (a write or read completing after destroy()) cannot
+ * re-arm it and emit 'timeout' on a destroyed socket. `setTimeout(0)` does nothing once the socket
+ * is destroyed. The timer sits under Node's `kTimeout` symbol (description 'timeout').
+ */
+export function clearIdleTimer (sock: net.Socket): void {
+  for (let s: (net.Socket & { _parent?: net.Socket | null }) | null | undefined = sock; s; s = s._parent) {
+    const kTimeout = nodeSymbol(s, 'timeout')
+    if (kTimeout) clearTimeout((s as unknown as Record<symbol, NodeJS.Timeout | null>)[kTimeout] ?? undefined)
+  }
+}
+
 /** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
 function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
   sock.transport = transport
