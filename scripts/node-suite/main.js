@@ -5,9 +5,11 @@
  * (from Debian's nodejs source package, see fetch.js), each run plain, with the preload on the
  * default chain, and with the preload and FASTSOCK_TRANSPORTS=unix,tcp (run.js). Prints the
  * differences (files that pass plain and fail or hang with the preload) as a table with the rungs
- * that carried each file's connections, the counts, and writes every result as JSON. Exits 1 when
- * a file regresses that is not in test/node-suite/out-of-scope.json (each entry names its reason),
- * 2 when the run itself failed. See docs/node-suite.md.
+ * that carried each file's connections, the counts, and writes every result as JSON. A file that
+ * fails or hangs with the preload runs again (--retries) and, failing every time, plain once more.
+ * Exits 1 when a file regresses (passes plain, fails with the preload every time) that is not in
+ * test/node-suite/out-of-scope.json or open-regressions.json (each entry names its reason), 2 when
+ * the run itself failed. See docs/node-suite.md.
  */
 const fs = require('fs')
 const path = require('path')
@@ -29,8 +31,10 @@ const FAST = r => r !== 'tcp' && r !== 'pipe' && r !== 'none'
  * that run passed too.
  */
 const passesPlain = r => (r.plain?.status ?? 'pass') === 'pass' && (r.plainAgain?.status ?? 'pass') === 'pass'
+/** The file is in open-regressions.json for configuration `c`. */
+const openFor = (r, c) => r.open !== null && r.open.configs.includes(c)
 /** The file's failure in configuration `c` does not count (out of scope, or listed open for `c`). */
-const listed = (r, c) => r.outOfScope !== null || (r.open !== null && r.open.configs.includes(c))
+const listed = (r, c) => r.outOfScope !== null || openFor(r, c)
 const LABEL = { plain: 'plain', default: 'default', unix: 'unix,tcp' }
 
 const program = new Command()
@@ -166,7 +170,7 @@ function summarize (files, results, configs) {
     }
     if (CONFIGS[c].preload) {
       const reg = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && passesPlain(results[f]))
-      const isOpen = f => results[f].open !== null && results[f].open.configs.includes(c)
+      const isOpen = f => openFor(results[f], c)
       s.failsPlainAgain = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && results[f].plain?.status === 'pass' && !passesPlain(results[f]))
       s.regressions = reg.filter(f => !results[f].outOfScope && !isOpen(f))
       s.regressionsOpen = reg.filter(f => !results[f].outOfScope && isOpen(f))
