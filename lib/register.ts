@@ -31,6 +31,7 @@ import net = require('net')
 import * as nodeModule from 'module'
 import * as fs from 'fs'
 import * as diagnostics from 'diagnostics_channel'
+import * as os from 'os'
 import { native, loadError } from './native'
 import { Socket, installHasInstance } from './socket'
 import { listen2, close } from './server'
@@ -133,6 +134,14 @@ function patch (): void {
     }
   }
 
+  // TLS over a socket without a kernel handle writes through Node's JSStreamSocket (TLSSocket's
+  // `_wrapHandle(wrap)` gets it as `wrap`, with the socket as its `stream`).
+  const wrapHandle = tp._wrapHandle
+  tp._wrapHandle = function (this: unknown, wrap: { stream?: unknown } | null, ...rest: unknown[]) {
+    if (wrap !== null && typeof wrap === 'object' && wrap.stream instanceof Socket) failWritesAfterEnd(wrap as unknown as JsStreamSocket)
+    return wrapHandle.call(this, wrap, ...rest)
+  }
+
   guardChildProcessSend()
   const log = process.env.FASTSOCK_TRANSPORT_LOG
   if (log) logTransports(log)
@@ -197,6 +206,27 @@ function tlsConnect (nodeTlsConnect: AnyFn, args: unknown[]): unknown {
   tlssock.once('close', () => socket.destroy())
   socket.on('error', err => { if (tlssock.destroyed) debug('register', 'tls: inner socket error after close: %s', err.message) })
   return tlssock
+}
+
+/** The part of Node's JSStreamSocket (internal/js_stream_socket) failWritesAfterEnd touches. */
+interface JsStreamSocket { stream: import('net').Socket, doWrite (req: unknown, bufs: unknown[]): number }
+
+/** libuv's UV_EPIPE (negative errno). */
+const UV_EPIPE = -os.constants.errno.EPIPE
+
+/**
+ * TLSWrap writes records after its own shutdown (a client that `end()`s before the handshake is
+ * done still sends its Finished). To a kernel handle, shut down for writing, such a write fails
+ * at once with EPIPE (`uv_write`), which TLSWrap ignores after a shutdown; through JSStreamSocket
+ * it reached the ended socket's `write()`, whose ERR_STREAM_WRITE_AFTER_END became an 'error' on
+ * the TLSSocket. Here it fails as libuv's does: JSStreamSocket's `doWrite` returns the error code,
+ * which TLSWrap gets as the write's synchronous result; the socket never sees the write.
+ */
+function failWritesAfterEnd (jss: JsStreamSocket): void {
+  const doWrite = jss.doWrite
+  jss.doWrite = function (this: JsStreamSocket, req: unknown, bufs: unknown[]): number {
+    return this.stream.writableEnded ? UV_EPIPE : doWrite.call(this, req, bufs)
+  }
 }
 
 /** Why `handle` cannot be passed to another process, or null (Node handles everything else). */

@@ -23,7 +23,7 @@ import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
 import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { initFastsock, chainHost, reinitialize } from './socket/connect'
+import { initFastsock, chainHost, reinitialize, clearIdleTimer } from './socket/connect'
 import { installAccessors, asBuffer } from './socket/accessors'
 import { drainBuffered } from './socket/drain'
 
@@ -120,7 +120,7 @@ export class SocketImpl extends NodeSocket {
       self.resetAndClosing = false
     }
     ;(this as unknown as { connecting: boolean }).connecting = false
-    this.setTimeout(0)
+    clearIdleTimer(this)
     cb(err)
     setImmediate(() => this.emit('close', !!err))
     if (self._server) {

@@ -11,6 +11,7 @@ import { originals } from '../originals'
 import { kState, applyChannel, newState } from './state'
 import type { PreparedOptions } from './options'
 import { adoptChannel, attachEndpoint, AdoptingSocket, nodeSymbol } from './adopt'
+import { startConnectEntry, recordConnectEntry } from './perf'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type FsSocket = AdoptingSocket & { transport: TransportName | null }
@@ -57,6 +58,19 @@ export function reinitialize (sock: FsSocket): void {
   self._undestroy()
 }
 
+/**
+ * What Node's `_destroy` does to the idle timer (`setTimeout()`) of the socket and its parents:
+ * clears it, so that a late `_unrefTimer()` (a write or read completing after destroy()) cannot
+ * re-arm it and emit 'timeout' on a destroyed socket. `setTimeout(0)` does nothing once the socket
+ * is destroyed. The timer sits under Node's `kTimeout` symbol (description 'timeout').
+ */
+export function clearIdleTimer (sock: net.Socket): void {
+  for (let s: (net.Socket & { _parent?: net.Socket | null }) | null | undefined = sock; s; s = s._parent) {
+    const kTimeout = nodeSymbol(s, 'timeout')
+    if (kTimeout) clearTimeout((s as unknown as Record<symbol, NodeJS.Timeout | null>)[kTimeout] ?? undefined)
+  }
+}
+
 /** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
 function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
   sock.transport = transport
@@ -74,6 +88,9 @@ export function chainHost (sock: FsSocket): ChainHost {
   const st = sock[kState]
   // A connect() after the socket was destroyed and reused (reinitialize) ends this one's chain.
   const current = (): boolean => sock[kState] === st
+  // The 'net' PerformanceEntry (./perf): from the first rung's attempt, as Node's from its
+  // handle's connect; recorded at adoption (Node's own connect records its own).
+  let perfStart: number | null = null
   return {
     get destroyed () { return sock.destroyed || !current() },
     transports: st.transports,
@@ -84,7 +101,10 @@ export function chainHost (sock: FsSocket): ChainHost {
       const s = sock as unknown as { _parent: unknown, _handle: unknown }
       return !!(s._parent || s._handle)
     },
-    emit: (event, payload) => sock.emit(event, payload),
+    emit: (event, payload) => {
+      if (event === 'transportAttempt' && perfStart === null) perfStart = startConnectEntry()
+      return sock.emit(event, payload)
+    },
     once: (event, cb) => sock.once(event, cb),
     destroy: err => sock.destroy(err),
     beginConnecting () {
@@ -93,7 +113,11 @@ export function chainHost (sock: FsSocket): ChainHost {
       sock._unrefTimer()
     },
     nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookups, attempted) => current() ? adoptChannel(sock, ch, lookups, attempted) : discardChannel(ch)
+    adopt: (ch, lookups, attempted) => {
+      if (!current()) return discardChannel(ch)
+      adoptChannel(sock, ch, lookups, attempted)
+      if (perfStart !== null && !sock.destroyed) recordConnectEntry(perfStart, sock.remoteAddress, sock.remotePort)
+    }
   }
 }
 

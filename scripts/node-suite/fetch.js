@@ -16,7 +16,8 @@
 const fs = require('fs')
 const path = require('path')
 const crypto = require('crypto')
-const { execFileSync } = require('child_process')
+const { execFileSync, spawnSync } = require('child_process')
+const apt = require('../apt')
 const { Readable } = require('stream')
 const { pipeline } = require('stream/promises')
 
@@ -230,6 +231,17 @@ async function resolveSource (major, { tmp, log, mirror, suite }) {
   throw new Error(`no nodejs ${major}.x source package in ${list.map(c => c.suite).join(', ')}`)
 }
 
+/** The tools the fetch runs, by their Debian package (xz-utils is not in a minimal install). */
+const TOOLS = { xz: 'xz-utils', gpgv: 'gpgv', tar: 'tar' }
+
+/** Installs the missing tools with apt-get (as root, as CI runs); throws saying why it cannot. */
+function ensureTools () {
+  const missing = Object.keys(TOOLS).filter(tool => spawnSync(tool, ['--version'], { stdio: 'ignore' }).status !== 0)
+  if (missing.length === 0) return
+  const why = apt.ensurePackages(missing.map(tool => TOOLS[tool]))
+  if (why !== null) throw new Error(`node-suite: ${missing.join(', ')} not found: ${why}`)
+}
+
 /**
  * Makes sure Node's test files for this Node major are in the cache; returns `{ root, source }`:
  * `root` holds test/common, test/fixtures and test/parallel; `source` says where they came from
@@ -244,6 +256,7 @@ async function ensureTests (cacheDir, { log = console.error } = {}) {
     const root = path.join(base, upstreamOf(source.version))
     if (fs.existsSync(path.join(root, '.complete'))) return { root, source }
   }
+  ensureTools()
   fs.mkdirSync(base, { recursive: true })
   const tmp = fs.mkdtempSync(path.join(base, 'tmp-'))
   try {

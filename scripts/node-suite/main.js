@@ -5,9 +5,11 @@
  * (from Debian's nodejs source package, see fetch.js), each run plain, with the preload on the
  * default chain, and with the preload and FASTSOCK_TRANSPORTS=unix,tcp (run.js). Prints the
  * differences (files that pass plain and fail or hang with the preload) as a table with the rungs
- * that carried each file's connections, the counts, and writes every result as JSON. Exits 1 when
- * a file regresses that is not in test/node-suite/out-of-scope.json (each entry names its reason),
- * 2 when the run itself failed. See docs/node-suite.md.
+ * that carried each file's connections, the counts, and writes every result as JSON. A file that
+ * fails or hangs with the preload runs again (--retries) and, failing every time, plain once more.
+ * Exits 1 when a file regresses (passes plain, fails with the preload every time) that is not in
+ * test/node-suite/out-of-scope.json or open-regressions.json (each entry names its reason), 2 when
+ * the run itself failed. See docs/node-suite.md.
  */
 const fs = require('fs')
 const path = require('path')
@@ -23,6 +25,16 @@ const OUT_OF_SCOPE = path.join(REPO, 'test/node-suite/out-of-scope.json')
 // list only shrinks.
 const OPEN = path.join(REPO, 'test/node-suite/open-regressions.json')
 const FAST = r => r !== 'tcp' && r !== 'pipe' && r !== 'none'
+/**
+ * A file passes plain when its plain run passed (none this time and none cached: taken as
+ * passing) and, when it was run plain again (main: a regression that never passed on a retry),
+ * that run passed too.
+ */
+const passesPlain = r => (r.plain?.status ?? 'pass') === 'pass' && (r.plainAgain?.status ?? 'pass') === 'pass'
+/** The file is in open-regressions.json for configuration `c`. */
+const openFor = (r, c) => r.open !== null && r.open.configs.includes(c)
+/** The file's failure in configuration `c` does not count (out of scope, or listed open for `c`). */
+const listed = (r, c) => r.outOfScope !== null || openFor(r, c)
 const LABEL = { plain: 'plain', default: 'default', unix: 'unix,tcp' }
 
 const program = new Command()
@@ -32,7 +44,7 @@ const program = new Command()
   .option('--config <names>', 'configurations to run, comma-separated: plain, default, unix', 'plain,default,unix')
   .option('--jobs <n>', 'files run at a time', v => parseInt(v, 10), 2)
   .option('--timeout <s>', 'per-file timeout in seconds (a hang past it counts as "hang")', v => parseFloat(v), 30)
-  .option('--retries <n>', 'runs again a file that failed with the preload and passed plain, this many times; passing then marks it flaky (hangs are not run again)', v => parseInt(v, 10), 1)
+  .option('--retries <n>', 'runs again a file that failed or hung with the preload and passed plain, up to this many times; passing then marks it flaky. One still failing is run plain again: failing there too, it is not a regression', v => parseInt(v, 10), 2)
   .option('--json <file>', 'where to write the results (default: <cache>/results.json)')
   .option('--cache <dir>', 'cache directory (default: FASTSOCK_NODE_SUITE_CACHE, else node_modules/.cache/fastsock-node-suite)')
   .option('--quiet', 'no per-run lines')
@@ -100,19 +112,30 @@ async function main () {
       else if (!opts.quiet && done % 100 === 0) console.error(`[${done}/${jobs.length}] ${((Date.now() - started) / 1000).toFixed(0)} s`)
     })
     if (plainPrev) for (const f of files) if (plainPrev[f]) results[f].plain = plainPrev[f]
-    // A failing regression gets opts.retries more runs; passing once then marks it flaky. A hang
-    // is not run again: the timeout is twice the slowest passing file's run.
+    // A regression (failed or hung with the preload, passed plain) gets opts.retries more runs:
+    // passing once marks it flaky (a timing failure on a loaded machine), not a regression. One
+    // that never passes is run plain again: failing there too, the failure is Node's own
+    // flakiness (or this host's), not the preload's, and does not count either.
     const preloadConfigs = configs.filter(c => CONFIGS[c].preload)
-    const regressed = (f, c) => results[f][c].status === 'fail' && (results[f].plain?.status ?? 'pass') === 'pass'
+    // Listed files are not run again: their failure does not count either way.
+    const regressed = (f, c) => results[f][c].status !== 'pass' && passesPlain(results[f]) && !listed(results[f], c)
     const again = preloadConfigs.flatMap(c => files.filter(f => regressed(f, c)).map(f => [f, c]))
     for (let i = 0; i < opts.retries && again.length; i++) {
-      if (!opts.quiet) console.error(`node-suite: running ${again.length} regressions again`)
-      const passed = []
+      if (!opts.quiet) console.error(`node-suite: running ${again.length} regression(s) again (retry ${i + 1} of ${opts.retries})`)
+      const passed = new Set()
       await pool(again, opts.jobs, async ([file, config], slot) => {
         const r = await runOne(file, config, slot)
-        if (r.status === 'pass') { results[file][config] = { ...r, flaky: results[file][config] }; passed.push(file + config) }
+        if (r.status === 'pass') { results[file][config] = { ...r, flaky: results[file][config] }; passed.add(file + '\0' + config) }
       })
-      again.splice(0, again.length, ...again.filter(([f, c]) => !passed.includes(f + c)))
+      again.splice(0, again.length, ...again.filter(([f, c]) => !passed.has(f + '\0' + c)))
+    }
+    const recheck = [...new Set(again.map(([f]) => f))]
+    if (recheck.length) {
+      if (!opts.quiet) console.error(`node-suite: running ${recheck.length} file(s) plain again`)
+      await pool(recheck, opts.jobs, async (file, slot) => {
+        const r = await runOne(file, 'plain', slot)
+        results[file].plainAgain = r
+      })
     }
   } finally {
     fs.rmSync(testDir, { recursive: true, force: true })
@@ -146,8 +169,9 @@ function summarize (files, results, configs) {
       if (r.status === 'hang') s.hangKinds[r.hang]++
     }
     if (CONFIGS[c].preload) {
-      const reg = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && (results[f].plain?.status ?? 'pass') === 'pass')
-      const isOpen = f => results[f].open !== null && results[f].open.configs.includes(c)
+      const reg = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && passesPlain(results[f]))
+      const isOpen = f => openFor(results[f], c)
+      s.failsPlainAgain = files.filter(f => results[f][c] && results[f][c].status !== 'pass' && results[f].plain?.status === 'pass' && !passesPlain(results[f]))
       s.regressions = reg.filter(f => !results[f].outOfScope && !isOpen(f))
       s.regressionsOpen = reg.filter(f => !results[f].outOfScope && isOpen(f))
       s.regressionsOutOfScope = reg.filter(f => results[f].outOfScope)
@@ -173,10 +197,11 @@ function printReport (files, results, configs, summary, wallS) {
   const style = process.stdout.isTTY ? {} : { style: { head: [], border: [] } }
   const preload = configs.filter(c => CONFIGS[c].preload)
   const diff = files.filter(f => preload.some(c => results[f][c] && (results[f][c].status !== 'pass' || results[f][c].flaky) && results[f].plain?.status === 'pass'))
+  const plainCell = r => r.plainAgain && r.plainAgain.status !== 'pass' ? `pass, then ${cell(r.plainAgain)}` : cell(r.plain)
   if (diff.length) {
     const t = new Table({ ...style, head: ['file', 'plain', ...preload.map(c => LABEL[c]), 'rungs (' + preload.map(c => LABEL[c]).join(' / ') + ')', 'out of scope'] })
     for (const f of diff) {
-      t.push([f, cell(results[f].plain), ...preload.map(c => cell(results[f][c])),
+      t.push([f, plainCell(results[f]), ...preload.map(c => cell(results[f][c])),
         preload.map(c => rungText(results[f][c]?.rungs)).join(' / '), results[f].outOfScope ? 'yes' : ''])
     }
     console.log('Files that pass plain and not with the preload (or only on a retry):')
@@ -189,6 +214,7 @@ function printReport (files, results, configs, summary, wallS) {
   row('fail', s => s.fail)
   row('hang (no-exit / stuck / killed)', s => `${s.hang} (${s.hangKinds['no-exit']} / ${s.hangKinds.stuck} / ${s.hangKinds.killed})`)
   row('pass only on a retry (flaky)', s => s.flaky)
+  row('fail with the preload, then plain too (Node\'s flakiness: not counted)', s => s.failsPlainAgain ? s.failsPlainAgain.length : '')
   row('new regressions (not listed)', s => s.regressions ? s.regressions.length : '')
   row('open regressions (listed, issue 10)', s => s.regressionsOpen ? s.regressionsOpen.length : '')
   row('regressions out of scope', s => s.regressionsOutOfScope ? s.regressionsOutOfScope.length : '')
@@ -198,6 +224,7 @@ function printReport (files, results, configs, summary, wallS) {
   console.log(`wall time: ${wallS.toFixed(0)} s`)
   for (const [c, s] of Object.entries(summary.per)) {
     for (const f of s.openNowPassing ?? []) console.log(`passes again on ${LABEL[c]}: ${f} (remove it from test/node-suite/open-regressions.json)`)
+    for (const f of s.failsPlainAgain ?? []) console.log(`not counted on ${LABEL[c]}: ${f} (failed plain too when run again)`)
     for (const f of s.regressions ?? []) console.log(`new regression on ${LABEL[c]}: ${f}`)
   }
   const inScope = summary.regressionsInScope

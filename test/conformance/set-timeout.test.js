@@ -53,3 +53,30 @@ forEachRung(t, async (t, rung) => {
     t.equal(fired, false)
   })
 })
+
+// A destroyed socket's idle timer is cleared, as Node's _destroy clears it: I/O that completes
+// after destroy() refreshes the timer (`_unrefTimer()`, as the stream does on every read and
+// write), which must not bring 'timeout' back (http's server would see a second 'timeout' for a
+// socket it already destroyed: Node's test-http-set-timeout-server.js).
+forEachRung(t, async (t, rung) => {
+  for (const when of ['before it fired', "in its 'timeout' listener"]) {
+    t.test(`destroy() ${when}: no 'timeout' after it`, async t => {
+      for (const name of ['client', 'server side']) {
+        // A pair per side: destroying one end ends the other.
+        const { client, serverSocket } = await pair(rung, { t })
+        const s = name === 'client' ? client : serverSocket
+        let fired = 0
+        s.on('timeout', () => {
+          fired++
+          s.destroy()
+        })
+        s.setTimeout(20)
+        if (when === 'before it fired') s.destroy()
+        else await once(s, 'timeout', 3000)
+        s._unrefTimer() // what a read or write completing now does
+        await sleep(100)
+        t.equal(fired, when === 'before it fired' ? 0 : 1, `${name}: 'timeout' ${when === 'before it fired' ? 'never' : 'once'}`)
+      }
+    })
+  }
+})

@@ -138,3 +138,58 @@ t.test('runFile: flags, exit codes, a hang and its process group, the rungs', as
   const unix = await run('test-connect.js', 'unix')
   t.same(unix.rungs, { unix: 2 }, 'FASTSOCK_TRANSPORTS=unix,tcp: the unix rung')
 })
+
+t.test('main: a failure with the preload counts only when retries fail and the file passes plain again', async t => {
+  const { spawnSync } = require('child_process')
+  const major = process.versions.node.split('.')[0]
+  // Each file counts its runs per mode (FASTSOCK_TRANSPORT_LOG is set only with the preload).
+  const counting = body => [
+    "const fs = require('fs'); const path = require('path')",
+    "const preload = !!process.env.FASTSOCK_TRANSPORT_LOG",
+    "const mark = path.join(process.env.NS_MARK_DIR, path.basename(__filename) + (preload ? '.preload' : '.plain'))",
+    "const n = fs.existsSync(mark) ? Number(fs.readFileSync(mark, 'utf8')) + 1 : 1",
+    'fs.writeFileSync(mark, String(n))',
+    body
+  ].join('\n')
+  const cache = t.testdir({
+    [`node-${major}`]: {
+      'source.json': JSON.stringify({ version: `${major}.99.0+dfsg-1`, suite: 'test' }),
+      [`${major}.99.0+dfsg`]: {
+        '.complete': '',
+        test: {
+          parallel: {
+            'test-net-always.js': counting('if (preload) process.exitCode = 1'),
+            'test-net-flaky.js': counting('if (preload && n === 1) process.exitCode = 1'),
+            'test-net-flaky-plain.js': counting('if (preload || n > 1) process.exitCode = 1'),
+            'test-http-fine.js': counting('')
+          }
+        }
+      }
+    },
+    marks: {}
+  })
+  const marks = path.join(cache, 'marks')
+  const count = (file, mode) => Number(fs.readFileSync(path.join(marks, `${file}.${mode}`), 'utf8'))
+  const json = path.join(cache, 'results.json')
+  const main = filter => spawnSync(process.execPath, [path.join(__dirname, '../../scripts/node-suite/main.js'),
+    '--cache', cache, '--config', 'plain,default', '--retries', '2', '--timeout', '20', '--json', json, '--quiet', ...(filter ? ['--filter', filter] : [])],
+  { env: { ...process.env, NS_MARK_DIR: marks }, encoding: 'utf8' })
+
+  const r = main(null)
+  if (!t.equal(r.status, 1, 'a regression: exit 1')) t.comment(r.stdout + r.stderr)
+  t.match(r.stdout, /new regression on default: test-net-always\.js/)
+  t.notMatch(r.stdout, /new regression on default: test-net-flaky/)
+  const { files } = JSON.parse(fs.readFileSync(json, 'utf8'))
+  t.equal(count('test-net-always.js', 'preload'), 3, 'run, then 2 retries')
+  t.equal(count('test-net-always.js', 'plain'), 2, 'and plain again')
+  t.match(files['test-net-always.js'], { default: { status: 'fail' }, plainAgain: { status: 'pass' } })
+  t.equal(count('test-net-flaky.js', 'preload'), 2, 'passing on the first retry ends the retries')
+  t.match(files['test-net-flaky.js'].default, { status: 'pass', flaky: { status: 'fail' } })
+  t.match(files['test-net-flaky-plain.js'], { plain: { status: 'pass' }, plainAgain: { status: 'fail' } }, 'failing plain too when run again: not counted')
+  t.match(r.stdout, /not counted on default: test-net-flaky-plain\.js/)
+  t.equal(count('test-http-fine.js', 'preload'), 1)
+
+  const ok = main('flaky,fine')
+  if (!t.equal(ok.status, 0, 'no regression: exit 0')) t.comment(ok.stdout + ok.stderr)
+  t.match(ok.stdout, /OK: no regression/)
+})
