@@ -10,7 +10,6 @@
 
 #include <algorithm>
 
-#include "clock.h"
 #include "stream_state.h"
 
 namespace fastsock {
