@@ -16,7 +16,7 @@ export function validRingBytes (v: unknown): v is number {
 
 /**
  * Default cap (µs) of the adaptive busy-polling window of an endpoint that joins its loop's
- * progress engine (capability `adaptivePolling`: shm). docs/polling.md says how it was chosen.
+ * progress engine (capability `adaptivePolling`: shm, verbs). docs/polling.md says how it was chosen.
  */
 export const DEFAULT_POLL_WINDOW_US = 200
 

@@ -30,7 +30,7 @@ export interface ServerOptions extends net.ServerOpts {
   sameUidOnly?: boolean
   /** How long a side-channel client may take to say HELLO, in ms (default 2000). */
   handshakeTimeoutMs?: number
-  /** shm connections accepted here: cap of the adaptive polling window in µs, default 200 (see SocketOptions.shmPollUs). */
+  /** shm and verbs connections accepted here: cap of the adaptive polling window in µs, default 200 (see SocketOptions.shmPollUs). */
   shmPollUs?: number
 }
 

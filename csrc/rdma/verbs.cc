@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "ip_addr.h"
 #include "loop_util.h"
+#include "progress.h"
 #include "rdma/lib.h"
 #include "rdma/verbs/conn.h"
 #include "rdma/verbs/listener.h"
@@ -168,6 +169,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
                            InstanceMethod("unref", &VerbsEndpoint::Unref),
                            InstanceMethod("counters", &VerbsEndpoint::Counters),
                            InstanceMethod("setPollUs", &VerbsEndpoint::SetPollUs),
+                           InstanceMethod("pollStats", &VerbsEndpoint::PollStats),
                            InstanceMethod("setOnEvent", &VerbsEndpoint::SetOnEvent),
                            InstanceMethod("stats", &VerbsEndpoint::Stats),
                        });
@@ -181,6 +183,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
     async_ = std::make_unique<Napi::AsyncContext>(info.Env(), "FASTSOCK_VERBS");
     conn_->on_event = [this] { Notify(); };
     conn_->allocator = this;
+    conn_->SetEngine(ProgressEngine::ForEnv(info.Env()));  // null (EMFILE): never polls
     env_ = info.Env();
     napi_add_env_cleanup_hook(env_, CleanupHook, this);
   }
@@ -279,10 +282,29 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
     a.Set(1u, static_cast<double>(conn_->bytes_read_));
     return a;
   }
+  // setPollUs(us): the cap of the polling window in µs, in [0, 1e6]; 0 (the default) never polls.
+  // TypeError / RangeError otherwise.
   Napi::Value SetPollUs(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "setPollUs(us)");
-    conn_->SetPollUs(info[0].As<Napi::Number>().DoubleValue());
+    double us = info[0].As<Napi::Number>().DoubleValue();
+    if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
+    conn_->SetPollUs(us);
     return info.Env().Undefined();
+  }
+  // pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }, as the shm
+  // endpoint's (docs/polling.md, "Counters").
+  Napi::Value PollStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    const PollWindow& w = conn_->poll_window;
+    o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
+    o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
+    o.Set("hot", conn_->hot_index >= 0);
+    o.Set("hits", static_cast<double>(w.hits));
+    o.Set("misses", static_cast<double>(w.misses));
+    o.Set("spinNs", static_cast<double>(w.spin_ns));
+    o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
+    return o;
   }
   Napi::Value SetOnEvent(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "setOnEvent(fn)");

@@ -7,13 +7,14 @@
 //               (the reader's typed array when one is waiting), zero copies; the registration
 //               cache keeps hot buffers registered.
 // Completions arrive on a completion channel whose fd sits on a uv_poll; with setPollUs(us) > 0
-// the loop polls the CQ for up to `us` after each wake-up before it sleeps again (iodev's
-// polling-then-blocking receive, for short messages). RDMA CM events (disconnect) have their
-// own channel fd on a uv_poll.
+// a waiting connection is first busy-polled (ibv_poll_cq) by its loop's progress engine for a
+// window learned per connection, at most `us`, before it arms the CQ and sleeps on the channel
+// (csrc/progress.h, docs/polling.md; lib/ passes shmPollUs, 200 unless set). RDMA CM events
+// (disconnect) have their own channel fd on a uv_poll.
 //
 // Files: the protocol core has no N-API: verbs/conn.h (one connection: set-up in conn.cc, the
-// data path in protocol.cc; the contracts of the data-path calls), verbs/listener.h, verbs/regcache.h,
-// verbs/options.h. verbs.cc is the JS face (N-API only there).
+// data path in protocol.cc, its waits in polling.cc; the contracts of the data-path calls),
+// verbs/listener.h, verbs/regcache.h, verbs/options.h. verbs.cc is the JS face (N-API only there).
 //
 // JS faces (see lib/native.ts for the shapes; errors carry code, errno and syscall, or code
 // ERR_FASTSOCK_NO_RDMA when rdma-core cannot be loaded):
@@ -21,7 +22,7 @@
 //   new VerbsListener(addr, port, iwarpPort, backlog, options, onconnection(endpoint, info))
 //   VerbsEndpoint: the ShmEndpoint surface the stream pump drives (write, readInto, read,
 //   readable, writable, armRead, armWrite, state, shutdown, close, ref, unref, counters,
-//   setPollUs) plus setOnEvent(fn) and stats().
+//   setPollUs) plus pollStats() (as shm's), setOnEvent(fn) and stats().
 #pragma once
 #include <napi.h>
 

@@ -19,12 +19,12 @@ export interface SocketOptions extends net.SocketConstructorOpts {
   /** shm ring size per direction in bytes, a power of two (default 1 MiB or FASTSOCK_SHM_RING_BYTES). */
   shmRingBytes?: number
   /**
-   * shm: the cap, in µs, of the adaptive busy-polling window: a waiting connection is polled by
-   * its event loop's progress engine for a window learned from its recent wait times (KVM
-   * haltpoll's x2/÷2 rule) before it sleeps on its doorbell, under a per-process CPU cap
-   * (docs/polling.md). Default 200 (DEFAULT_POLL_WINDOW_US), or FASTSOCK_SHM_POLL_US; 0 never
-   * spins. In [0, 1e6], else RangeError ERR_OUT_OF_RANGE. (verbs: a fixed poll after each
-   * wake-up, default 0.)
+   * shm and verbs: the cap, in µs, of the adaptive busy-polling window: a waiting connection is
+   * polled (its ring, its completion queue) by its event loop's progress engine for a window
+   * learned from its recent wait times (KVM haltpoll's x2/÷2 rule) before it sleeps on its
+   * doorbell, under a per-process CPU cap (docs/polling.md). Default 200
+   * (DEFAULT_POLL_WINDOW_US), or FASTSOCK_SHM_POLL_US; 0 never spins. In [0, 1e6], else
+   * RangeError ERR_OUT_OF_RANGE.
    */
   shmPollUs?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */

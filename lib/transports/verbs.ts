@@ -15,7 +15,9 @@
  * Configuration (process environment, read once): FASTSOCK_VERBS_EAGER_BYTES (16384),
  * FASTSOCK_VERBS_CREDITS (32 receive buffers), FASTSOCK_RNDV_THRESHOLD (bytes; default chosen per
  * connection from the measured copy bandwidth and connection round trip),
- * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000).
+ * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000). Busy polling
+ * as on shm: `shmPollUs` (socket and server option) or FASTSOCK_SHM_POLL_US caps the window, 200 µs
+ * unless set, 0 never polls.
  */
 import * as net from 'net'
 import { native, nativeMissingReason, VerbsEndpointNative, VerbsInfo } from '../native'
@@ -76,8 +78,12 @@ function view (info: VerbsInfo, localPort: number | null, remotePort: number | n
   }
 }
 
-/** Protocol counters (`stats()`), no shared ring. */
-const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, stats: true })
+/**
+ * Protocol counters (`stats()`), no shared ring; a waiting connection is busy-polled (its
+ * completion queue) by its loop's progress engine before it sleeps, as shm's ring is
+ * (`shmPollUs` caps the window, docs/polling.md).
+ */
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, stats: true, adaptivePolling: true })
 
 function verbsChannel (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: number | null, listenPort: number | null): Channel {
   return channel({ transport: 'verbs', endpoint: ep, bindEvents: fn => ep.setOnEvent(fn), view: view(info, listenPort, dialedPort), caps: CAPS })

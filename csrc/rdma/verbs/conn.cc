@@ -169,6 +169,7 @@ bool Conn::SetupQp(SetupError* err) {
     *err = {rc, "ibv_req_notify_cq", "ibv_req_notify_cq failed"};
     return false;
   }
+  cq_armed_ = true;
   cq_poll_ = WatchReadable(loop_, comp_->fd, this, [](uv_poll_t* h, int, int) {
     if (h->data) static_cast<Conn*>(h->data)->OnCq();
   });
@@ -252,7 +253,8 @@ void Conn::HandleCm(rdma_cm_event* ev) {
       if (DebugOn()) fprintf(stderr, "fastsock %d verbs: %s\n", getpid(), L_->rdma_event_str(type));
       if (!closed_) ProcessCq();  // bytes that arrived before the disconnect come first
       peer_gone_ = true;
-      Notify();
+      Deliver(true);
+      Settle();
       return;
     default:
       return;
@@ -334,6 +336,10 @@ void Conn::SetRefed(bool on) {
 }
 
 void Conn::Destroy() {
+  if (engine_) {
+    engine_->Disarm(this);
+    engine_.reset();
+  }
   for (uv_poll_t** h : {&cq_poll_, &cm_poll_}) {
     if (*h) {
       (*h)->data = nullptr;

@@ -6,7 +6,7 @@
 // A Conn owns the RDMA CM id and its event channel, the queue pair, its completion queue and
 // channel, the eager buffer pools, the registration cache, and the stream state. Set-up (resolve,
 // connect or accept) is driven by RDMA CM events (conn.cc); the data path by completions
-// (protocol.cc). Both channels' fds sit on uv_polls of the loop.
+// (protocol.cc), whose waits are in polling.cc. Both channels' fds sit on uv_polls of the loop.
 //
 // Contracts of the data path (the calls the stream pump makes through the JS face):
 //   Write(bytes)    sends from the caller's bytes and returns how many it took (0: none now).
@@ -29,6 +29,15 @@
 //                   kCloseDrainMs for the last SENDs, then frees everything; later calls are
 //                   no-ops.
 // on_event fires (from the loop) after completions or a disconnect changed what these return.
+//
+// Waiting (docs/polling.md): a Conn is a Pollable of its loop's progress engine (csrc/progress.h,
+// given with SetEngine). When ArmRead/ArmWrite find nothing to do and the connection's learned
+// window is open, the engine polls the completion queue (Poll: ibv_poll_cq, handling what it
+// returns) until what the pump waits for has come, instead of sleeping on the completion channel;
+// the CQ is then not armed, so the peer's messages raise no CQ event. When the window runs out
+// (OnPollExpired), or is closed, the CQ is armed (ibv_req_notify_cq) and polled once more, and the
+// connection sleeps on the channel: invariant, between loop callbacks a connection that is not
+// polled has its CQ armed, so every completion wakes the loop (OnCq).
 #pragma once
 
 #if FASTSOCK_HAVE_RDMA
@@ -42,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "progress.h"
 #include "rdma/lib.h"
 #include "rdma/verbs/options.h"
 #include "rdma/verbs/regcache.h"
@@ -115,7 +125,7 @@ struct RxItem {
   uint32_t consumed = 0;
 };
 
-class Conn {
+class Conn : public Pollable {
  public:
   // Set-up phases. Data-path calls are no-ops (return 0 / nothing) until kEstablished.
   enum class Phase {
@@ -127,7 +137,7 @@ class Conn {
   };
 
   Conn(uv_loop_t* loop, const Options& o);
-  ~Conn();
+  ~Conn() override;
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
@@ -164,18 +174,21 @@ class Conn {
   bool HasReadable() const;
   // Bytes Write can take now without a rendezvous (eager credit and buffers).
   size_t Writable() const;
-  // Before the pump sleeps waiting for bytes: false when it must retry at once (bytes wait, or a
-  // rendezvous wants its READ started). Completions always notify, so no arming is needed.
+  // Before the pump sleeps waiting for bytes: false when it must retry at once (bytes wait, the
+  // end of the stream, or a rendezvous wants its READ started). True: on_event will come (the
+  // engine polls the CQ for the connection's window, then the CQ is armed).
   bool ArmRead();
   // Before the pump sleeps waiting to write: false when a write would make progress now.
-  bool ArmWrite() const;
+  bool ArmWrite();
   // kState* bits (csrc/stream_state.h).
   int State();
   void Shutdown();
   void Close(bool reset);
   void SetRefed(bool on);
-  // After each completion-channel wake-up, poll the CQ for up to `us` before sleeping again.
-  void SetPollUs(double us) { poll_ns_ = static_cast<uint64_t>(us * 1000); }
+  // The loop's progress engine (null: never poll, every wait sleeps on the completion channel).
+  void SetEngine(std::shared_ptr<ProgressEngine> e) { engine_ = std::move(e); }
+  // The cap of the polling window, in µs (shmPollUs; 0, the default: never poll).
+  void SetPollUs(double us);
   Stats GetStats() const;
   // False when there is no connection (any more).
   bool GetInfo(ConnInfo* info) const;
@@ -194,6 +207,26 @@ class Conn {
   void Fail(int err, const char* syscall, const std::string& msg);
   void Established(const void* pdata, uint8_t plen);
   void Destroy();
+  // Pollable (csrc/progress.h; polling.cc): the completion queue, polled by the loop's engine.
+  bool Poll() override;
+  void OnPollReady() override;
+  void OnPollExpired() override;
+  // The loop's doorbell is shm's: a Conn sleeps on its completion channel, never there.
+  bool Woken() override { return false; }
+  void OnWake() override {}
+  // polling.cc: ArmRead/ArmWrite found nothing to do: poll for the window, else arm the CQ.
+  bool Await(bool read);
+  bool ReadWaitOver() const;   // a read would find something (bytes, FIN, a rendezvous to start)
+  bool WriteWaitOver() const;  // a write would make progress (credits and a slot, or RNDV_FIN)
+  // What the pump waits for has come, or the peer reset or went away since it was last told.
+  bool WaitOver() const;
+  // Hands an event to JS (on_event): the connection is no longer polled nor waiting; `ended`:
+  // what it waited for came (the window learns from the wait).
+  void Deliver(bool ended);
+  // After a loop callback ran JS: a connection not polled gets its CQ armed, and whatever came
+  // before the arm (or meanwhile) is delivered.
+  void Settle();
+  void ArmCq();
   // data path (protocol.cc)
   void OnCq();
   int ProcessCq();  // completions handled
@@ -266,7 +299,11 @@ class Conn {
     RegEntry* reg = nullptr;
   } tx_;
   uint32_t next_rndv_id_ = 1;
-  uint64_t poll_ns_ = 0;
+  // waiting (polling.cc)
+  std::shared_ptr<ProgressEngine> engine_;
+  bool cq_armed_ = false;  // ibv_req_notify_cq called, its event not consumed yet
+  bool wait_read_ = false, wait_write_ = false;  // armed by the pump, not delivered yet
+  bool told_reset_ = false, told_gone_ = false;  // reset_ / peer_gone_ as last delivered
   bool in_cq_ = false;
   bool* alive_ = nullptr;  // cleared by the destructor: a callback may delete this connection
   // statistics

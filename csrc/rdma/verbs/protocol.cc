@@ -10,7 +10,6 @@
 
 #include <algorithm>
 
-#include "clock.h"
 #include "stream_state.h"
 
 namespace fastsock {
@@ -98,27 +97,19 @@ void Conn::MaybeReturnCredits() {
   }
 }
 
+// The completion channel rang (the CQ was armed: the connection is asleep, or was until the
+// engine took it). One event per arm: the CQ stays unarmed until Settle arms it again, so a
+// connection the pump polls next raises no event.
 void Conn::OnCq() {
   if (closed_ || !cq_) return;
   ibv_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
   while (L_->ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) L_->ibv_ack_cq_events(ev_cq, 1);
-  ibv_req_notify_cq(cq_, 0);
+  cq_armed_ = false;
   int n = ProcessCq();
-  if (n > 0) Notify();
-  // iodev's polling-then-blocking: for a bounded time, look for the next completion before
-  // sleeping on the channel again (a wake-up through the kernel costs far more here).
-  if (poll_ns_ > 0 && !closed_) {
-    uint64_t until = NowNs() + poll_ns_;
-    while (!closed_ && cq_ && NowNs() < until) {
-      if (ProcessCq() > 0) {
-        Notify();
-        until = NowNs() + poll_ns_;
-      } else {
-        CpuRelax();
-      }
-    }
-  }
+  bool over = WaitOver();
+  if (n > 0 || over) Deliver(over);
+  Settle();
 }
 
 int Conn::ProcessCq() {
@@ -434,12 +425,20 @@ size_t Conn::Writable() const {
 
 bool Conn::ArmRead() {
   PopFin();
-  return !HasReadable() && !(!rxq_.empty() && rxq_.front().kind == RxItem::kRts && rxq_.front().state == RxItem::kNew);
+  return !ReadWaitOver() && Await(true);
 }
 
-bool Conn::ArmWrite() const {
-  if (tx_.active) return !tx_.done;
-  return !(credits_ >= 2 && !free_slots_.empty());
+bool Conn::ArmWrite() { return !WriteWaitOver() && Await(false); }
+
+bool Conn::ReadWaitOver() const {
+  if (rxq_.empty()) return false;
+  const RxItem& it = rxq_.front();
+  return it.kind != RxItem::kRts || it.state != RxItem::kReading;
+}
+
+bool Conn::WriteWaitOver() const {
+  if (tx_.active) return tx_.done;
+  return credits_ >= 2 && !free_slots_.empty();
 }
 
 int Conn::State() {
