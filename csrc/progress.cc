@@ -30,9 +30,13 @@ constexpr unsigned kPassesPerClockRead = 8;
 // A yield that took this long, or this long between two reads of the clock while spinning, means
 // another task wanted this CPU (the peer, or anyone): spinning then steals from it, so the whole
 // process stops spinning for kContentionBackoffNs. (The kernel's haltpoll polls only an idle
-// CPU; user space learns of contention this way.)
+// CPU; user space learns of contention this way.) The pause is short: a late yield is often a
+// one-off (an interrupt, the host preempting the vCPU), and a whole cap period (10 ms, the
+// earlier value) kept polling off for most of a ping-pong: unmodified http on one connection
+// went from 2.1x to 10x Node net with 100 µs (docs/polling.md). A CPU that stays contended
+// keeps triggering it, so polling stays mostly off there.
 constexpr uint64_t kPreemptedNs = 20000;
-constexpr uint64_t kContentionBackoffNs = kCapPeriodNs;
+constexpr uint64_t kContentionBackoffNs = 100000;  // 100 µs
 
 struct SpinCap {
   std::atomic<uint64_t> period_start_ns{0};
