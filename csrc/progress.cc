@@ -434,6 +434,19 @@ void ProgressEngine::Run() {
   if (prepare_) uv_prepare_stop(prepare_);
 }
 
+Napi::Object PollStatsObject(Napi::Env env, const Pollable& p) {
+  Napi::Object o = Napi::Object::New(env);
+  const PollWindow& w = p.poll_window;
+  o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
+  o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
+  o.Set("hot", p.hot_index >= 0);
+  o.Set("hits", static_cast<double>(w.hits));
+  o.Set("misses", static_cast<double>(w.misses));
+  o.Set("spinNs", static_cast<double>(w.spin_ns));
+  o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
+  return o;
+}
+
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);

@@ -182,4 +182,8 @@ class ProgressEngine {
 // processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);
 
+// pollStats() of one polled endpoint (shm, verbs): { windowUs, maxUs, hot, hits, misses, spinNs,
+// lastWaitUs } from its PollWindow (times in µs, spin in ns).
+Napi::Object PollStatsObject(Napi::Env env, const Pollable& p);
+
 }  // namespace fastsock

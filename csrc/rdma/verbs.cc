@@ -293,19 +293,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   }
   // pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }, as the shm
   // endpoint's (docs/polling.md, "Counters").
-  Napi::Value PollStats(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    Napi::Object o = Napi::Object::New(env);
-    const PollWindow& w = conn_->poll_window;
-    o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
-    o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
-    o.Set("hot", conn_->hot_index >= 0);
-    o.Set("hits", static_cast<double>(w.hits));
-    o.Set("misses", static_cast<double>(w.misses));
-    o.Set("spinNs", static_cast<double>(w.spin_ns));
-    o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
-    return o;
-  }
+  Napi::Value PollStats(const Napi::CallbackInfo& info) { return PollStatsObject(info.Env(), *conn_); }
   Napi::Value SetOnEvent(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "setOnEvent(fn)");
     onevent_ = Napi::Persistent(info[0].As<Napi::Function>());

@@ -352,17 +352,7 @@ Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
 // polling, windows that ran out into a sleep, this endpoint's share of the spinning (ns), and the
 // last wait observed (µs).
 Napi::Value ShmEndpoint::PollStats(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  const PollWindow& w = poll_window;
-  o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
-  o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
-  o.Set("hot", hot_index >= 0);
-  o.Set("hits", static_cast<double>(w.hits));
-  o.Set("misses", static_cast<double>(w.misses));
-  o.Set("spinNs", static_cast<double>(w.spin_ns));
-  o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
-  return o;
+  return PollStatsObject(info.Env(), *this);
 }
 
 // state() -> kState* bits (csrc/stream_state.h): the peer sent EOF, the peer reset, the peer is

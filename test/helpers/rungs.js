@@ -61,6 +61,17 @@ function rungHost (rung) {
   return REMOTE_HOSTS[rung] || null
 }
 
+/**
+ * Why a test of a cross-host `rung` against the RDMA guest's address must skip here (a string),
+ * or false when it can run: outside the guest, the rung unavailable, or no address for it.
+ */
+function guestSkip (rung) {
+  const a = all.find(x => x.name === rung)
+  return !process.env.RDMAVM ? 'needs the RDMA guest (npm run test:rdma)'
+    : !a.available ? `${rung} is not available: ${a.reason}`
+      : !rungHost(rung) ? 'RDMAVM_IP is not set' : false
+}
+
 /** The address a test dials for `rung` by hand: the rung's own (rungHost) or loopback. */
 function dialHost (rung) {
   return rungHost(rung) || '127.0.0.1'
@@ -120,4 +131,4 @@ async function pair (rung, { serverOptions = {}, clientOptions = {}, listenHost,
   return { server, client, serverSocket, port, close, accepted }
 }
 
-module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost, dialHost }
+module.exports = { fastsock, rungs, bestRung, ALL_RUNGS, availability: all, forEachRung, pair, dialFor, rungHost, dialHost, guestSkip }

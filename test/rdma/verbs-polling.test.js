@@ -7,14 +7,11 @@
 const t = require('tap')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
-const { availability, rungHost } = require('../helpers/rungs')
+const { rungHost, guestSkip } = require('../helpers/rungs')
 const { spawnNode, once, within, sleep } = require('../helpers/util')
 
-const verbs = availability.find(a => a.name === 'verbs')
 const host = rungHost('verbs')
-const skip = !process.env.RDMAVM ? 'needs the RDMA guest (npm run test:rdma)'
-  : !verbs.available ? `verbs is not available: ${verbs.reason}`
-    : !host ? 'RDMAVM_IP is not set' : false
+const skip = guestSkip('verbs')
 const SLOW = 60000 // the guest's CPU is emulated
 const MESSAGE_BYTES = 64
 // Under the guest's emulated CPU a 64-byte round trip through Node and Soft-RoCE takes 0.5 to

@@ -9,16 +9,13 @@
 process.env.FASTSOCK_RNDV_THRESHOLD = process.env.FASTSOCK_RNDV_THRESHOLD || '65536'
 process.env.FASTSOCK_VERBS_REG_CACHE_BYTES = process.env.FASTSOCK_VERBS_REG_CACHE_BYTES || String(4 << 20)
 const t = require('tap')
-const { pair, availability, rungHost } = require('../helpers/rungs')
+const { pair, rungHost, guestSkip } = require('../helpers/rungs')
 const { spawnNode, once, within, waitFor, listen, collectBytes } = require('../helpers/util')
 const fastsock = require('../..')
 const net = require('net')
 
-const verbs = availability.find(a => a.name === 'verbs')
 const host = rungHost('verbs')
-const skip = !process.env.RDMAVM ? 'needs the RDMA guest (npm run test:rdma)'
-  : !verbs.available ? `verbs is not available: ${verbs.reason}`
-    : !host ? 'RDMAVM_IP is not set' : false
+const skip = guestSkip('verbs')
 const SLOW = 60000 // the guest's CPU is emulated
 
 function filled (n, seed) {
