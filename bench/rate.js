@@ -10,6 +10,7 @@
  *
  *   node bench/rate.js                  # 3 runs, a few minutes on 2 cores
  *   node bench/rate.js --runs 5 --json merged.json
+ *   node bench/rate.js --plot docs/img/rate-message-rate.svg   # the plot of the medians
  *
  * Other flags go to every `fastsock rate` run and win over the preset (see `fastsock rate --help`).
  */
@@ -27,6 +28,7 @@ if (!fs.existsSync(cli)) {
 const { derive, cellKey } = require(path.join(dist, 'rate', 'summary.js'))
 const { renderReport, renderJson } = require(path.join(dist, 'rate', 'report.js'))
 const { median } = require(path.join(dist, 'pipe', 'stats.js'))
+const { renderSvg } = require(path.join(dist, 'rate', 'plot.js'))
 
 const args = process.argv.slice(2)
 const take = (flag, fallback) => {
@@ -37,16 +39,19 @@ const take = (flag, fallback) => {
 }
 const runs = Number(take('--runs', '3'))
 const out = take('--json', null)
+const plot = take('--plot', null)
 if (!Number.isInteger(runs) || runs < 1) {
   process.stderr.write('--runs takes a positive integer\n')
   process.exit(2)
 }
 
 // The target cells (single-direction at 64 B with one peer; pair-based and all-start at 2 and 4
-// peers over every size) in two sub-runs per run, interleaved across channels within each.
+// peers over every size) in two sub-runs per run, interleaved across channels within each. With 5
+// processes on 2 vCPUs a 20 ms slice (the default budget in 3 rounds) is a few scheduler time
+// slices: the multi-peer cells run 200 ms per channel in 5 rounds.
 const PRESETS = [
   ['--pattern', 'single', '--direction', 'fan-out', '--sizes', '64', '--peers', '1', '--cache', 'warm', '--budget-ms', '200'],
-  ['--pattern', 'pair-based,all-start', '--peers', '2,4', '--cache', 'both', '--rtt-iterations', '0']
+  ['--pattern', 'pair-based,all-start', '--peers', '2,4', '--cache', 'both', '--rtt-iterations', '0', '--budget-ms', '200', '--rounds', '5']
 ]
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastsock-bench-rate-'))
@@ -119,3 +124,9 @@ derive(merged)
 process.stdout.write(`Median of ${runs} runs (each: ${PRESETS.length} fastsock rate processes), started ${docs.map((p) => p[0].startedAt).join(', ')}\n\n`)
 process.stdout.write(renderReport(merged))
 if (out !== null) fs.writeFileSync(out, renderJson(merged))
+if (plot !== null) {
+  renderSvg(merged).then((svg) => fs.writeFileSync(plot, svg), (err) => {
+    process.stderr.write(`bench/rate: plot: ${err.message}\n`)
+    process.exitCode = 1
+  })
+}

@@ -36,7 +36,12 @@ constexpr unsigned kPassesPerClockRead = 8;
 // went from 2.1x to 10x Node net with 100 µs (docs/polling.md). A CPU that stays contended
 // keeps triggering it, so polling stays mostly off there.
 constexpr uint64_t kPreemptedNs = 20000;
-constexpr uint64_t kContentionBackoffNs = 100000;  // 100 µs
+constexpr uint64_t kContentionBackoffNs = 100000;  // 100 µs, the first pause
+// Contention seen again within kContentionRecurNs of the end of the previous pause doubles the
+// pause, up to kContentionBackoffMaxNs (a CPU that stays contended: more processes than CPUs);
+// seen later, the pause starts again at kContentionBackoffNs (a one-off).
+constexpr uint64_t kContentionRecurNs = 1000000;       // 1 ms
+constexpr uint64_t kContentionBackoffMaxNs = 10000000;  // 10 ms, the cap period
 
 struct SpinCap {
   std::atomic<uint64_t> period_start_ns{0};
@@ -44,6 +49,7 @@ struct SpinCap {
   std::atomic<uint64_t> total_ns{0};
   std::atomic<uint64_t> throttles{0};
   std::atomic<uint64_t> backoff_until_ns{0};
+  std::atomic<uint64_t> backoff_ns{0};  // the last pause
   std::atomic<uint64_t> contended{0};
   unsigned percent = kDefaultCapPercent;
   uint64_t budget_ns = kCapPeriodNs * kDefaultCapPercent / 100;
@@ -69,7 +75,14 @@ struct SpinCap {
   }
   // Another task wanted the CPU: no spinning in this process for a while.
   void BackOff(uint64_t now_ns) {
-    backoff_until_ns.store(now_ns + kContentionBackoffNs, std::memory_order_relaxed);
+    uint64_t pause = kContentionBackoffNs;
+    if (now_ns < backoff_until_ns.load(std::memory_order_relaxed) + kContentionRecurNs) {
+      pause = backoff_ns.load(std::memory_order_relaxed) * 2;
+      if (pause > kContentionBackoffMaxNs) pause = kContentionBackoffMaxNs;
+      if (pause < kContentionBackoffNs) pause = kContentionBackoffNs;
+    }
+    backoff_ns.store(pause, std::memory_order_relaxed);
+    backoff_until_ns.store(now_ns + pause, std::memory_order_relaxed);
     contended.fetch_add(1, std::memory_order_relaxed);
   }
   void Charge(uint64_t ns) {
@@ -185,6 +198,35 @@ void ProgressEngine::Unsleep(Pollable* p) {
   p->sleep_index = -1;
 }
 
+void ProgressEngine::Hold(Pollable* p) {
+  stats_.holds++;
+  for (auto& d : due_)
+    if (d.first == p) d.first = nullptr;  // waits again: not handed over
+  if (p->hot_index >= 0) Remove(p);
+  if (p->held_index >= 0) return;
+  p->held_index = static_cast<int>(held_.size());
+  held_.push_back(p);
+}
+
+void ProgressEngine::Unhold(Pollable* p) {
+  size_t i = static_cast<size_t>(p->held_index);
+  held_[i] = held_.back();
+  held_[i]->held_index = static_cast<int>(i);
+  held_.pop_back();
+  p->held_index = -1;
+}
+
+bool ProgressEngine::Holding() {
+  for (size_t i = 0; i < held_.size();) {
+    if (!held_[i]->PartnerNeedsCpu()) {
+      Unhold(held_[i]);  // held_[i] is now another endpoint
+      continue;
+    }
+    i++;
+  }
+  return !held_.empty();
+}
+
 // The doorbell rang: one read, one scan of the sleeping endpoints (shared memory only), then the
 // ready ones go to JS; JS may close, arm or put to sleep any endpoint meanwhile (Disarm and Sleep
 // clear its entry in woken_).
@@ -276,6 +318,8 @@ void ProgressEngine::CleanupHook(void* arg) {
   for (Pollable* p : e->hot_) p->hot_index = -1;
   for (Pollable* p : e->sleepers_) p->sleep_index = -1;
   for (Pollable* p : e->idle_) p->idle_index = -1;
+  for (Pollable* p : e->held_) p->held_index = -1;
+  e->held_.clear();
   e->idle_.clear();
   e->hot_.clear();
   e->due_.clear();
@@ -285,6 +329,7 @@ void ProgressEngine::CleanupHook(void* arg) {
 
 bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
   if (!prepare_) return false;
+  if (!held_.empty() && Holding()) return false;  // a peer needs this CPU: nobody spins
   SpinCap& cap = Cap();
   if (!cap.Allows(now_ns)) {
     stats_.throttles++;
@@ -312,6 +357,7 @@ void ProgressEngine::Remove(Pollable* p) {
 
 void ProgressEngine::Disarm(Pollable* p) {
   if (p->hot_index >= 0) Remove(p);
+  if (p->held_index >= 0) Unhold(p);
   if (p->sleep_index >= 0) Unsleep(p);
   for (auto& d : due_)
     if (d.first == p) d.first = nullptr;
@@ -396,6 +442,11 @@ void ProgressEngine::Run() {
       uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
       return;
     }
+    if (!held_.empty() && Holding()) {
+      ExpireAll(now);  // a peer needs this CPU: every hot endpoint sleeps; Arm refuses meanwhile
+      now = NowNs();
+      continue;
+    }
     if (!cap.Allows(now)) {
       stats_.throttles++;
       cap.throttles.fetch_add(1, std::memory_order_relaxed);
@@ -451,7 +502,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   ProgressEngine::Stats s;
-  size_t hot = 0, sleeping = 0, idle = 0;
+  size_t hot = 0, sleeping = 0, held = 0, idle = 0;
   int doorbell = -1;
   {
     std::lock_guard<std::mutex> lock(g_engines_mu);
@@ -461,6 +512,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
       s = it->second->stats();
       hot = it->second->hot();
       sleeping = it->second->sleeping();
+      held = it->second->held();
       idle = it->second->idle_watched();
       doorbell = it->second->doorbell_fd();
     }
@@ -468,6 +520,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   SpinCap& cap = Cap();
   o.Set("hot", static_cast<double>(hot));
   o.Set("sleeping", static_cast<double>(sleeping));
+  o.Set("held", static_cast<double>(held));
   o.Set("idleWatched", static_cast<double>(idle));
   o.Set("doorbellFd", doorbell);
   o.Set("spinNs", static_cast<double>(s.spin_ns));
@@ -475,6 +528,7 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   o.Set("misses", static_cast<double>(s.misses));
   o.Set("throttles", static_cast<double>(s.throttles));
   o.Set("slices", static_cast<double>(s.slices));
+  o.Set("holds", static_cast<double>(s.holds));
   o.Set("processSpinNs", static_cast<double>(cap.total_ns.load(std::memory_order_relaxed)));
   o.Set("processThrottles", static_cast<double>(cap.throttles.load(std::memory_order_relaxed)));
   o.Set("processContended", static_cast<double>(cap.contended.load(std::memory_order_relaxed)));

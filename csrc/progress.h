@@ -23,7 +23,12 @@
 //   `capPercent` of one core per 10 ms period (default 50 %, FASTSOCK_POLL_CAP_PERCENT); past it
 //   every hot endpoint sleeps until the next period. A sign that another task wanted the CPU
 //   (a yield that took over 20 µs, or a 20 µs gap between two clock reads while spinning) stops
-//   all spinning of the process for 10 ms as well.
+//   all spinning of the process for 100 µs as well.
+// - Holds: a wait whose reply must come from a peer that runs on this very CPU and still has
+//   work from this side (PartnerNeedsCpu(): an shm peer's CPU hint, bytes it has not taken) does
+//   not spin, and while such a wait lasts no endpoint of the loop spins: spinning would only keep
+//   that peer off the CPU it needs (more processes than CPUs). The kernel's haltpoll polls only
+//   an idle CPU; this is what user space can know of its own CPU's run queue.
 //
 // The loop's doorbell (docs/wire-protocol.md, "Doorbells"): one eventfd per loop, on one uv_poll,
 // shared by every shm endpoint of the loop, so a connection costs no doorbell fd of its own. An
@@ -91,6 +96,11 @@ class Pollable {
   // Woken() became true after the doorbell rang: hand the event to JS.
   virtual void OnWake() = 0;
 
+  // True while the peer this endpoint waits on runs on this thread's CPU and has work from this
+  // side (bytes it has not taken): spinning would keep it off the CPU it needs. Cheap (shared
+  // memory). The default (verbs, a remote peer): false.
+  virtual bool PartnerNeedsCpu() { return false; }
+
   // Watched by the engine's idle timer (WatchIdle): called about every kIdleTickMs from the
   // loop; no JS. True: stop watching.
   virtual bool OnIdleTick() { return true; }
@@ -99,6 +109,7 @@ class Pollable {
   int hot_index = -1;    // the engine's bookkeeping: index in its hot list, -1 when not hot
   int sleep_index = -1;  // index in its sleeping list, -1 when not asleep
   int idle_index = -1;   // index in its idle-watch list, -1 when not watched
+  int held_index = -1;   // index in its held list, -1 when not held
 };
 
 class ProgressEngine {
@@ -113,6 +124,14 @@ class ProgressEngine {
   // when it may not spin now (the process cap is reached, or the loop is going away): the caller
   // sleeps on its doorbell instead.
   bool Arm(Pollable* p, uint64_t now_ns);
+  // `p` waits on a peer that needs this CPU (p->PartnerNeedsCpu()): p sleeps (the caller puts it
+  // on the doorbell), and no endpoint of the loop spins until p's wait ends (Release) or its
+  // peer has taken everything (checked again at every Arm and every turn of the engine).
+  void Hold(Pollable* p);
+  // `p`'s wait ended (its event went to JS): it no longer holds spinning off.
+  void Release(Pollable* p) {
+    if (p->held_index >= 0) Unhold(p);
+  }
   // `p` no longer waits (closed, or its event came another way): neither hot nor asleep.
   void Disarm(Pollable* p);
   // `p` sleeps on the loop's doorbell until Woken() (checked at every ring).
@@ -137,16 +156,21 @@ class ProgressEngine {
 
   struct Stats {
     uint64_t spin_ns = 0, hits = 0, misses = 0, throttles = 0, slices = 0;
+    uint64_t holds = 0;  // waits that slept because their peer needed this CPU (Hold)
   };
   const Stats& stats() const { return stats_; }
   size_t hot() const { return hot_.size(); }
   size_t sleeping() const { return sleepers_.size(); }
+  size_t held() const { return held_.size(); }
 
  private:
   ProgressEngine(uv_loop_t* loop, int doorbell_fd);
   static void OnPrepare(uv_prepare_t* h);
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   void Unsleep(Pollable* p);
+  void Unhold(Pollable* p);
+  // Releases the holds whose peer no longer needs this CPU; true when any is left.
+  bool Holding();
   void StartWatchIdle(Pollable* p);
   static void OnIdleTimer(uv_timer_t* h);
   static void CleanupHook(void* arg);
@@ -170,6 +194,7 @@ class ProgressEngine {
   std::vector<Pollable*> sleepers_;
   std::vector<Pollable*> woken_;  // taken off sleepers_ by a ring, being handed over (nullptr: cleared)
   std::vector<Pollable*> hot_;
+  std::vector<Pollable*> held_;  // waits on a peer that needs this CPU (Hold): nobody spins
   uv_timer_t* idle_timer_ = nullptr;  // unref'd; active while idle_ is not empty
   std::vector<Pollable*> idle_;
   // Taken off hot_ by Sweep, being handed over: (endpoint or nullptr once cleared, ready).
@@ -177,7 +202,7 @@ class ProgressEngine {
   Stats stats_;
 };
 
-// progressStats() -> { hot, sleeping, idleWatched, doorbellFd, spinNs, hits, misses, throttles, slices } of this thread's loop
+// progressStats() -> { hot, sleeping, held, idleWatched, doorbellFd, spinNs, hits, misses, throttles, slices, holds } of this thread's loop
 // engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
 // processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);

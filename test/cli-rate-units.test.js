@@ -119,4 +119,20 @@ t.test('derived ratios and targets', async (t) => {
   t.equal(pair.met, false, 'behind net:unix')
   t.match(pair.detail, /64 B vs net:unix \(0\.80×\)/)
   t.equal(result.targets.find((x) => /pair-based, 4 peers/.test(x.target)).met, null, 'not measured')
+
+  // The second target is judged on the warm cells; the cold cells' standing is only reported.
+  const pairRows = { pattern: 'pair-based', direction: 'both', peers: 4 }
+  const cold = {
+    rows: [
+      row('fastsock:shm', 2e6, pairRows), row('net:tcp', 1e6, pairRows), row('net:unix', 1.5e6, pairRows),
+      row('fastsock:shm', 0.5e6, { ...pairRows, coldCache: true }), row('net:tcp', 1e6, { ...pairRows, coldCache: true }), row('net:unix', 0.4e6, { ...pairRows, coldCache: true })
+    ],
+    targets: []
+  }
+  derive(cold)
+  const four = cold.targets.find((x) => /pair-based, 4 peers/.test(x.target))
+  t.equal(four.met, true, 'ahead in every warm cell')
+  t.match(four.detail, /lowest ratio 1\.33× over 1 cells/)
+  t.match(four.detail, /cold cells \(printed beside, not part of the target\): behind at 64 B vs net:tcp \(0\.50×\)/, 'a cold cell behind is reported')
+  t.notMatch(four.detail, /vs net:unix \(1\.25×\)/, 'only the cells behind are listed')
 })

@@ -79,9 +79,16 @@ function checkRun (t, res, pattern) {
 for (const pattern of ['single-direction', 'pair-based', 'all-start', 'bidirectional']) {
   t.test(`rate --quick --pattern ${pattern} --json - measures every channel`, async (t) => {
     const dir = t.testdir({})
-    const res = await run(['rate', '--quick', '--pattern', pattern, '--rtt-iterations', '0', '--json', '-', '--no-plot', '--no-progress'], { cwd: dir })
-    checkRun(t, res, pattern)
+    // pair-based also runs the JIT warm-up (none in the --quick preset).
+    const jit = pattern === 'pair-based' ? ['--jit-warmup-ms', '30'] : []
+    const res = await run(['rate', '--quick', '--pattern', pattern, '--rtt-iterations', '0', ...jit, '--json', '-', '--no-plot', '--no-progress'], { cwd: dir })
+    const doc = checkRun(t, res, pattern)
     t.match(res.stderr, /message rate/, 'the tables went to stderr while JSON took stdout')
+    t.equal(doc.config.jitWarmupMs, jit.length > 0 ? 30 : 0, 'the JIT warm-up the run was asked for')
+    for (const c of doc.channels) {
+      if (jit.length > 0) t.ok(c.jitWarmupIterations >= 10, `${c.id}: JIT warm-up ran (${c.jitWarmupIterations} iterations)`)
+      else t.equal(c.jitWarmupIterations, 0, `${c.id}: no JIT warm-up in --quick`)
+    }
   })
 }
 
@@ -144,6 +151,7 @@ t.test('bad input: a clear message and exit status 2', async (t) => {
     [['rate', '--pattern', 'sideways'], /unknown pattern 'sideways'/],
     [['rate', '--peers', '0'], /positive integer/],
     [['rate', '--cache', 'tepid'], /warm, cold or both/],
+    [['rate', '--jit-warmup-ms', '-5'], /--jit-warmup-ms.*(non-negative|integer)/],
     [['rate', '--config', 'missing.json'], /missing\.json: cannot read \(ENOENT\)/],
     [['rate', '--config', 'broken.json'], /broken\.json: not JSON/],
     [['rate', '--config', 'unknown.json'], /must NOT have additional properties 'warp'/],

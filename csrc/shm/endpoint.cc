@@ -101,6 +101,8 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
   side_fd_ = fds[2];
   tx_ = seg_->Tx(client);
   rx_ = seg_->Rx(client);
+  own_hint_ = seg_->Hint(client);
+  peer_hint_ = seg_->Hint(!client);
   tx_start_ = tx_.control()->head.load(std::memory_order_acquire);
   rx_start_ = rx_.control()->tail.load(std::memory_order_acquire);
   onevent_ = Napi::Persistent(info[7].As<Napi::Function>());
@@ -168,6 +170,10 @@ bool ShmEndpoint::CheckSide() {
 
 void ShmEndpoint::Notify() {
   if (closed_) return;
+  if (engine_) {
+    engine_->Release(this);  // the wait's event is JS's now
+    if (poll_window.max_ns > 0) PublishCpu();
+  }
   Napi::Env env = onevent_.Env();
   Napi::HandleScope scope(env);
   CallFromLoop(env, onevent_.Value(), Value(), 0, nullptr, *async_);
@@ -280,14 +286,44 @@ Napi::Value ShmEndpoint::ArmWrite(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && Await(false));
 }
 
+void ShmEndpoint::PublishCpu() {
+  int cpu = sched_getcpu();  // glibc reads it from rseq (or the vDSO): no system call
+  uint32_t v = cpu < 0 ? 0 : static_cast<uint32_t>(cpu) + 1;
+  if (own_hint_->cpu.load(std::memory_order_relaxed) != v) own_hint_->cpu.store(v, std::memory_order_relaxed);
+}
+
+bool ShmEndpoint::PartnerNeedsCpu() {
+  if (closed_) return false;
+  uint32_t peer = peer_hint_->cpu.load(std::memory_order_relaxed);
+  if (peer == 0) return false;
+  int cpu = sched_getcpu();
+  return cpu >= 0 && static_cast<uint32_t>(cpu) + 1 == peer && tx_.InFlight() > 0;
+}
+
 // A wait begins at the first arm and lasts until its event is seen (by the engine, the
 // doorbell, or a read that finds bytes); re-arming during it does not restart the window, so a
 // connection that waits for nothing (an idle reader that keeps writing) spins at most once.
+// With polling on, a wait whose peer needs this CPU is held (ProgressEngine::Hold): it sleeps,
+// and the loop spins for nobody until it ends.
 bool ShmEndpoint::Await(bool read) {
-  if (engine_ && poll_window.window_ns > 0) {
+  if (engine_ && poll_window.max_ns > 0) {
+    PublishCpu();
     uint64_t now = NowNs();
-    if (!poll_window.waiting) poll_window.BeginWait(now);
-    if (now - poll_window.armed_at_ns < poll_window.window_ns && engine_->Arm(this, now)) {
+    if (!poll_window.waiting) poll_window.BeginWait(now);  // a wait observed on wake-up regrows the window
+    if (PartnerNeedsCpu()) {
+      // Held: asleep on the doorbell for this direction and any it was polling for.
+      engine_->Hold(this);
+      bool r = poll_read_ || read, w = poll_write_ || !read;
+      poll_read_ = poll_write_ = false;
+      bool sleep = !(r && !rx_.ArmConsumerWait()) && !(w && !tx_.ArmProducerWait());
+      if (sleep) {
+        SleepFor(r, w);
+        return true;
+      }
+      poll_window.waiting = false;
+      engine_->Release(this);
+      return false;
+    } else if (poll_window.window_ns > 0 && now - poll_window.armed_at_ns < poll_window.window_ns && engine_->Arm(this, now)) {
       // Arm took this endpoint off the loop's sleepers: a direction it slept for (the read,
       // when a write-only pump arms the write) is polled from now on, or no ring would find it.
       poll_read_ = poll_read_ || sleep_read_ || read;
@@ -298,8 +334,6 @@ bool ShmEndpoint::Await(bool read) {
       if (poll_write_) tx_.control()->producer_waiting.store(0, std::memory_order_relaxed);
       return true;
     }
-  } else if (!poll_window.waiting && poll_window.max_ns > 0) {
-    poll_window.BeginWait(NowNs());  // observed on wake-up: a short wait regrows the window
   }
   bool armed = read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
   if (!armed) poll_window.waiting = false;

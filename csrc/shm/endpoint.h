@@ -93,6 +93,11 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   // Asleep on the loop's doorbell (csrc/progress.h).
   bool Woken() override;
   void OnWake() override;
+  // The peer's CPU hint (wire::SideHint) is this thread's CPU and the transmit ring holds bytes
+  // it has not taken: it needs this CPU to answer.
+  bool PartnerNeedsCpu() override;
+  // Writes this thread's CPU into this side's hint line when it changed (one load otherwise).
+  void PublishCpu();
   // The idle timer (csrc/progress.h): gives the transmit ring's free pages back once no write
   // came for a whole tick; true (stop watching) when the ring is drained and trimmed.
   bool OnIdleTick() override;
@@ -133,6 +138,8 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
 
   std::shared_ptr<Segment> seg_;
   RingView tx_, rx_;
+  wire::SideHint* own_hint_ = nullptr;   // written by this side (PublishCpu)
+  wire::SideHint* peer_hint_ = nullptr;  // written by the peer
   uint64_t tx_start_ = 0, rx_start_ = 0;
   std::shared_ptr<PeerDoorbell> peer_;
   int side_fd_ = -1;

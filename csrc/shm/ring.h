@@ -41,6 +41,11 @@ class RingView {
     uint64_t used = ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
     return used >= size_ ? 0 : size_ - used;
   }
+  // Bytes produced that the consumer has not taken yet (clamped to [0, size], as Writable()).
+  uint64_t InFlight() const {
+    uint64_t used = ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+    return used > size_ ? size_ : used;
+  }
   // Where the next byte goes (contiguous for Writable() bytes, thanks to the mirror).
   uint8_t* WritePtr() const { return data_ + (ctl_->head.load(std::memory_order_relaxed) & (size_ - 1)); }
   // Copies up to n bytes in; returns how many. Large copies are published kPublishChunk bytes

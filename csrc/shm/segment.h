@@ -29,6 +29,8 @@ class Segment {
   // The ring this side produces into / consumes from.
   RingView Tx(bool client) const { return client ? c2s_ : s2c_; }
   RingView Rx(bool client) const { return client ? s2c_ : c2s_; }
+  // The CPU hint line this side writes / the other side writes (wire::SideHint).
+  wire::SideHint* Hint(bool client) const { return client ? &header_->client_hint : &header_->server_hint; }
   // The header page (kSegmentHeaderBytes, mapped shared): both rings' control blocks.
   uint8_t* header() const { return reinterpret_cast<uint8_t*>(header_); }
 

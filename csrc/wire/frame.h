@@ -52,6 +52,15 @@ static_assert(offsetof(RingControl, tail) == kCacheLine, "tail on the 2nd cache 
 static_assert(offsetof(RingControl, consumer_waiting) == 2 * kCacheLine, "flags on the 3rd line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free 64-bit atomics in shared memory");
 
+// One line per side of the connection, written by that side only (docs/wire-protocol.md, "CPU
+// hints"): the CPU it last ran on when it began a wait or took an event, so that the other side
+// does not busy-poll for a reply that needs its own CPU (csrc/progress.h, "holds"). A hint, never
+// trusted for memory safety: any value is harmless.
+struct alignas(kCacheLine) SideHint {
+  std::atomic<uint32_t> cpu;  // 1 + the CPU number; 0: unknown (not yet written, or an older peer)
+  char pad[kCacheLine - 4];
+};
+
 struct SegmentHeader {
   uint32_t magic;          // kSegmentMagic
   uint32_t version;        // kSegmentVersion
@@ -61,9 +70,13 @@ struct SegmentHeader {
   uint32_t reserved[11];   // zero
   RingControl c2s;         // at offset 64
   RingControl s2c;         // at offset 256
+  SideHint client_hint;    // at offset 448
+  SideHint server_hint;    // at offset 512
 };
 static_assert(offsetof(SegmentHeader, c2s) == 64, "c2s control at 64");
 static_assert(offsetof(SegmentHeader, s2c) == 256, "s2c control at 256");
+static_assert(offsetof(SegmentHeader, client_hint) == 448, "client hint at 448");
+static_assert(offsetof(SegmentHeader, server_hint) == 512, "server hint at 512");
 static_assert(sizeof(SegmentHeader) <= kSegmentHeaderBytes, "header fits its page");
 
 }  // namespace wire

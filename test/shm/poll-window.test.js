@@ -53,11 +53,12 @@ t.test('the window grows on quick answers and shrinks on late ones', { skip }, a
   const quick = stats()
   t.ok(quick.windowUs > 0, `quick answers grew the window from 0 (${quick.windowUs} µs)`)
   t.ok(quick.windowUs <= quick.maxUs, 'within the cap')
-  // On a machine where other tasks want the CPU the engine backs off (docs/polling.md): then
-  // fewer or no replies are caught by polling, and the counters say why.
-  const contended = native.progressStats().processContended
-  t.ok(quick.hits > 0 || contended > 0, `replies were caught while polling (${quick.hits} hits of 2000; ${contended} contention back-offs)`)
-  t.ok(quick.spinNs > 0, 'polling spent some CPU')
+  // On a machine where other tasks want the CPU the engine backs off, and a peer that the
+  // scheduler put on this process's CPU is not spun for (holds; docs/polling.md): then fewer or
+  // no replies are caught by polling, and the counters say why.
+  const { processContended: contended, holds } = native.progressStats()
+  t.ok(quick.hits > 0 || contended > 0 || holds > 0, `replies were caught while polling (${quick.hits} hits of 2000; ${contended} contention back-offs, ${holds} holds)`)
+  t.ok(quick.spinNs > 0 || (quick.hits === 0 && contended + holds > 0), `polling spent some CPU (${quick.spinNs} ns)`)
 
   // A late peer: every wait (5 ms) is past the cap, so the window halves each time: from 200 µs
   // at most it is 0 after 8 waits.

@@ -53,6 +53,7 @@ const CONFIG_FLAGS: Record<string, keyof RateConfig> = {
   budgetMs: 'budgetMs',
   coldIterations: 'coldIterations',
   warmup: 'warmupIterations',
+  jitWarmupMs: 'jitWarmupMs',
   rounds: 'rounds',
   bidirectionalMessages: 'bidirectionalMessages',
   cacheBytes: 'cacheBytes',
@@ -92,6 +93,7 @@ export function rateCommand (): Command {
     .option('--budget-ms <ms>', 'time per warm cell and channel (default 60, --quick 5)', positiveInt)
     .option('--cold-iterations <n>', 'timed iterations per cold cell and channel (default 10)', positiveInt)
     .option('--warmup <n>', 'untimed iterations per cell and channel (default 20)', nonNegativeInt)
+    .option('--jit-warmup-ms <ms>', 'once per run, before anything is timed: ms of untimed iterations per channel over every size, so that V8 has optimized every data path (default 1000, --quick 0)', nonNegativeInt)
     .option('--rounds <n>', 'slices the timed iterations run in, interleaved across channels (default 3)', positiveInt)
     .option('--bidirectional-messages <n>', 'bidirectional: messages per peer and direction per timed run (default 8192)', positiveInt)
     .option('--cache-bytes <bytes>', 'bytes touched between cold iterations (default 2 × last-level cache, at most 32 MiB)', byteCount)

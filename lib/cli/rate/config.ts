@@ -36,6 +36,7 @@ export function preset (quick: boolean): RateConfig {
     budgetMs: quick ? 5 : 60,
     coldIterations: quick ? 2 : 10,
     warmupIterations: quick ? 2 : 20,
+    jitWarmupMs: quick ? 0 : 1000,
     rounds: quick ? 1 : 3,
     bidirectionalMessages: quick ? 256 : 8192,
     cacheBytes: null,

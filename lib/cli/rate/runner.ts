@@ -144,6 +144,7 @@ class RateRun {
       const sizes = config.rttIterations > 0 ? config.sizes.length : 0
       this.progress.start(cells.length * result.channels.length + sizes * result.channels.length)
       await this.connectAll()
+      if (cells.length > 0) await this.jitWarmup(cells[0])
       for (const cell of cells) await this.measure(cell)
       if (sizes > 0) {
         const peerCpu = result.pinning.peerCpus[0] ?? null
@@ -175,7 +176,7 @@ class RateRun {
     if (process.env.RDMAVM) this.warn('measured inside the RDMA guest: its CPU is emulated (TCG), compare rows of this run only')
     const { channels, warnings } = selectChannels(config.transports, this.loadRungs(), config.shmPollUs ?? undefined)
     for (const w of warnings) this.warn(w)
-    result.channels = channels.map((c) => ({ ...c, actual: null, error: null, connectMs: null }))
+    result.channels = channels.map((c) => ({ ...c, actual: null, error: null, connectMs: null, jitWarmupIterations: 0 }))
     const llc = lastLevelCache()
     const flush = flushSize(config.cacheBytes, llc.bytes, config.maxCacheBytes)
     result.cache = { llcBytes: llc.bytes, llcSource: llc.source, flushBytes: flush.bytes, note: flush.note }
@@ -246,6 +247,51 @@ class RateRun {
     const entry = this.result.channels.find((c) => c.id === l.ch.id)
     if (entry !== undefined) entry.error ??= (err as Error)?.message ?? String(err)
     this.error(`${l.ch.id} ${what}`, err)
+  }
+
+  /**
+   * The run's warm-up: `jitWarmupMs` of untimed iterations per channel, of the first cell's
+   * pattern (warm, with every peer process), cycling through every message size of the run.
+   * V8 compiles the data path (the stream core, the writes, the counting) only after some
+   * thousands of calls, and recompiles a function when a later cell takes a branch it has not
+   * seen (a larger message, another way through the writev); without this the first cells of
+   * each size time the interpreter, on some channels more than others, and the compiler's
+   * threads share the pinned CPUs.
+   */
+  private async jitWarmup (first: Cell): Promise<void> {
+    const { config, result } = this
+    if (config.jitWarmupMs <= 0) return
+    const t = nowMs()
+    const pairwise = first.pattern === 'pair-based'
+    const perSize = config.jitWarmupMs / config.sizes.length
+    for (const bytes of config.sizes) {
+      const cell: PeerCell = {
+        pattern: first.pattern,
+        direction: first.direction,
+        bytes,
+        messages: config.window,
+        window: config.window,
+        coldCache: false,
+        cacheBytes: result.cache.flushBytes
+      }
+      // Every peer process, also those only the later cells use (each compiles its own code).
+      await Promise.all(this.peers.map(async (p) => await p.request({ cmd: 'cell', cell })))
+      this.hub.prepare(cell)
+      for (const l of [...this.live]) {
+        this.progress.step(`JIT warm-up: ${l.label}, ${formatBytes(bytes)}`)
+        const entry = result.channels.find((c) => c.id === l.ch.id)
+        const until = nowMs() + perSize
+        try {
+          do {
+            await this.hub.run(l.conns, 10, pairwise, config.timeoutMs)
+            if (entry !== undefined) entry.jitWarmupIterations += 10
+          } while (nowMs() < until)
+        } catch (err) {
+          this.drop(l, 'JIT warm-up', err)
+        }
+      }
+    }
+    result.phases.warmupMs += nowMs() - t
   }
 
   /** Preparation, warm-up and the interleaved operation of one cell on every live channel. */

@@ -28,6 +28,7 @@ export const CONFIG_SCHEMA = {
     budgetMs: { ...positiveInt, description: 'time per warm cell and channel, ms (sets the iterations between the two bounds)' },
     coldIterations: { ...positiveInt, description: 'timed iterations per cold cell and channel' },
     warmupIterations: { type: 'integer', minimum: 0, description: 'untimed iterations per cell and channel' },
+    jitWarmupMs: { type: 'integer', minimum: 0, description: 'once per run, ms of untimed iterations of the first cell per channel before anything is timed (V8 optimizes the data path); 0: none' },
     rounds: { ...positiveInt, description: 'slices the timed iterations are run in, interleaved across channels' },
     bidirectionalMessages: { ...positiveInt, description: 'bidirectional: messages per peer and direction in one timed run' },
     cacheBytes: { anyOf: [{ type: 'integer', minimum: 4096 }, { type: 'null' }], description: 'bytes touched between cold iterations; null: 2 × the last-level cache, at most maxCacheBytes' },

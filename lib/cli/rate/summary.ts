@@ -43,7 +43,8 @@ const M = (x: number): string => `${fmt(x / 1e6)} M msg/s`
 /**
  * The issue's targets: (1) 64 B, one pair, single-direction with a window: fastsock:shm ≥ 1 M
  * msg/s and ≥ 3× net:tcp; (2) pair-based and all-start with 2 and 4 peers: shm ahead of net:tcp
- * and net:unix at every size measured (up to 64 KiB).
+ * and net:unix at every size measured (up to 64 KiB), in the warm cells (msgrate's default; the
+ * cold cells' standing is added to the detail, as the issue asks only to print them beside).
  */
 export function targets (rows: RateRow[]): TargetCheck[] {
   const out: TargetCheck[] = []
@@ -66,26 +67,36 @@ export function targets (rows: RateRow[]): TargetCheck[] {
   for (const pattern of ['pair-based', 'all-start']) {
     for (const peers of [2, 4]) {
       const cells = rows.filter((x) => x.channel === 'fastsock:shm' && x.pattern === pattern && x.peers === peers)
-      const target = `${pattern}, ${peers} peers: shm ahead of net:tcp and net:unix at every size`
-      if (cells.length === 0) {
-        out.push({ target, met: null, detail: 'not measured in this run' })
+      const target = `${pattern}, ${peers} peers: shm ahead of net:tcp and net:unix at every size (warm)`
+      const compare = (coldCache: boolean): { behind: string[], worst: number, n: number } => {
+        const behind: string[] = []
+        let worst = Infinity
+        let n = 0
+        for (const s of cells.filter((x) => x.coldCache === coldCache)) {
+          n++
+          for (const net of ['net:tcp', 'net:unix']) {
+            const other = find(net, pattern, s.direction, s.bytes, peers, coldCache)
+            if (other === undefined) continue
+            const ratio = s.msgPerSec / other.msgPerSec
+            worst = Math.min(worst, ratio)
+            if (ratio <= 1) behind.push(`${formatBytes(s.bytes)} vs ${net} (${ratio.toFixed(2)}×)`)
+          }
+        }
+        return { behind, worst, n }
+      }
+      const warm = compare(false)
+      const cold = compare(true)
+      if (warm.n === 0) {
+        out.push({ target, met: null, detail: 'no warm cell measured in this run' })
         continue
       }
-      const behind: string[] = []
-      let worst = Infinity
-      for (const s of cells) {
-        for (const net of ['net:tcp', 'net:unix']) {
-          const n = find(net, pattern, s.direction, s.bytes, peers, s.coldCache)
-          if (n === undefined) continue
-          const ratio = s.msgPerSec / n.msgPerSec
-          worst = Math.min(worst, ratio)
-          if (ratio <= 1) behind.push(`${formatBytes(s.bytes)}${s.coldCache ? ' cold' : ''} vs ${net} (${ratio.toFixed(2)}×)`)
-        }
-      }
+      const coldNote = cold.n === 0 || !Number.isFinite(cold.worst)
+        ? ''
+        : `; cold cells (printed beside, not part of the target): ${cold.behind.length === 0 ? `ahead, lowest ${fmt(cold.worst)}×` : `behind at ${cold.behind.join(', ')}`}`
       out.push({
         target,
-        met: Number.isFinite(worst) ? behind.length === 0 : null,
-        detail: behind.length === 0 ? `lowest ratio ${fmt(worst)}× over ${cells.length} cells` : `behind at ${behind.join(', ')}`
+        met: Number.isFinite(warm.worst) ? warm.behind.length === 0 : null,
+        detail: (warm.behind.length === 0 ? `lowest ratio ${fmt(warm.worst)}× over ${warm.n} cells` : `behind at ${warm.behind.join(', ')}`) + coldNote
       })
     }
   }

@@ -49,6 +49,13 @@ export interface RateConfig {
   coldIterations: number
   /** Untimed iterations per cell and channel before the timed ones. */
   warmupIterations: number
+  /**
+   * Once per run, before the first cell: ms of untimed iterations per channel, of the first
+   * cell's pattern (warm, every peer) over every message size of the run in turn, so that V8 has
+   * optimized every channel's data path before anything is timed (it does after some thousands
+   * of calls: about 2,000 iterations of 64 messages here); 0: none.
+   */
+  jitWarmupMs: number
   /** The timed iterations are run in this many slices, interleaved across the channels. */
   rounds: number
   /** bidirectional: messages each side sends per peer in one timed run (windows back to back). */
@@ -92,7 +99,7 @@ export interface Phases {
   connectionMs: number
   /** Per cell: the peers' configuration, send buffers. */
   preparationMs: number
-  /** Per cell and channel: the untimed iterations. */
+  /** The run's JIT warm-up (jitWarmupMs per channel), then per cell and channel the untimed iterations. */
   warmupMs: number
   /** The timed iterations (cache flushes and barriers excluded: those are preparation). */
   operationMs: number
@@ -184,7 +191,13 @@ export interface TargetCheck {
 }
 
 /** A channel of the run, with what actually ran and how long its connections took. */
-export type RateChannel = ChannelSpec & { actual: string | null, error: string | null, connectMs: number | null }
+export type RateChannel = ChannelSpec & {
+  actual: string | null
+  error: string | null
+  connectMs: number | null
+  /** Iterations of the run's JIT warm-up on this channel (0: none). */
+  jitWarmupIterations: number
+}
 
 /** Everything one run produced (the `--json` document). */
 export interface RateResult {
