@@ -28,14 +28,19 @@ constexpr uint64_t kYieldNs = 20000;
 // Polling passes over the hot endpoints between two reads of the clock.
 constexpr unsigned kPassesPerClockRead = 8;
 // A yield that took this long, or this long between two reads of the clock while spinning, means
-// another task wanted this CPU (the peer, or anyone): spinning then steals from it, so the whole
-// process stops spinning for kContentionBackoffNs. (The kernel's haltpoll polls only an idle
-// CPU; user space learns of contention this way.) The pause is short: a late yield is often a
-// one-off (an interrupt, the host preempting the vCPU), and a whole cap period (10 ms, the
-// earlier value) kept polling off for most of a ping-pong: unmodified http on one connection
-// went from 2.1x to 10x Node net with 100 µs (docs/polling.md). A CPU that stays contended
-// keeps triggering it, so polling stays mostly off there.
-constexpr uint64_t kPreemptedNs = 20000;
+// another task held this CPU for longer than a reply takes (a CPU-bound neighbour running its
+// time slice): spinning then steals from it, so the whole process stops spinning for
+// kContentionBackoffNs. (The kernel's haltpoll polls only an idle CPU; user space learns of
+// contention this way.) A shorter run of another task (a peer sharing this CPU doing the few
+// tens of µs of its own exchange) is not contention: the yield every kYieldNs already gave it
+// the CPU, and a spinner that stopped for it would have its next message wake a halted vCPU
+// (~30 µs here): with 20 µs, `fastsock rate` pair-based with 4 peers on 2 vCPUs ran 25 % slower
+// (docs/polling.md). A peer that needs this CPU to answer is handled before spinning (holds).
+// The pause is short: a late yield is often a one-off (an interrupt, the host preempting the
+// vCPU), and a whole cap period (10 ms, the earlier value) kept polling off for most of a
+// ping-pong: unmodified http on one connection went from 2.1x to 10x Node net with 100 µs. A CPU
+// that stays contended keeps triggering it, and the pause grows (kContentionRecurNs).
+constexpr uint64_t kPreemptedNs = 200000;
 constexpr uint64_t kContentionBackoffNs = 100000;  // 100 µs, the first pause
 // Contention seen again within kContentionRecurNs of the end of the previous pause doubles the
 // pause, up to kContentionBackoffMaxNs (a CPU that stays contended: more processes than CPUs);

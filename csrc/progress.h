@@ -21,9 +21,10 @@
 //   for nothing spins at most one window.
 // - A per-process cap on spinning CPU (all loops of the process, shared atomics): at most
 //   `capPercent` of one core per 10 ms period (default 50 %, FASTSOCK_POLL_CAP_PERCENT); past it
-//   every hot endpoint sleeps until the next period. A sign that another task wanted the CPU
-//   (a yield that took over 20 µs, or a 20 µs gap between two clock reads while spinning) stops
-//   all spinning of the process for 100 µs as well.
+//   every hot endpoint sleeps until the next period. A sign that another task held the CPU for
+//   longer than a reply takes (a yield that took over 200 µs, or a 200 µs gap between two clock
+//   reads while spinning) stops all spinning of the process for 100 µs as well, doubling (up to
+//   10 ms) while it recurs.
 // - Holds: a wait whose reply must come from a peer that runs on this very CPU and still has
 //   work from this side (PartnerNeedsCpu(): an shm peer's CPU hint, bytes it has not taken) does
 //   not spin, and while such a wait lasts no endpoint of the loop spins: spinning would only keep

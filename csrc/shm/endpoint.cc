@@ -172,7 +172,7 @@ void ShmEndpoint::Notify() {
   if (closed_) return;
   if (engine_) {
     engine_->Release(this);  // the wait's event is JS's now
-    if (poll_window.max_ns > 0) PublishCpu();
+    PublishCpu();            // also without polling: the peer may poll, and must know
   }
   Napi::Env env = onevent_.Env();
   Napi::HandleScope scope(env);
@@ -306,8 +306,8 @@ bool ShmEndpoint::PartnerNeedsCpu() {
 // With polling on, a wait whose peer needs this CPU is held (ProgressEngine::Hold): it sleeps,
 // and the loop spins for nobody until it ends.
 bool ShmEndpoint::Await(bool read) {
+  if (engine_) PublishCpu();
   if (engine_ && poll_window.max_ns > 0) {
-    PublishCpu();
     uint64_t now = NowNs();
     if (!poll_window.waiting) poll_window.BeginWait(now);  // a wait observed on wake-up regrows the window
     if (PartnerNeedsCpu()) {
