@@ -107,6 +107,23 @@ std::unordered_map<uv_loop_t*, std::shared_ptr<ProgressEngine>>& Engines() {
   return *m;
 }
 
+// The engine's lists (hot, sleeping, held, idle-watched) keep each endpoint's index in it, in
+// the Pollable member `Index`, so that joining and leaving are O(1): append, or move the last
+// entry into the hole.
+template <int Pollable::*Index>
+void Append(std::vector<Pollable*>& list, Pollable* p) {
+  p->*Index = static_cast<int>(list.size());
+  list.push_back(p);
+}
+template <int Pollable::*Index>
+void Erase(std::vector<Pollable*>& list, Pollable* p) {
+  size_t i = static_cast<size_t>(p->*Index);
+  list[i] = list.back();
+  list[i]->*Index = static_cast<int>(i);
+  list.pop_back();
+  p->*Index = -1;
+}
+
 }  // namespace
 
 void PollWindow::EndWait(uint64_t now_ns) {
@@ -191,35 +208,20 @@ void ProgressEngine::Sleep(Pollable* p) {
   if (!doorbell_poll_ || p->sleep_index >= 0) return;
   for (auto& w : woken_)
     if (w == p) w = nullptr;  // asleep again: not handed over
-  p->sleep_index = static_cast<int>(sleepers_.size());
-  sleepers_.push_back(p);
+  Append<&Pollable::sleep_index>(sleepers_, p);
 }
 
-void ProgressEngine::Unsleep(Pollable* p) {
-  size_t i = static_cast<size_t>(p->sleep_index);
-  sleepers_[i] = sleepers_.back();
-  sleepers_[i]->sleep_index = static_cast<int>(i);
-  sleepers_.pop_back();
-  p->sleep_index = -1;
-}
+void ProgressEngine::Unsleep(Pollable* p) { Erase<&Pollable::sleep_index>(sleepers_, p); }
 
 void ProgressEngine::Hold(Pollable* p) {
   stats_.holds++;
   for (auto& d : due_)
     if (d.first == p) d.first = nullptr;  // waits again: not handed over
   if (p->hot_index >= 0) Remove(p);
-  if (p->held_index >= 0) return;
-  p->held_index = static_cast<int>(held_.size());
-  held_.push_back(p);
+  if (p->held_index < 0) Append<&Pollable::held_index>(held_, p);
 }
 
-void ProgressEngine::Unhold(Pollable* p) {
-  size_t i = static_cast<size_t>(p->held_index);
-  held_[i] = held_.back();
-  held_[i]->held_index = static_cast<int>(i);
-  held_.pop_back();
-  p->held_index = -1;
-}
+void ProgressEngine::Unhold(Pollable* p) { Erase<&Pollable::held_index>(held_, p); }
 
 bool ProgressEngine::Holding() {
   for (size_t i = 0; i < held_.size();) {
@@ -259,19 +261,14 @@ void ProgressEngine::OnDoorbell(uv_poll_t* h, int, int) {
 
 void ProgressEngine::StartWatchIdle(Pollable* p) {
   if (!idle_timer_) return;
-  p->idle_index = static_cast<int>(idle_.size());
-  idle_.push_back(p);
+  Append<&Pollable::idle_index>(idle_, p);
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(idle_timer_)))
     uv_timer_start(idle_timer_, OnIdleTimer, kIdleTickMs, kIdleTickMs);
 }
 
 void ProgressEngine::UnwatchIdle(Pollable* p) {
   if (p->idle_index < 0) return;
-  size_t i = static_cast<size_t>(p->idle_index);
-  idle_[i] = idle_.back();
-  idle_[i]->idle_index = static_cast<int>(i);
-  idle_.pop_back();
-  p->idle_index = -1;
+  Erase<&Pollable::idle_index>(idle_, p);
   if (idle_.empty() && idle_timer_) uv_timer_stop(idle_timer_);
 }
 
@@ -344,21 +341,12 @@ bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
   for (auto& d : due_)
     if (d.first == p) d.first = nullptr;  // hot again: not handed over
   if (p->sleep_index >= 0) Unsleep(p);
-  if (p->hot_index < 0) {
-    p->hot_index = static_cast<int>(hot_.size());
-    hot_.push_back(p);
-  }
+  if (p->hot_index < 0) Append<&Pollable::hot_index>(hot_, p);
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(prepare_))) uv_prepare_start(prepare_, OnPrepare);
   return true;
 }
 
-void ProgressEngine::Remove(Pollable* p) {
-  size_t i = static_cast<size_t>(p->hot_index);
-  hot_[i] = hot_.back();
-  hot_[i]->hot_index = static_cast<int>(i);
-  hot_.pop_back();
-  p->hot_index = -1;
-}
+void ProgressEngine::Remove(Pollable* p) { Erase<&Pollable::hot_index>(hot_, p); }
 
 void ProgressEngine::Disarm(Pollable* p) {
   if (p->hot_index >= 0) Remove(p);

@@ -123,3 +123,19 @@ t.test('pipe --help explains the missing 0-byte point', async (t) => {
   t.equal(res.code, 0)
   t.match(res.stdout, /0-byte write sends nothing/)
 })
+
+t.test('the headline: the best rung, and the best that never spins (neither shm nor verbs)', async (t) => {
+  const { headline } = require(path.join(root, 'dist', 'cli', 'pipe', 'summary.js'))
+  const row = (channel, us) => ({ channel, label: channel, bytes: 64, halfRttUs: { median: us } })
+  const rows = headline([
+    row('fastsock:shm', 1), row('fastsock:verbs', 2), row('fastsock:shm (no polling)', 20), row('fastsock:unix', 25),
+    row('net:tcp', 40), row('net:unix', 30)
+  ], [])
+  t.equal(rows.length, 1)
+  const [h] = rows
+  t.equal(h.best, 'fastsock:shm')
+  t.equal(h.latencyRatio, 40)
+  t.equal(h.latencyRatioVsUnix, 30)
+  t.equal(h.bestNoPoll, 'fastsock:shm (no polling)', 'verbs polls by default too: not "without polling"')
+  t.equal(h.latencyRatioNoPoll, 2)
+})

@@ -9,11 +9,11 @@ const fastsock = require('../..')
 const { native } = require('../../dist/native')
 const { rungHost, guestSkip } = require('../helpers/rungs')
 const { spawnNode, once, within, sleep } = require('../helpers/util')
+const { roundTrips: echoRoundTrips } = require('../helpers/echo')
 
 const host = rungHost('verbs')
 const skip = guestSkip('verbs')
 const SLOW = 60000 // the guest's CPU is emulated
-const MESSAGE_BYTES = 64
 // Under the guest's emulated CPU a 64-byte round trip through Node and Soft-RoCE takes 0.5 to
 // 2 ms, so waits mostly outlast the default 200 µs cap and its window seldom opens: the tests
 // that need an open window raise the cap (the policy is the same; docs/polling.md).
@@ -30,30 +30,8 @@ async function connectToPeer (t, options = {}) {
   return c
 }
 
-/** `n` round trips of one 64-byte message, each echo checked; `kind` 'e' (answered at once) or 'l' (after 5 ms). */
-function roundTrips (c, n, kind) {
-  return within(new Promise((resolve, reject) => {
-    const msg = Buffer.alloc(MESSAGE_BYTES, kind)
-    let left = n
-    let pending = Buffer.alloc(0)
-    const onData = d => {
-      pending = Buffer.concat([pending, d])
-      while (pending.length >= MESSAGE_BYTES) {
-        if (!pending.subarray(0, MESSAGE_BYTES).equals(msg)) return reject(new Error('the echo differs from the message'))
-        pending = pending.subarray(MESSAGE_BYTES)
-        if (--left === 0) {
-          c.off('data', onData)
-          c.off('error', reject)
-          return resolve()
-        }
-        c.write(msg)
-      }
-    }
-    c.on('data', onData)
-    c.once('error', reject)
-    c.write(msg)
-  }), SLOW, `${n} round trips (${kind})`)
-}
+/** `n` round trips of one 64-byte message, each echo checked (test/helpers/echo.js), within SLOW. */
+const roundTrips = (c, n, kind) => echoRoundTrips(c, n, kind, SLOW)
 
 const stats = c => c._fsShm.ep.pollStats()
 

@@ -10,9 +10,9 @@ const { execFileSync } = require('child_process')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
 const { rungs } = require('../helpers/rungs')
-const { spawnNode, once, within } = require('../helpers/util')
+const { spawnNode, once } = require('../helpers/util')
+const { roundTrips } = require('../helpers/echo')
 
-const MESSAGE_BYTES = 64
 const ROUND_TRIPS = 2000
 
 let taskset = false
@@ -27,31 +27,6 @@ const skip = (!rungs.includes('shm') && 'shm is not available here') ||
 /** Pins every thread of process `pid` to `cpus` (a taskset list). */
 const pin = (pid, cpus) => execFileSync('taskset', ['-a', '-pc', cpus, String(pid)], { stdio: 'ignore' })
 
-/** `n` round trips of one 64-byte message answered at once. */
-function roundTrips (c, n) {
-  return within(new Promise((resolve, reject) => {
-    const msg = Buffer.alloc(MESSAGE_BYTES, 'e')
-    let left = n
-    let got = 0
-    let echoed = 0
-    const onData = d => {
-      for (const b of d) if (b !== 0x65) echoed++
-      got += d.length
-      while (got >= MESSAGE_BYTES) {
-        got -= MESSAGE_BYTES
-        if (--left === 0) {
-          c.off('data', onData)
-          c.off('error', reject)
-          return echoed === 0 ? resolve() : reject(new Error(`${echoed} bytes came back changed`))
-        }
-        c.write(msg)
-      }
-    }
-    c.on('data', onData)
-    c.once('error', reject)
-    c.write(msg)
-  }), 30000, `${n} round trips`)
-}
 
 t.test('a peer on this CPU is not spun for; on another CPU it is polled', { skip }, async t => {
   t.teardown(() => { if (allowed !== null) pin(process.pid, allowed) })

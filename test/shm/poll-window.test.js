@@ -8,34 +8,11 @@ const t = require('tap')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
 const { rungs } = require('../helpers/rungs')
-const { spawnNode, once, within } = require('../helpers/util')
+const { spawnNode, once } = require('../helpers/util')
+const { roundTrips } = require('../helpers/echo')
 
 const skip = !rungs.includes('shm') && 'shm is not available here'
-const MESSAGE_BYTES = 64
 
-/** `n` round trips of one 64-byte message; `kind` 'e' (answered at once) or 'l' (after 5 ms). */
-function roundTrips (c, n, kind) {
-  return within(new Promise((resolve, reject) => {
-    const msg = Buffer.alloc(MESSAGE_BYTES, kind)
-    let left = n
-    let got = 0
-    const onData = d => {
-      got += d.length
-      while (got >= MESSAGE_BYTES) {
-        got -= MESSAGE_BYTES
-        if (--left === 0) {
-          c.off('data', onData)
-          c.off('error', reject)
-          return resolve()
-        }
-        c.write(msg)
-      }
-    }
-    c.on('data', onData)
-    c.once('error', reject)
-    c.write(msg)
-  }), 20000, `${n} round trips`)
-}
 
 t.test('the window grows on quick answers and shrinks on late ones', { skip }, async t => {
   const peer = spawnNode(t, [require.resolve('../fixtures/poll-peer.js')])

@@ -35,9 +35,13 @@ export function typedSpeedups (typed: TypedRow[]): void {
 
 const isFastsock = (r: { channel: string }): boolean => r.channel.startsWith('fastsock:')
 
+/** The channels that busy-poll with no option set (docs/polling.md): shm's ring, verbs' CQ. */
+const POLLED_BY_DEFAULT = new Set(['fastsock:shm', 'fastsock:verbs'])
+
 /**
  * Per size: fastsock's best rung (lowest median RTT/2) against net:tcp and net:unix, and the best
- * rung other than the default, polling `fastsock:shm` (so: never spinning) against net:tcp.
+ * rung that never spins (not the default, polling `fastsock:shm` or `fastsock:verbs`) against
+ * net:tcp.
  */
 export function headline (pingpong: PingPongRow[], stream: StreamRow[]): HeadlineRow[] {
   const sizes = [...new Set(pingpong.map((r) => r.bytes))].sort((a, b) => a - b)
@@ -48,7 +52,7 @@ export function headline (pingpong: PingPongRow[], stream: StreamRow[]): Headlin
     const lowest = (rows: PingPongRow[]): PingPongRow | null =>
       rows.length === 0 ? null : rows.reduce((a, b) => (b.halfRttUs.median < a.halfRttUs.median ? b : a))
     const best = lowest(fast) as PingPongRow
-    const noPoll = lowest(fast.filter((r) => r.channel !== 'fastsock:shm'))
+    const noPoll = lowest(fast.filter((r) => !POLLED_BY_DEFAULT.has(r.channel)))
     const netTcp = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:tcp')
     const netUnix = pingpong.find((r) => r.bytes === bytes && r.channel === 'net:unix')
     const fastStream = stream.filter((r) => r.bytes === bytes && isFastsock(r))
