@@ -34,8 +34,8 @@ constexpr unsigned kPassesPerClockRead = 8;
 // contention this way.) A shorter run of another task (a peer sharing this CPU doing the few
 // tens of µs of its own exchange) is not contention: the yield every kYieldNs already gave it
 // the CPU, and a spinner that stopped for it would have its next message wake a halted vCPU
-// (~30 µs here): with 20 µs, `fastsock rate` pair-based with 4 peers on 2 vCPUs ran 25 % slower
-// (docs/polling.md). A peer that needs this CPU to answer is handled before spinning (holds).
+// (~30 µs here): with 20 µs, `fastsock rate` pair-based with 4 peers on 2 vCPUs ran 20-30 %
+// slower (docs/polling.md). A peer that needs this CPU to answer is handled before spinning (holds).
 // The pause is short: a late yield is often a one-off (an interrupt, the host preempting the
 // vCPU), and a whole cap period (10 ms, the earlier value) kept polling off for most of a
 // ping-pong: unmodified http on one connection went from 2.1x to 10x Node net with 100 µs. A CPU
