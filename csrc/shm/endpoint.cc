@@ -286,18 +286,27 @@ Napi::Value ShmEndpoint::ArmWrite(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), !closed_ && !peer_gone_ && Await(false));
 }
 
-void ShmEndpoint::PublishCpu() {
-  int cpu = sched_getcpu();  // glibc reads it from rseq (or the vDSO): no system call
-  uint32_t v = cpu < 0 ? 0 : static_cast<uint32_t>(cpu) + 1;
-  if (own_hint_->cpu.load(std::memory_order_relaxed) != v) own_hint_->cpu.store(v, std::memory_order_relaxed);
+uint32_t ShmEndpoint::CpuHint() {
+  int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : static_cast<uint32_t>(cpu) + 1;
 }
 
-bool ShmEndpoint::PartnerNeedsCpu() {
-  if (closed_) return false;
-  uint32_t peer = peer_hint_->cpu.load(std::memory_order_relaxed);
-  if (peer == 0) return false;
-  int cpu = sched_getcpu();
-  return cpu >= 0 && static_cast<uint32_t>(cpu) + 1 == peer && tx_.InFlight() > 0;
+uint32_t ShmEndpoint::PublishCpu() {
+  uint32_t v = CpuHint();
+  if (own_hint_->cpu.load(std::memory_order_relaxed) != v) own_hint_->cpu.store(v, std::memory_order_relaxed);
+  return v;
+}
+
+bool ShmEndpoint::PeerNeeds(uint32_t cpu) {
+  return !closed_ && cpu != 0 && peer_hint_->cpu.load(std::memory_order_relaxed) == cpu && tx_.InFlight() > 0;
+}
+
+bool ShmEndpoint::SleepIfIdle(bool r, bool w) {
+  bool sleep = true;
+  if (r && !rx_.ArmConsumerWait()) sleep = false;
+  if (w && !tx_.ArmProducerWait()) sleep = false;
+  if (sleep) SleepFor(r, w);
+  return sleep;
 }
 
 // A wait begins at the first arm and lasts until its event is seen (by the engine, the
@@ -306,20 +315,16 @@ bool ShmEndpoint::PartnerNeedsCpu() {
 // With polling on, a wait whose peer needs this CPU is held (ProgressEngine::Hold): it sleeps,
 // and the loop spins for nobody until it ends.
 bool ShmEndpoint::Await(bool read) {
-  if (engine_) PublishCpu();
+  uint32_t cpu = engine_ ? PublishCpu() : 0;
   if (engine_ && poll_window.max_ns > 0) {
     uint64_t now = NowNs();
     if (!poll_window.waiting) poll_window.BeginWait(now);  // a wait observed on wake-up regrows the window
-    if (PartnerNeedsCpu()) {
+    if (PeerNeeds(cpu)) {
       // Held: asleep on the doorbell for this direction and any it was polling for.
       engine_->Hold(this);
       bool r = poll_read_ || read, w = poll_write_ || !read;
       poll_read_ = poll_write_ = false;
-      bool sleep = !(r && !rx_.ArmConsumerWait()) && !(w && !tx_.ArmProducerWait());
-      if (sleep) {
-        SleepFor(r, w);
-        return true;
-      }
+      if (SleepIfIdle(r, w)) return true;
       poll_window.waiting = false;
       engine_->Release(this);
       return false;
@@ -335,9 +340,8 @@ bool ShmEndpoint::Await(bool read) {
       return true;
     }
   }
-  bool armed = read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
+  bool armed = SleepIfIdle(read, !read);
   if (!armed) poll_window.waiting = false;
-  else SleepFor(read, !read);
   return armed;
 }
 
@@ -354,14 +358,9 @@ void ShmEndpoint::OnPollExpired() {
   bool r = poll_read_, w = poll_write_;
   poll_read_ = poll_write_ = false;
   if (closed_) return;
-  bool sleep = true;
-  if (r && !rx_.ArmConsumerWait()) sleep = false;
-  if (w && !tx_.ArmProducerWait()) sleep = false;
-  if (!sleep) {
+  if (!SleepIfIdle(r, w)) {
     poll_window.EndWait(NowNs());
     Notify();
-  } else {
-    SleepFor(r, w);
   }
 }
 

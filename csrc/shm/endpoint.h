@@ -95,9 +95,18 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   void OnWake() override;
   // The peer's CPU hint (wire::SideHint) is this thread's CPU and the transmit ring holds bytes
   // it has not taken: it needs this CPU to answer.
-  bool PartnerNeedsCpu() override;
-  // Writes this thread's CPU into this side's hint line when it changed (one load otherwise).
-  void PublishCpu();
+  bool PartnerNeedsCpu() override { return PeerNeeds(CpuHint()); }
+  // This thread's CPU as a hint value: 1 + sched_getcpu() (glibc reads rseq or the vDSO: no
+  // system call), 0 when unknown.
+  static uint32_t CpuHint();
+  // PartnerNeedsCpu() with this thread's CPU hint `cpu` already read.
+  bool PeerNeeds(uint32_t cpu);
+  // Writes this thread's CPU into this side's hint line when it changed (one load otherwise);
+  // returns it (CpuHint()).
+  uint32_t PublishCpu();
+  // Raises the waiting flag of each direction asked (r: bytes, w: space) and sleeps on the
+  // loop's doorbell: false, asleep for nothing, when an event of either is already there.
+  bool SleepIfIdle(bool r, bool w);
   // The idle timer (csrc/progress.h): gives the transmit ring's free pages back once no write
   // came for a whole tick; true (stop watching) when the ring is drained and trimmed.
   bool OnIdleTick() override;

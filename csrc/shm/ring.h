@@ -37,11 +37,8 @@ class RingView {
   // --- producer side ---
   // Bytes the producer may write now.
   // Clamped to [0, size]: a peer that scribbles on tail cannot make us write out of bounds.
-  uint64_t Writable() const {
-    uint64_t used = ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
-    return used >= size_ ? 0 : size_ - used;
-  }
-  // Bytes produced that the consumer has not taken yet (clamped to [0, size], as Writable()).
+  uint64_t Writable() const { return size_ - InFlight(); }
+  // Bytes produced that the consumer has not taken yet, clamped to [0, size].
   uint64_t InFlight() const {
     uint64_t used = ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
     return used > size_ ? size_ : used;

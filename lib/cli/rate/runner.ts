@@ -249,6 +249,26 @@ class RateRun {
     this.error(`${l.ch.id} ${what}`, err)
   }
 
+  /** What the peers and this process run for `cell`: one window per iteration (bidirectional: a long run). */
+  private peerCell (cell: Cell): PeerCell {
+    const { config } = this
+    return {
+      pattern: cell.pattern,
+      direction: cell.direction,
+      bytes: cell.bytes,
+      messages: cell.pattern === 'bidirectional' ? config.bidirectionalMessages : config.window,
+      window: config.window,
+      coldCache: cell.coldCache,
+      cacheBytes: this.result.cache.flushBytes
+    }
+  }
+
+  /** Configures `peers` and this process's send buffers for `cell`. */
+  private async prepareCell (cell: PeerCell, peers: Peer[]): Promise<void> {
+    await Promise.all(peers.map(async (p) => await p.request({ cmd: 'cell', cell })))
+    this.hub.prepare(cell)
+  }
+
   /**
    * The run's warm-up: `jitWarmupMs` of untimed iterations per channel, of the first cell's
    * pattern (warm, with every peer process), cycling through every message size of the run.
@@ -265,18 +285,10 @@ class RateRun {
     const pairwise = first.pattern === 'pair-based'
     const perSize = config.jitWarmupMs / config.sizes.length
     for (const bytes of config.sizes) {
-      const cell: PeerCell = {
-        pattern: first.pattern,
-        direction: first.direction,
-        bytes,
-        messages: config.window,
-        window: config.window,
-        coldCache: false,
-        cacheBytes: result.cache.flushBytes
-      }
+      // One window per iteration, also for bidirectional (its long runs are for the timing).
+      const cell = { ...this.peerCell({ ...first, bytes, coldCache: false }), messages: config.window }
       // Every peer process, also those only the later cells use (each compiles its own code).
-      await Promise.all(this.peers.map(async (p) => await p.request({ cmd: 'cell', cell })))
-      this.hub.prepare(cell)
+      await this.prepareCell(cell, this.peers)
       for (const l of [...this.live]) {
         this.progress.step(`JIT warm-up: ${l.label}, ${formatBytes(bytes)}`)
         const entry = result.channels.find((c) => c.id === l.ch.id)
@@ -300,20 +312,11 @@ class RateRun {
     const name = `${cell.pattern}${cell.direction === 'both' ? '' : ` ${cell.direction}`} ${formatBytes(cell.bytes)} × ${cell.peers} peer${cell.peers > 1 ? 's' : ''}${cell.coldCache ? ' cold' : ''}`
     const channels = [...this.live]
     const bidirectional = cell.pattern === 'bidirectional'
-    const peerCell: PeerCell = {
-      pattern: cell.pattern,
-      direction: cell.direction,
-      bytes: cell.bytes,
-      messages: bidirectional ? config.bidirectionalMessages : config.window,
-      window: config.window,
-      coldCache: cell.coldCache,
-      cacheBytes: result.cache.flushBytes
-    }
+    const peerCell = this.peerCell(cell)
     const pairwise = cell.pattern === 'pair-based'
     const peers = this.peers.slice(0, cell.peers)
     const t = nowMs()
-    await Promise.all(peers.map(async (p) => await p.request({ cmd: 'cell', cell: peerCell })))
-    this.hub.prepare(peerCell)
+    await this.prepareCell(peerCell, peers)
     const preparationMs = nowMs() - t
     result.phases.preparationMs += preparationMs
 
