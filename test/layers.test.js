@@ -42,7 +42,9 @@ const LAYERS = [
   [/^transports\//, 3],
   [/^chain\.ts$/, 5],
   [/^(socket|server)\.ts$|^socket\//, 6],
-  [/^(index|register)\.ts$|^cli\//, 7]
+  [/^(index|register)\.ts$|^cli\//, 7],
+  // fastsock/mpi sits on the public facade only (next test).
+  [/^mpi\//, 7]
 ]
 const layerOf = f => { const hit = LAYERS.find(([re]) => re.test(f)); return hit ? hit[1] : null }
 
@@ -63,4 +65,28 @@ t.test('no lib/ file over 800 lines', async t => {
   const big = walk(path.join(root, 'lib')).filter(f => f.endsWith('.ts'))
     .map(f => [path.relative(root, f), fs.readFileSync(f, 'utf8').split('\n').length]).filter(([, n]) => n > 800)
   t.same(big, [], 'every file 800 lines or fewer')
+})
+
+t.test('lib/mpi/ imports fastsock only through its public facade (lib/index.ts)', async t => {
+  const res = await madge(path.join(root, 'lib'), config)
+  const mpiFiles = Object.keys(res.obj()).filter(f => f.startsWith('mpi/') && f.endsWith('.ts'))
+  t.ok(mpiFiles.length >= 8, `madge read lib/mpi/ (${mpiFiles.length} files)`)
+  const bad = []
+  for (const f of mpiFiles) {
+    for (const dep of res.obj()[f]) if (!dep.startsWith('mpi/') && dep !== 'index.ts' && dep.endsWith('.ts')) bad.push(`${f} -> ${dep}`)
+    // The source text too: every relative specifier leaving lib/mpi/ must name lib/index
+    // ('../index' from lib/mpi, '../../index' from lib/mpi/coll), dynamic import() included.
+    const src = fs.readFileSync(path.join(root, 'lib', f), 'utf8')
+    const specs = [...src.matchAll(/(?:from\s+|require\s*\(\s*|import\s*\(\s*)['"]([^'"]+)['"]/g)].map(m => m[1])
+    for (const spec of specs) {
+      if (!spec.startsWith('.')) continue
+      const target = path.relative(path.join(root, 'lib'), path.resolve(path.dirname(path.join(root, 'lib', f)), spec))
+      if (!target.startsWith('mpi' + path.sep) && target !== 'mpi' && target !== 'index') bad.push(`${f} imports '${spec}'`)
+    }
+  }
+  t.same(bad, [], 'only ../index (or ../../index) and lib/mpi/ files')
+  // The check can fail: a file importing socket.ts directly is caught.
+  const probe = "import { Socket } from '../socket'"
+  const m = /(?:from\s+)['"]([^'"]+)['"]/.exec(probe)
+  t.not(path.relative(path.join(root, 'lib'), path.resolve(path.join(root, 'lib', 'mpi'), m[1])), 'index', 'a direct import of ../socket is not the facade')
 })

@@ -2,12 +2,16 @@
 /**
  * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport),
  * `fastsock rate` (message rate with many peers: msgrate's patterns, Observatory's phases),
- * `fastsock probe` (which transports this host offers) and `fastsock run -- <command>` (runs a
- * command with fastsock as its `net`). Exit status: 0 success, 1 failure,
+ * `fastsock probe` (which transports this host offers), `fastsock run -- <command>` (runs a
+ * command with fastsock as its `net`), `fastsock mpirun -n N <command>` (a fastsock/mpi job on this
+ * host) and `fastsock osu <benchmark>` (OSU-style benchmarks of fastsock/mpi beside Open MPI's C).
+ * Exit status: 0 success, 1 failure,
  * 2 bad usage (commander's message on stderr).
  */
 import { Command, CommanderError } from 'commander'
 import { killAll } from './children'
+import { mpirunCommand } from './mpirun'
+import { osuCommand } from './osu/command'
 import { pipeCommand } from './pipe/command'
 import { probeCommand } from './probe'
 import { rateCommand } from './rate/command'
@@ -32,9 +36,11 @@ function program (): Command {
   p.addCommand(copyInherited(p, pipeCommand()))
   p.addCommand(copyInherited(p, rateCommand()))
   p.addCommand(copyInherited(p, probeCommand()))
+  p.addCommand(copyInherited(p, osuCommand()))
   // `run -- cmd --opt`: options after the command are the command's, not fastsock's.
   p.enablePositionalOptions()
   p.addCommand(copyInherited(p, runCommand()))
+  p.addCommand(copyInherited(p, mpirunCommand()))
   return p
 }
 

@@ -1,0 +1,70 @@
+/**
+ * One rank of a `fastsock osu` job (run as `node dist/cli/osu/rank.js`, started P times by the
+ * command through `fastsock mpirun`'s spawnRanks with env:// variables). Reads its JobConfig from
+ * the environment variable FASTSOCK_OSU_CONFIG (JSON), joins the job with fastsock/mpi's `init`
+ * (`{ transports }` for the Node net baseline), runs the benchmark size by size, and rank 0
+ * appends one JSON line per size to `config.out` ({"row": RawRow}), then {"done": true,
+ * "transports": {peer: transport}}. Any error: a message on stderr and exit status 1 (the
+ * launcher then ends the job; the other ranks see ERR_MPI_PEER_LOST).
+ */
+import * as fs from 'fs'
+import * as mpi from '../../mpi'
+import { collective, pointToPoint, type BodyContext, type OsuComm, type OsuRequest } from './bodies'
+import { isCollective } from './options'
+import type { JobConfig } from './types'
+
+/** fastsock/mpi as this script uses it (the module satisfies it: Comm is an OsuComm). */
+export interface MpiModule {
+  init (options?: { transports?: string[] }): Promise<OsuComm>
+  finalize (): Promise<void>
+  SUM: unknown
+  waitAll (reqs: OsuRequest[]): Promise<unknown>
+}
+
+/** Parses and checks FASTSOCK_OSU_CONFIG; throws with code ERR_OSU_CONFIG. */
+export function readConfig (env: NodeJS.ProcessEnv = process.env): JobConfig {
+  const text = env.FASTSOCK_OSU_CONFIG
+  const bad = (why: string): never => { throw Object.assign(new Error(`fastsock osu rank: ${why}`), { code: 'ERR_OSU_CONFIG' }) }
+  if (text === undefined || text === '') return bad('FASTSOCK_OSU_CONFIG is not set (this script is started by `fastsock osu`)')
+  let config: JobConfig
+  try {
+    config = JSON.parse(text) as JobConfig
+  } catch (err) {
+    return bad(`FASTSOCK_OSU_CONFIG is not JSON: ${(err as Error).message}`)
+  }
+  if (!Array.isArray(config.sizes) || typeof config.out !== 'string' || typeof config.benchmark !== 'string') bad('FASTSOCK_OSU_CONFIG lacks benchmark, sizes or out')
+  return config
+}
+
+/** Runs the job's benchmark on this rank. */
+export async function runRank (config: JobConfig, lib: MpiModule): Promise<void> {
+  const comm = await lib.init(config.transports === null ? undefined : { transports: config.transports })
+  const ctx: BodyContext = { comm, sum: lib.SUM, config, waitAll: lib.waitAll }
+  const body = isCollective(config.benchmark) ? collective : pointToPoint
+  for (const bytes of config.sizes) {
+    const row = await body(ctx, bytes)
+    if (row !== null) fs.appendFileSync(config.out, JSON.stringify({ row }) + '\n')
+  }
+  if (comm.rank === 0) {
+    const transports: Record<string, string> = {}
+    for (let r = 1; r < comm.size; r++) {
+      const t = comm.transportOf(r)
+      if (typeof t === 'string') transports[String(r)] = t
+    }
+    fs.appendFileSync(config.out, JSON.stringify({ done: true, transports }) + '\n')
+  }
+  await lib.finalize()
+}
+
+if (require.main === module) {
+  (async () => {
+    await runRank(readConfig(), mpi)
+  })().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      const e = err as { code?: string, message?: string }
+      process.stderr.write(`fastsock osu rank ${process.env.RANK ?? '?'}: ${e?.code !== undefined ? `${e.code}: ` : ''}${e?.message ?? String(err)}\n`)
+      process.exit(1)
+    }
+  )
+}

@@ -1,0 +1,127 @@
+/**
+ * The start of `mpi.init()`: find the launch (lib/mpi/launch.ts), serve the store in rank 0,
+ * connect every rank to it (lib/mpi/store.ts), and fill in what the launcher did not say (the
+ * local rank and size, from the host names the ranks publish). The caller (lib/mpi/index.ts)
+ * then publishes its endpoint card in the store and builds the world communicator.
+ *
+ * Errors: detectLaunch's (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_MPI_LAUNCH); MpiError
+ * ERR_MPI_INIT_TIMEOUT when the store cannot be reached (or the other ranks do not show up for
+ * the local-rank exchange) within `timeoutMs`, its message naming the variables read and the
+ * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (address in use).
+ */
+import * as os from 'os'
+import { MpiError } from './errors'
+import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, type InitOptions, type LaunchInfo } from './launch'
+import { StoreClient, StoreServer } from './store'
+
+/** What bootstrap found and opened. `store`/`server` are null for a singleton; `server` is rank 0's only. */
+export interface Bootstrap {
+  info: LaunchInfo
+  store: StoreClient | null
+  server: StoreServer | null
+}
+
+/** Key under which each rank publishes its host name for the local-rank exchange. */
+export const HOST_KEY_PREFIX = 'fastsock/host/'
+
+function isLoopback (a: string): boolean {
+  return a === '' || a === '::1' || a.startsWith('127.')
+}
+
+/**
+ * An address of this host that other hosts may reach: the first non-internal IPv4 address, else
+ * the first non-internal IPv6 address (link-local excluded), else `fallback`.
+ */
+export function externalAddress (fallback: string): string {
+  const all = Object.values(os.networkInterfaces()).flat().filter(a => a !== undefined && !a.internal)
+  const v4 = all.find(a => a?.family === 'IPv4')
+  if (v4 !== undefined) return v4.address
+  const v6 = all.find(a => a?.family === 'IPv6' && !a.address.startsWith('fe80'))
+  return v6?.address ?? fallback
+}
+
+function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, timeoutMs: number, cause: unknown): MpiError {
+  return new MpiError('ERR_MPI_INIT_TIMEOUT',
+    `init: rank ${info.rank} of ${info.size} (launcher: ${info.launcher}) ${what} within ${timeoutMs} ms; ` +
+    `store address tried: ${describeStore(info.store)}; variables read: ${describeVars(info, env)}`,
+    { rank: info.rank, cause })
+}
+
+/**
+ * Detects the launch, serves the store (rank 0) and connects to it, retrying until
+ * `options.timeoutMs` (default 30000 ms). For a singleton it opens nothing. Resolves with the
+ * launch info (local rank/size derived when the launcher gave none) and the open store client and
+ * server; the caller closes them at finalize (client.finalizing(), client.close(), then
+ * server.close()). `env` defaults to process.env (a parameter for tests).
+ */
+export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv = process.env): Promise<Bootstrap> {
+  const info = detectLaunch(options, env)
+  if (info.store === null) return { info, store: null, server: null }
+  const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const deadline = Date.now() + timeoutMs
+  // A path detectLaunch chose lives in this user's private directory: the server creates it mode
+  // 700, the clients check it (a directory of someone else's could host a fake store).
+  const privatePath = 'path' in info.store && options?.storePath === undefined
+  let server: StoreServer | null = null
+  let store: StoreClient | null = null
+  try {
+    if (info.rank === 0) {
+      try {
+        server = await StoreServer.listen(info.store, { privateDir: privatePath })
+      } catch (err) {
+        const e = err as MpiError
+        throw new MpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
+          `init: rank 0 cannot serve the store at ${describeStore(info.store)}: ${e.message}; variables read: ${describeVars(info, env)}`,
+          { rank: 0, cause: err })
+      }
+    }
+    try {
+      store = await StoreClient.connect(info.store, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath })
+    } catch (err) {
+      if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
+      throw err
+    }
+    let result = info
+    if (info.localKnown === false) result = await deriveLocal(info, store, deadline, timeoutMs, env)
+    // Over loopback (a host name that resolves to 127.0.1.1, as Debian's /etc/hosts does) the
+    // store connection says nothing about how other hosts reach this one.
+    if (isLoopback(store.localAddress) && result.localSize < result.size && !('path' in info.store)) {
+      store.localAddress = externalAddress(store.localAddress)
+    }
+    return { info: result, store, server }
+  } catch (err) {
+    if (store !== null) await store.close()
+    if (server !== null) await server.close({ graceMs: 0 })
+    throw err
+  }
+}
+
+/**
+ * Local rank and size from the host names every rank publishes under HOST_KEY_PREFIX<rank>:
+ * localRank = how many lower ranks share this host name, localSize = how many ranks do.
+ */
+async function deriveLocal (info: LaunchInfo, store: StoreClient, deadline: number, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<LaunchInfo> {
+  const me = os.hostname()
+  await store.set(HOST_KEY_PREFIX + String(info.rank), me)
+  const hosts: string[] = []
+  try {
+    const left = (): number => Math.max(1, deadline - Date.now())
+    const all = await Promise.all(Array.from({ length: info.size }, (_v, r) => store.get(HOST_KEY_PREFIX + String(r), { timeoutMs: left() })))
+    for (const v of all) hosts.push(Buffer.from(v).toString('utf8'))
+  } catch (err) {
+    if ((err as MpiError).code === 'ERR_MPI_STORE_TIMEOUT') {
+      const missing: number[] = []
+      for (let r = 0; r < info.size; r++) if (!await store.check([HOST_KEY_PREFIX + String(r)]).catch(() => false)) missing.push(r)
+      throw initTimeout(info, env, `did not hear from rank(s) ${missing.join(', ')}`, timeoutMs, err)
+    }
+    throw err
+  }
+  let localRank = 0
+  let localSize = 0
+  for (let r = 0; r < hosts.length; r++) {
+    if (hosts[r] !== me) continue
+    if (r < info.rank) localRank++
+    localSize++
+  }
+  return { ...info, localRank, localSize, localKnown: true }
+}

@@ -1,0 +1,348 @@
+/**
+ * Default argument-mismatch detection of the collectives, without an extra round: every message
+ * a collective sends carries a 16-byte *descriptor* of the call (collective, algorithm, root, op,
+ * element kind, count), and every receive checks it against this rank's own before the payload
+ * reaches the caller's buffer. A difference rejects with ERR_MPI_COLL_MISMATCH naming the
+ * argument, this rank's value and the peer's.
+ *
+ * - Messages up to INLINE_MAX bytes: the descriptor is a header on a copy (sender: the header
+ *   and payload in one Buffer; receiver: a scratch of n + 16 bytes, checked, then copied out).
+ * - Larger messages: a separate 16-byte descriptor message with the same tag, sent just before
+ *   the data (per-pair non-overtaking order makes it match the descriptor receive posted just
+ *   before the data receive).
+ * - Tags carry only the collective's sequence number (util.ts collTag), so two ranks running
+ *   different collectives or algorithms, or with different roots, still match each other's
+ *   messages between a pair and see the difference instead of waiting on a tag that never comes.
+ * - Abort notice: a rank whose receive finds a mismatch sends its descriptor, flagged "abort",
+ *   to every other rank with the same tag; a rank waiting on it receives the notice in place of
+ *   the data and rejects too (and sends its own notice, so waits chained through it end as well).
+ * - Rooted fan-in (reduce, gather, gatherv, gatherObject): the root sends a payload-less
+ *   descriptor to rank (root + 1) mod P, which receives it; so two ranks that each think they
+ *   are the root (and would only wait) exchange something checkable.
+ *
+ * What this cannot see without a round (docs/mpi-collectives.md, "Errors"): a rank that only
+ * sends in a collective (bcast/scatter root, a reduce/gather leaf other than root + 1) completes
+ * even when a peer rejects; ranks that all only wait on one another (e.g. bcast where no rank
+ * names itself root) exchange nothing and wait as in MPI. `{ check: true }` covers both.
+ */
+import { CollError } from './types'
+import type { CollComm, CollRequest, CollStatus } from './types'
+import { mismatch } from './util'
+
+/** Messages up to this many bytes carry the descriptor inline (copied); larger ones get a separate 16-byte message. */
+export const INLINE_MAX = 65536
+const HDR = 16
+const MAGIC = 0xc5
+const ABORT = 1
+/** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
+const MIN_RECV = 256
+/** Field codes an abort notice carries (flag bits 1..3): what its sender found differing. */
+const FIELDS = ['', 'collective', 'root', 'op', 'element kind', 'count', 'algorithm', 'message size']
+
+/** Collective ids of the descriptor (and of the opt-in argument check). */
+export const COLLECTIVE_IDS: Record<string, number> = {
+  barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
+}
+const COLLECTIVE_NAMES: string[] = []
+for (const [k, v] of Object.entries(COLLECTIVE_IDS)) COLLECTIVE_NAMES[v] = k
+/** Element kinds (1-based index in the descriptor; 0 = bytes, not checked). */
+export const KIND_NAMES = ['bytes', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
+  'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']
+const OP_NAMES = ['none', 'SUM', 'PROD', 'MIN', 'MAX', 'LAND', 'LOR', 'LXOR', 'BAND', 'BOR', 'BXOR', 'MAXLOC', 'MINLOC']
+const ALGORITHMS = ['dissemination', 'tree', 'binomial', 'scatterAllgather', 'linear', 'rabenseifner', 'recursiveDoubling', 'ring',
+  'reduceBcast', 'bruck', 'pairwise', 'reduceThenScatter']
+
+/** The element-kind id of an array (0 for anything else). */
+export function kindOf (v: unknown): number {
+  if (v === null || typeof v !== 'object' || !ArrayBuffer.isView(v)) return 0
+  const i = KIND_NAMES.indexOf(v.constructor.name)
+  return i < 0 ? 0 : i
+}
+
+function noop (): void {}
+
+/** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
+const recvPool: Buffer[] = []
+/**
+ * One reusable send staging buffer (with a cached view per message length) for messages of
+ * ≤ MIN_RECV bytes: taken while a send is in flight, given back when the point-to-point layer
+ * reports the send complete at once (shm batches eager frames by copying them: the array may be
+ * reused); otherwise that send keeps it and a new one is made.
+ */
+let sendStage: Buffer | null = null
+let sendViews: Buffer[] = []
+function recvBuffer (bytes: number): Buffer {
+  if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
+  return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
+}
+const EMPTY = new Uint8Array(0)
+
+/** A collective call's descriptor, and a CollComm whose messages carry and check it. */
+export class CheckedComm implements CollComm {
+  readonly rank: number
+  readonly size: number
+  /** The communicator the messages travel on (scratch pools are keyed on it). */
+  readonly _base: CollComm
+  readonly what: string
+  private d: Buffer | null = null
+  private readonly w0: number; private readonly w1: number; private readonly w2: number; private readonly w3: number
+  private aborted = false
+
+  constructor (comm: CollComm, what: string, algorithm: string, root: number, opId: number, kind: number, count: number) {
+    this._base = comm
+    this.rank = comm.rank; this.size = comm.size
+    this.what = what
+    const alg = ALGORITHMS.indexOf(algorithm) + 1
+    this.w0 = ((MAGIC << 24) | ((COLLECTIVE_IDS[what] ?? 0) << 8) | (kind & 0xff)) >>> 0
+    this.w1 = (((alg & 0xff) << 24) | (opId & 0xffffff)) >>> 0
+    this.w2 = root >>> 0
+    this.w3 = count >>> 0
+  }
+
+  /** The descriptor as sent (16 bytes; made on first use: the small path writes the words directly). */
+  get desc (): Buffer {
+    if (this.d === null) { this.d = Buffer.allocUnsafe(HDR); this.put(this.d) }
+    return this.d
+  }
+
+  private put (b: Buffer): void {
+    b.writeUInt32LE(this.w0, 0); b.writeUInt32LE(this.w1, 4); b.writeUInt32LE(this.w2, 8); b.writeUInt32LE(this.w3, 12)
+  }
+
+  _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
+    const n = view.byteLength
+    if (n + HDR <= MIN_RECV) {
+      let stage = sendStage
+      if (stage === null) { stage = Buffer.allocUnsafeSlow(MIN_RECV); sendViews = [] } else sendStage = null
+      const b = sendViews[n] ?? (sendViews[n] = stage.subarray(0, n + HDR))
+      this.put(b)
+      if (n > 0) {
+        const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+        if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
+      }
+      const req = this._base._collIsend(b, dest, tag)
+      let done: unknown = null
+      try { done = req.test() } catch { /* failed: its wait() reports it */ }
+      if (done !== null && done !== false && sendStage === null && sendViews[n] === b) sendStage = stage
+      return req
+    }
+    if (n <= INLINE_MAX) {
+      const b = Buffer.allocUnsafe(n + HDR)
+      this.put(b)
+      if (n > 0) b.set(view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n), HDR)
+      return this._base._collIsend(b, dest, tag)
+    }
+    const d = this._base._collIsend(this.desc, dest, tag)
+    const s = this._base._collIsend(view, dest, tag)
+    return new PairSend(d, s)
+  }
+
+  _collIrecv (view: ArrayBufferView, source: number, tag: number): CollRequest {
+    const n = view.byteLength
+    if (n <= INLINE_MAX) {
+      const b = recvBuffer(n + HDR)
+      return new InlineRecv(this, this._base._collIrecv(b, source, tag), b, view, source, tag)
+    }
+    const d = Buffer.allocUnsafe(HDR)
+    const dr = this._base._collIrecv(d, source, tag)
+    const r = this._base._collIrecv(view, source, tag)
+    return new LargeRecv(this, dr, d, r, source, tag)
+  }
+
+  _collSeq (): number { return this._base._collSeq() }
+  _derive (worldRanks: number[], contextId: number): CollComm { return this._base._derive(worldRanks, contextId) }
+  _worldRankOf (rank: number): number { return this._base._worldRankOf(rank) }
+  _hostKey (rank: number): string { return this._base._hostKey(rank) }
+  _nextContextCandidate (): number { return this._base._nextContextCandidate() }
+
+  /**
+   * Check a received descriptor (`b` at `off`) from `source`; null if it matches this call's,
+   * else the error (and the abort notice goes out to every other rank, once per call).
+   */
+  check (b: Buffer, source: number, tag: number): CollError | null {
+    const w0 = b.readUInt32LE(0); const w1 = b.readUInt32LE(4); const w2 = b.readUInt32LE(8); const w3 = b.readUInt32LE(12)
+    const abort = ((w0 >>> 16) & 0xff & ABORT) !== 0
+    if (!abort && ((w0 & 0xff00ffff) >>> 0) === this.w0 && w1 === this.w1 && w2 === this.w2 && w3 === this.w3) return null
+    let err: CollError
+    if ((w0 >>> 24) !== MAGIC) err = mismatch(this.what, `rank ${source} sent a message that is not part of a ${this.what}`)
+    else {
+      const diff = this.describe(w0, w1, w2, w3, source)
+      if (abort) {
+        const field = FIELDS[(w0 >>> 17) & 7] ?? ''
+        err = mismatch(this.what, diff !== null
+          ? `rank ${source} aborted the collective: ${diff}`
+          : `rank ${source} aborted the collective: it found ${field !== '' ? `the ${field}` : 'arguments'} differing between it and another rank`)
+      } else err = mismatch(this.what, diff as string)
+    }
+    this.abort(tag, diff0(err.message))
+    return err
+  }
+
+  /** The first differing field, as "field: this rank X, rank s Y"; null if none differs. */
+  private describe (w0: number, w1: number, w2: number, w3: number, s: number): string | null {
+    const f = (name: string, mine: string | number, theirs: string | number): string => `${name} differs: this rank ${String(mine)}, rank ${s} ${String(theirs)}`
+    const coll = (x: number): string => COLLECTIVE_NAMES[(x >>> 8) & 0xff] ?? `#${(x >>> 8) & 0xff}`
+    const op = (x: number): string => { const i = x & 0xffffff; return OP_NAMES[i] ?? `USER${i}` }
+    const alg = (x: number): string => ALGORITHMS[(x >>> 24) - 1] ?? 'default'
+    if (((w0 >>> 8) & 0xff) !== ((this.w0 >>> 8) & 0xff)) return f('collective', coll(this.w0), coll(w0))
+    if (w2 !== this.w2) return f('root', this.w2, w2)
+    if ((w1 & 0xffffff) !== (this.w1 & 0xffffff)) return f('op', op(this.w1), op(w1))
+    if ((w0 & 0xff) !== (this.w0 & 0xff)) return f('element kind', KIND_NAMES[this.w0 & 0xff] ?? '?', KIND_NAMES[w0 & 0xff] ?? '?')
+    if (w3 !== this.w3) return f('count', this.w3, w3)
+    if ((w1 >>> 24) !== (this.w1 >>> 24)) return f('algorithm', alg(this.w1), alg(w1))
+    return null
+  }
+
+  /** Send the abort notice (this call's descriptor, flagged, with the field found differing) to every other rank, once. */
+  abort (tag: number, field = 0): void {
+    if (this.aborted) return
+    this.aborted = true
+    const d = Buffer.from(this.desc)
+    d.writeUInt32LE((this.w0 | ((ABORT | ((field & 7) << 1)) << 16)) >>> 0, 0)
+    for (let i = 0; i < this.size; i++) {
+      if (i === this.rank) continue
+      try { this._base._collIsend(d, i, tag).wait().catch(noop) } catch { /* peer gone: nothing to tell */ }
+    }
+  }
+
+  /**
+   * Rooted fan-in (reduce, gather...): the root sends its descriptor to rank (root + 1) mod P,
+   * which receives it. Call before the algorithm's first message; await the result with it.
+   */
+  rootNotice (root: number, tag: number): Promise<unknown> | null {
+    const P = this.size
+    if (P < 2) return null
+    const p = this.rank === root
+      ? this._collIsend(EMPTY, (root + 1) % P, tag).wait()
+      : this.rank === (root + 1) % P ? this._collIrecv(EMPTY, root, tag).wait() : null
+    if (p !== null) p.catch(noop)
+    return p
+  }
+}
+
+/** The field code of a mismatch message (for the abort notice). */
+function diff0 (message: string): number {
+  for (let i = FIELDS.length - 1; i > 0; i--) if (message.includes(`${FIELDS[i]} differ`) || message.includes(`the ${FIELDS[i]} differing`)) return i
+  return /bytes/.test(message) ? 7 : 0
+}
+
+/** Size mismatch of a checked message. */
+function sizeError (cc: CheckedComm, source: number, got: number, want: number): CollError {
+  return mismatch(cc.what, `rank ${source} sent ${got} bytes, ${want} expected`)
+}
+
+class InlineRecv implements CollRequest {
+  private st: CollStatus | null = null
+  private err: unknown = null
+  private p: Promise<CollStatus> | null = null
+  constructor (private readonly cc: CheckedComm, private readonly r: CollRequest, private readonly b: Buffer,
+    private readonly view: ArrayBufferView, private readonly source: number, private readonly tag: number) {}
+
+  private finish (s: CollStatus): CollStatus {
+    if (this.st !== null) return this.st
+    const cc = this.cc
+    if (s.count < HDR) { this.err = mismatch(cc.what, `rank ${this.source} sent ${s.count} bytes without a collective descriptor`); cc.abort(this.tag); throw this.err }
+    const e = cc.check(this.b, this.source, this.tag)
+    if (e !== null) { this.err = e; throw e }
+    const n = s.count - HDR
+    if (n !== this.view.byteLength) { this.err = sizeError(cc, this.source, n, this.view.byteLength); cc.abort(this.tag, 7); throw this.err }
+    if (n > 0) {
+      const v = this.view; const b = this.b
+      const dst = v instanceof Uint8Array ? v : new Uint8Array(v.buffer, v.byteOffset, n)
+      if (n <= 64) { for (let i = 0; i < n; i++) dst[i] = b[HDR + i] } else dst.set(b.subarray(HDR, HDR + n))
+    }
+    if (this.b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(this.b)
+    this.st = { source: s.source, tag: s.tag, count: n }
+    return this.st
+  }
+
+  private failed (e: unknown): never {
+    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+      this.err = mismatch(this.cc.what, `rank ${this.source} sent more than the ${this.view.byteLength} bytes expected`)
+      this.cc.abort(this.tag, 7)
+    } else this.err = e
+    throw this.err
+  }
+
+  test (): CollStatus | null {
+    if (this.st !== null) return this.st
+    if (this.err !== null) throw this.err
+    let s: CollStatus | null | false
+    try { s = this.r.test() } catch (e) { this.failed(e) }
+    if (s === null || s === false) return null
+    return this.finish(s)
+  }
+
+  wait (): Promise<CollStatus> {
+    if (this.st !== null) return Promise.resolve(this.st)
+    if (this.err !== null) return Promise.reject(this.err)
+    if (this.p === null) {
+      const p = this.r.wait() // on shm this spins first and often completes the receive synchronously
+      try {
+        const s = this.test()
+        if (s !== null) { p.catch(noop); return Promise.resolve(s) }
+      } catch (e) { p.catch(noop); return Promise.reject(e) }
+      this.p = p.then((s) => this.finish(s), (e) => this.failed(e))
+    }
+    return this.p
+  }
+}
+
+class LargeRecv implements CollRequest {
+  private checked = false
+  private err: unknown = null
+  private p: Promise<CollStatus> | null = null
+  constructor (private readonly cc: CheckedComm, private readonly dr: CollRequest, private readonly d: Buffer,
+    private readonly r: CollRequest, private readonly source: number, private readonly tag: number) {
+    r.wait().catch(noop)
+  }
+
+  private checkDesc (s: CollStatus): void {
+    if (this.checked) return
+    const cc = this.cc
+    if (s.count !== HDR) { this.err = mismatch(cc.what, `rank ${this.source} sent ${s.count} bytes where a collective descriptor was expected`); cc.abort(this.tag, 7); throw this.err }
+    const e = cc.check(this.d, this.source, this.tag)
+    if (e !== null) { this.err = e; throw e }
+    this.checked = true
+  }
+
+  private descFailed (e: unknown): never {
+    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+      this.err = mismatch(this.cc.what, `rank ${this.source} sent a larger message where a collective descriptor was expected (sizes differ)`)
+      this.cc.abort(this.tag, 7)
+    } else this.err = e
+    throw this.err
+  }
+
+  test (): CollStatus | null {
+    if (this.err !== null) throw this.err
+    if (!this.checked) {
+      let s: CollStatus | null | false
+      try { s = this.dr.test() } catch (e) { this.descFailed(e) }
+      if (s === null || s === false) return null
+      this.checkDesc(s)
+    }
+    const s = this.r.test()
+    return s === null || s === false ? null : s
+  }
+
+  wait (): Promise<CollStatus> {
+    if (this.err !== null) return Promise.reject(this.err)
+    if (this.p === null) {
+      this.p = this.dr.wait().then((s) => { this.checkDesc(s); return this.r.wait() }, (e) => this.descFailed(e))
+    }
+    return this.p
+  }
+}
+
+class PairSend implements CollRequest {
+  constructor (private readonly d: CollRequest, private readonly s: CollRequest) {}
+  test (): CollStatus | null {
+    const a = this.d.test(); const b = this.s.test()
+    return a === null || a === false || b === null || b === false ? null : b
+  }
+
+  wait (): Promise<CollStatus> {
+    return Promise.all([this.d.wait(), this.s.wait()]).then((a) => a[1])
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * Reduction operations: MPI's predefined ops (SUM PROD MIN MAX LAND LOR LXOR BAND BOR BXOR MAXLOC
+ * MINLOC) on every numeric typed-array kind, and user ops (`Op.create`).
+ *
+ * Semantics, per element (x from the left/lower-ranked operand, y from the right):
+ * - SUM, PROD: the array kind's own arithmetic (integer kinds wrap as the array stores them;
+ *   Int32/Uint32 products use Math.imul so they wrap exactly; Uint8ClampedArray clamps;
+ *   BigInt64/BigUint64 wrap mod 2^64).
+ * - MIN, MAX: the smaller/larger (NaN handling undefined, as in MPI).
+ * - LAND, LOR, LXOR: logical (non-zero = true), result 1 or 0; every kind.
+ * - BAND, BOR, BXOR: bitwise; integer kinds only (a float array throws ERR_MPI_OP).
+ * - MAXLOC, MINLOC: the array holds (value, index) pairs interleaved: [v0, i0, v1, i1, ...] in one
+ *   array of one kind (Float64Array for MPI_DOUBLE_INT-like pairs, Int32Array for MPI_2INT); the
+ *   element count must be even. The result pair is the max (min) value and its index; ties take
+ *   the lower index (MPI 5.9.4).
+ *
+ * Built-in kernels are compiled once per (op, array kind) with `new Function`, so each kernel sees
+ * one array kind only (monomorphic element access: a tight typed loop). All built-ins commute.
+ * User ops: `Op.create((inout, input) => void, { commute })` where the function must set
+ * `inout[i] = inout[i] ∘ input[i]` for every i, `inout` holding the LEFT (lower-ranked) operand;
+ * non-commutative ops are applied in rank order (result = a_0 ∘ a_1 ∘ ... ∘ a_{P-1}).
+ */
+import { CollError, type NumericArray } from './types'
+
+/** A user op's function: combine `input` into `inout` (inout = inout ∘ input, elementwise). */
+export type UserOpFunction = (inout: NumericArray, input: NumericArray) => void
+
+type Kernel = (a: NumericArray, ao: number, b: NumericArray, bo: number, n: number) => void
+
+const KINDS = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
+  'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']
+const FLOAT_KINDS = new Set(['Float32Array', 'Float64Array'])
+const BIG_KINDS = new Set(['BigInt64Array', 'BigUint64Array'])
+
+/** The elementwise expression of a built-in op for one kind (x: left, y: right). */
+function expression (name: string, kind: string): string | null {
+  const big = BIG_KINDS.has(kind)
+  const zero = big ? '0n' : '0'
+  const one = big ? '1n' : '1'
+  switch (name) {
+    case 'SUM': return 'x + y'
+    case 'PROD': return (kind === 'Int32Array' || kind === 'Uint32Array') ? 'Math.imul(x, y)' : 'x * y'
+    case 'MIN': return 'y < x ? y : x'
+    case 'MAX': return 'y > x ? y : x'
+    case 'LAND': return `(x !== ${zero} && y !== ${zero}) ? ${one} : ${zero}`
+    case 'LOR': return `(x !== ${zero} || y !== ${zero}) ? ${one} : ${zero}`
+    case 'LXOR': return `((x !== ${zero}) !== (y !== ${zero})) ? ${one} : ${zero}`
+    case 'BAND': return FLOAT_KINDS.has(kind) ? null : 'x & y'
+    case 'BOR': return FLOAT_KINDS.has(kind) ? null : 'x | y'
+    case 'BXOR': return FLOAT_KINDS.has(kind) ? null : 'x ^ y'
+    default: return null
+  }
+}
+
+/** Compile the kernel of a built-in op for one kind (null: the op does not apply to the kind). */
+function compile (name: string, kind: string): Kernel | null {
+  if (name === 'MAXLOC' || name === 'MINLOC') {
+    const cmp = name === 'MAXLOC' ? '>' : '<'
+    // eslint-disable-next-line no-new-func
+    return new Function('a', 'ao', 'b', 'bo', 'n', `'use strict'
+      for (let i = 0; i < n; i += 2) {
+        const x = a[ao + i], y = b[bo + i]
+        if (y ${cmp} x || (y === x && b[bo + i + 1] < a[ao + i + 1])) { a[ao + i] = y; a[ao + i + 1] = b[bo + i + 1] }
+      }`) as Kernel
+  }
+  const e = expression(name, kind)
+  if (e === null) return null
+  // eslint-disable-next-line no-new-func
+  return new Function('a', 'ao', 'b', 'bo', 'n', `'use strict'
+    for (let i = 0; i < n; i++) { const x = a[ao + i], y = b[bo + i]; a[ao + i] = ${e} }`) as Kernel
+}
+
+let nextUserId = 100
+
+/**
+ * A reduction operation (MPI_Op). Built-ins are the exported constants; user ops come from
+ * `Op.create`. `unit` is the number of array elements that form one reduced item (2 for
+ * MAXLOC/MINLOC, else 1): algorithms that split arrays split on unit boundaries.
+ */
+export class Op {
+  /** The op's name ('SUM', ..., or 'USER<id>'). */
+  readonly name: string
+  /** True when a ∘ b = b ∘ a (every built-in). */
+  readonly commute: boolean
+  /** A small id, equal on every rank for built-ins (user ops: in creation order). */
+  readonly id: number
+  /** Elements per reduced item (2 for MAXLOC/MINLOC pairs). */
+  readonly unit: number
+  private readonly user: UserOpFunction | null
+  private readonly kernels = new Map<string, Kernel | null>()
+
+  private constructor (name: string, id: number, commute: boolean, user: UserOpFunction | null) {
+    this.name = name
+    this.id = id
+    this.commute = commute
+    this.user = user
+    this.unit = (name === 'MAXLOC' || name === 'MINLOC') ? 2 : 1
+  }
+
+  /**
+   * A user-defined op (MPI_Op_create). `fn(inout, input)` must set inout[i] = inout[i] ∘ input[i]
+   * for every i, both views of the same kind and length, inout holding the lower-ranked operand.
+   * `commute` (default true) says whether ∘ is commutative; if false, the collectives reduce in
+   * rank order and use only order-preserving algorithms.
+   * @throws CollError ERR_INVALID_ARG_TYPE if fn is not a function.
+   */
+  static create (fn: UserOpFunction, options: { commute?: boolean } = {}): Op {
+    if (typeof fn !== 'function') throw new CollError('ERR_INVALID_ARG_TYPE', 'Op.create: fn must be a function (inout, input) => void')
+    return new Op(`USER${nextUserId}`, nextUserId++, options.commute !== false, fn)
+  }
+
+  /** @internal Make a built-in op. */
+  static _builtin (name: string, id: number): Op { return new Op(name, id, true, null) }
+
+  /**
+   * Throw unless this op applies to `arr` (kind; even length for MAXLOC/MINLOC).
+   * @throws CollError ERR_MPI_OP
+   */
+  check (arr: ArrayBufferView): void {
+    const kind = arr.constructor.name
+    if (this.user !== null) {
+      if (!KINDS.includes(kind)) throw new CollError('ERR_MPI_OP', `${this.name}: reductions need a numeric typed array, got ${kind}`)
+      return
+    }
+    if (this.kernel(kind) === null) {
+      const why = KINDS.includes(kind) ? `${this.name} is bitwise and does not apply to ${kind}` : `reductions need a numeric typed array, got ${kind}`
+      throw new CollError('ERR_MPI_OP', why)
+    }
+    if (this.unit === 2 && ((arr as NumericArray).length & 1) !== 0) {
+      throw new CollError('ERR_MPI_OP', `${this.name} takes (value, index) pairs interleaved: the array length must be even, got ${(arr as NumericArray).length}`)
+    }
+  }
+
+  private kernel (kind: string): Kernel | null {
+    let k = this.kernels.get(kind)
+    if (k === undefined) {
+      k = KINDS.includes(kind) ? compile(this.name, kind) : null
+      this.kernels.set(kind, k)
+    }
+    return k
+  }
+
+  /**
+   * Combine `count` elements: a[ao..] = a[ao..] ∘ b[bo..] when `aIsLeft`, else a = b ∘ a.
+   * a and b must be the same kind (checked by the callers). Elements, not bytes.
+   */
+  apply (a: NumericArray, ao: number, b: NumericArray, bo: number, count: number, aIsLeft = true): void {
+    if (count <= 0) return
+    if (this.user === null) {
+      (this.kernel(a.constructor.name) as Kernel)(a, ao, b, bo, count)
+      return
+    }
+    const av = a.subarray(ao, ao + count) as NumericArray
+    const bv = b.subarray(bo, bo + count) as NumericArray
+    if (aIsLeft || this.commute) { this.user(av, bv); return }
+    const tmp = bv.slice() as NumericArray // left operand b: tmp = b ∘ a, then a = tmp
+    this.user(tmp, av)
+    ;(av as Uint8Array).set(tmp as Uint8Array)
+  }
+}
+
+/** MPI_SUM. */ export const SUM = Op._builtin('SUM', 1)
+/** MPI_PROD. */ export const PROD = Op._builtin('PROD', 2)
+/** MPI_MIN. */ export const MIN = Op._builtin('MIN', 3)
+/** MPI_MAX. */ export const MAX = Op._builtin('MAX', 4)
+/** MPI_LAND (logical and, result 1/0). */ export const LAND = Op._builtin('LAND', 5)
+/** MPI_LOR. */ export const LOR = Op._builtin('LOR', 6)
+/** MPI_LXOR. */ export const LXOR = Op._builtin('LXOR', 7)
+/** MPI_BAND (integer kinds only). */ export const BAND = Op._builtin('BAND', 8)
+/** MPI_BOR (integer kinds only). */ export const BOR = Op._builtin('BOR', 9)
+/** MPI_BXOR (integer kinds only). */ export const BXOR = Op._builtin('BXOR', 10)
+/** MPI_MAXLOC on interleaved (value, index) pairs; ties take the lower index. */ export const MAXLOC = Op._builtin('MAXLOC', 11)
+/** MPI_MINLOC on interleaved (value, index) pairs; ties take the lower index. */ export const MINLOC = Op._builtin('MINLOC', 12)

@@ -1,0 +1,324 @@
+/**
+ * Reduction algorithms: reduce, allreduce, reduce-scatter-block, scan and exscan, on typed arrays
+ * (element offsets; an "item" is `op.unit` elements, 2 for MAXLOC/MINLOC pairs, so arrays split
+ * on item boundaries). The caller (index.ts) has already placed this rank's contribution in `acc`.
+ *
+ * Sources: Thakur, Rabenseifner and Gropp 2005 (IJHPCA 19(1)): binomial reduce (4.4), recursive
+ * doubling allreduce for short messages and Rabenseifner's reduce-scatter (recursive halving) +
+ * allgather (recursive doubling) for long ones (4.5), with the fold of the P - 2^⌊log2 P⌋ extra
+ * ranks; recursive-doubling scan (MPICH's MPIR_Scan_intra_recursive_doubling); ring allreduce
+ * (reduce-scatter + allgather around a ring) as Open MPI's tuned component and F-MPJ's BKT
+ * (thesis, chapter 5). Non-commutative ops only run the order-preserving algorithms (binomial with
+ * root 0, recursive doubling with the fold, scan); select.ts enforces that.
+ */
+import type { Op } from './ops'
+import type { CollComm, NumericArray } from './types'
+import { all, blockStart, collTag, pof2Below, recv, release, scratch, send, sendrecv, viewLike, waitRecv, waiting } from './util'
+
+/** A typed scratch view of `n` elements like `like`, with its buffer for release. */
+function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
+  const ab = scratch(comm, Math.max(1, n) * like.BYTES_PER_ELEMENT)
+  return { ab, v: viewLike(like, ab, 0, n) }
+}
+
+/** Elements per segment: a multiple of the op's unit, ≥ one unit. */
+function segElems (like: NumericArray, unit: number, segBytes: number): number {
+  return Math.max(unit, Math.floor(segBytes / like.BYTES_PER_ELEMENT / unit) * unit)
+}
+
+/**
+ * Exchange with reduction, pipelined: send acc[sOff, sOff+sN) to `dest` while receiving rN
+ * elements from `src` into tmp and reducing each segment into acc[rOff..] as it arrives
+ * (acc = acc ∘ in when accLeft, else in ∘ acc). The two ranges must not overlap.
+ */
+async function exchangeReduce (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
+  rOff: number, rN: number, src: number, tmp: NumericArray, tag: number, op: Op, accLeft: boolean, seg: number): Promise<void> {
+  const recvs: Array<Promise<void>> = []
+  for (let o = 0; o < rN || (o === 0 && rN === 0); o += seg) {
+    const len = Math.min(seg, rN - o)
+    const v = tmp.subarray(o, o + len)
+    recvs.push(waitRecv(waiting(comm._collIrecv(v, src, tag)), v.byteLength, 'reduction', src))
+    if (rN === 0) break
+  }
+  for (const p of recvs) p.catch(() => {})
+  const sends: Array<Promise<unknown>> = []
+  for (let o = 0; o < sN || (o === 0 && sN === 0); o += seg) {
+    sends.push(waiting(comm._collIsend(acc.subarray(sOff + o, sOff + o + Math.min(seg, sN - o)), dest, tag)))
+    if (sN === 0) break
+  }
+  for (let k = 0, o = 0; k < recvs.length; k++, o += seg) {
+    await recvs[k]
+    op.apply(acc, rOff + o, tmp, o, Math.min(seg, rN - o), accLeft)
+  }
+  await all(sends)
+}
+
+/** Plain pipelined exchange into acc: send acc[sOff, +sN) to dest, receive acc[rOff, +rN) from src. */
+async function exchange (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
+  rOff: number, rN: number, src: number, tag: number, seg: number): Promise<void> {
+  const ps: Array<Promise<unknown>> = []
+  for (let o = 0; o === 0 || o < rN; o += seg) {
+    const v = acc.subarray(rOff + o, rOff + o + Math.min(seg, Math.max(0, rN - o)))
+    ps.push(waitRecv(waiting(comm._collIrecv(v, src, tag)), v.byteLength, 'reduction', src))
+  }
+  for (let o = 0; o === 0 || o < sN; o += seg) {
+    ps.push(waiting(comm._collIsend(acc.subarray(sOff + o, sOff + o + Math.min(seg, Math.max(0, sN - o))), dest, tag)))
+  }
+  await all(ps)
+}
+
+/**
+ * Binomial-tree reduce (MST) into `acc` at `root`, pipelined in segments: relative rank v
+ * receives from v + 2^k (k below its lowest set bit, ascending), reduces acc = acc ∘ child, and
+ * sends each finished segment to v - 2^lowbit. ceil(log2 P) steps; n bytes per tree edge.
+ * Order-preserving when root = 0 (the caller routes non-commutative ops through root 0).
+ */
+export async function reduceBinomial (comm: CollComm, acc: NumericArray, op: Op, root: number, seq: number, round: number, segBytes: number): Promise<void> {
+  const P = comm.size
+  if (P === 1) return
+  const v = (comm.rank - root + P) % P
+  const children: number[] = []
+  let parent = -1
+  for (let mask = 1; mask < P; mask <<= 1) {
+    if ((v & mask) !== 0) { parent = (v - mask + root) % P; break }
+    if (v + mask < P) children.push((v + mask + root) % P)
+  }
+  const n = acc.length
+  const seg = segElems(acc, op.unit, segBytes)
+  const nseg = n === 0 ? 1 : Math.ceil(n / seg)
+  const tag = collTag(seq, round)
+  const t = children.length > 0 ? tmpOf(comm, acc, children.length * n) : null
+  try {
+    const recvs: Array<Array<Promise<void>>> = children.map((c, ci) => {
+      const ps: Array<Promise<void>> = []
+      for (let s = 0; s < nseg; s++) {
+        const o = s * seg; const len = Math.min(seg, n - o)
+        const view = (t as { v: NumericArray }).v.subarray(ci * n + o, ci * n + o + Math.max(0, len))
+        const p = waitRecv(waiting(comm._collIrecv(view, c, tag)), view.byteLength, 'reduce', c)
+        p.catch(() => {})
+        ps.push(p)
+      }
+      return ps
+    })
+    const sends: Array<Promise<unknown>> = []
+    for (let s = 0; s < nseg; s++) {
+      const o = s * seg; const len = Math.max(0, Math.min(seg, n - o))
+      for (let ci = 0; ci < children.length; ci++) {
+        await recvs[ci][s]
+        op.apply(acc, o, (t as { v: NumericArray }).v, ci * n + o, len, true)
+      }
+      if (parent >= 0) sends.push(waiting(comm._collIsend(acc.subarray(o, o + len), parent, tag)))
+    }
+    await all(sends)
+  } finally {
+    if (t !== null) release(comm, t.ab)
+  }
+}
+
+/** The fold of Thakur et al.: the first 2·rem ranks pair up (even → odd); returns the new rank or -1. */
+async function fold (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): Promise<number> {
+  const r = comm.rank
+  if (r >= 2 * rem) return r - rem
+  if ((r & 1) === 0) { await send(comm, acc, r + 1, tag); return -1 }
+  await recv(comm, tmp, r - 1, tag, 'allreduce')
+  op.apply(acc, 0, tmp, 0, acc.length, false)
+  return r >> 1
+}
+
+const realRank = (nr: number, rem: number): number => nr < rem ? nr * 2 + 1 : nr + rem
+
+/** Undo the fold: odd ranks < 2·rem send the result to their even partner. */
+async function unfold (comm: CollComm, acc: NumericArray, rem: number, tag: number): Promise<void> {
+  const r = comm.rank
+  if (r >= 2 * rem) return
+  if ((r & 1) === 1) await send(comm, acc, r - 1, tag)
+  else await recv(comm, acc, r + 1, tag, 'allreduce')
+}
+
+/**
+ * Recursive-doubling allreduce (with the fold for non-power-of-two P): log2(pof2) exchanges of
+ * the whole vector (+2 for the fold). Each rank sends and receives n bytes per step. Order-preserving.
+ */
+export async function allreduceRecursiveDoubling (comm: CollComm, acc: NumericArray, op: Op, seq: number): Promise<void> {
+  const P = comm.size
+  if (P === 1) return
+  const pof2 = pof2Below(P); const rem = P - pof2
+  const t = tmpOf(comm, acc, acc.length)
+  try {
+    const nr = rem === 0 ? comm.rank : await fold(comm, acc, t.v, op, rem, collTag(seq, 0))
+    if (nr >= 0) {
+      let round = 1
+      for (let mask = 1; mask < pof2; mask <<= 1, round++) {
+        const pn = nr ^ mask; const partner = realRank(pn, rem)
+        await sendrecv(comm, acc, partner, t.v, partner, collTag(seq, round), 'allreduce')
+        op.apply(acc, 0, t.v, 0, acc.length, pn > nr)
+      }
+    }
+    if (rem > 0) await unfold(comm, acc, rem, collTag(seq, 0x7fff))
+  } finally { release(comm, t.ab) }
+}
+
+/**
+ * Rabenseifner's reduce-scatter by recursive halving over the pof2 ranks left after the fold;
+ * returns the new rank (its block index) or -1. Each rank sends and receives n·(pof2-1)/pof2 bytes.
+ */
+async function reduceScatterHalving (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, seq: number, seg: number): Promise<{ nr: number, pof2: number, rem: number, at: (b: number) => number }> {
+  const P = comm.size
+  const pof2 = pof2Below(P); const rem = P - pof2
+  const units = acc.length / op.unit
+  const at = (b: number): number => blockStart(units, pof2, b) * op.unit
+  const nr = await fold(comm, acc, tmp, op, rem, collTag(seq, 0))
+  if (nr < 0) return { nr, pof2, rem, at }
+  let lo = 0; let hi = pof2; let round = 1
+  for (let mask = pof2 >> 1; mask >= 1; mask >>= 1, round++) {
+    const partner = realRank(nr ^ mask, rem)
+    const mid = lo + mask
+    const [klo, khi, slo, shi] = (nr & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid]
+    await exchangeReduce(comm, acc, at(slo), at(shi) - at(slo), partner, at(klo), at(khi) - at(klo), partner, tmp, collTag(seq, round), op, true, seg)
+    lo = klo; hi = khi
+  }
+  return { nr, pof2, rem, at }
+}
+
+/**
+ * Rabenseifner's allreduce: reduce-scatter by recursive halving, then allgather by recursive
+ * doubling (+ the fold for non-power-of-two P). Bytes sent per rank ≈ 2·n·(pof2-1)/pof2;
+ * 2·log2(pof2) steps. Commutative ops only.
+ */
+export async function allreduceRabenseifner (comm: CollComm, acc: NumericArray, op: Op, seq: number, segBytes: number): Promise<void> {
+  if (comm.size === 1) return
+  const seg = segElems(acc, op.unit, segBytes)
+  const t = tmpOf(comm, acc, acc.length)
+  try {
+    const { nr, pof2, rem, at } = await reduceScatterHalving(comm, acc, t.v, op, seq, seg)
+    if (nr >= 0) {
+      let lo = nr; let hi = nr + 1; let round = 100
+      for (let mask = 1; mask < pof2; mask <<= 1, round++) {
+        const partner = realRank(nr ^ mask, rem)
+        const size = hi - lo
+        if ((nr & mask) === 0) {
+          await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(hi), at(hi + size) - at(hi), partner, collTag(seq, round), seg)
+          hi += size
+        } else {
+          await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(lo - size), at(lo) - at(lo - size), partner, collTag(seq, round), seg)
+          lo -= size
+        }
+      }
+    }
+    await unfold(comm, acc, rem, collTag(seq, 0x7fff))
+  } finally { release(comm, t.ab) }
+}
+
+/**
+ * Rabenseifner's reduce: reduce-scatter by recursive halving, then each block's owner sends it to
+ * the root (into `result`, the root's receive array). Commutative ops only.
+ */
+export async function reduceRabenseifner (comm: CollComm, acc: NumericArray, result: NumericArray | null, op: Op, root: number, seq: number, segBytes: number): Promise<void> {
+  if (comm.size === 1) return
+  const seg = segElems(acc, op.unit, segBytes)
+  const t = tmpOf(comm, acc, acc.length)
+  try {
+    const { nr, pof2, rem, at } = await reduceScatterHalving(comm, acc, t.v, op, seq, seg)
+    const tag = collTag(seq, 200)
+    if (comm.rank === root) {
+      const res = result as NumericArray
+      const ps: Array<Promise<void>> = []
+      for (let b = 0; b < pof2; b++) {
+        const owner = realRank(b, rem)
+        if (owner === root) { if (res !== acc) res.set(acc.subarray(at(b), at(b + 1)) as never, at(b)); continue }
+        ps.push(recv(comm, res.subarray(at(b), at(b + 1)), owner, tag, 'reduce'))
+      }
+      await all(ps)
+    } else if (nr >= 0) {
+      await send(comm, acc.subarray(at(nr), at(nr + 1)), root, tag)
+    }
+  } finally { release(comm, t.ab) }
+}
+
+/**
+ * Ring reduce-scatter (BKT): P - 1 steps; in step i rank r sends block r-i-1 to r+1 and receives
+ * block r-i-2 from r-1, reducing it in; rank r ends with block r reduced. Block b spans elements
+ * [at(b), at(b+1)). Bytes sent per rank: n·(P-1)/P. Commutative ops only.
+ */
+export async function ringReduceScatter (comm: CollComm, acc: NumericArray, tmp: NumericArray, at: (b: number) => number, op: Op, seq: number, seg: number): Promise<void> {
+  const P = comm.size; const r = comm.rank
+  const right = (r + 1) % P; const left = (r - 1 + P) % P
+  for (let i = 0; i < P - 1; i++) {
+    const sb = (r - i - 1 + 2 * P) % P; const rb = (r - i - 2 + 2 * P) % P
+    await exchangeReduce(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, tmp, collTag(seq, 1 + i), op, true, seg)
+  }
+}
+
+/**
+ * Ring allreduce: ring reduce-scatter, then a ring allgather (P - 1 steps each). Bytes sent per
+ * rank: 2·n·(P-1)/P, the bandwidth optimum. Commutative ops only.
+ */
+export async function allreduceRing (comm: CollComm, acc: NumericArray, op: Op, seq: number, segBytes: number): Promise<void> {
+  const P = comm.size; const r = comm.rank
+  if (P === 1) return
+  const seg = segElems(acc, op.unit, segBytes)
+  const units = acc.length / op.unit
+  const at = (b: number): number => blockStart(units, P, b) * op.unit
+  const t = tmpOf(comm, acc, at(1))
+  try {
+    await ringReduceScatter(comm, acc, t.v, at, op, seq, seg)
+    const right = (r + 1) % P; const left = (r - 1 + P) % P
+    for (let i = 0; i < P - 1; i++) {
+      const sb = (r - i + P) % P; const rb = (r - i - 1 + P) % P
+      await exchange(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, collTag(seq, 1000 + i), seg)
+    }
+  } finally { release(comm, t.ab) }
+}
+
+/**
+ * Recursive-doubling inclusive (or exclusive) scan (MPICH): log2 P exchanges of a running
+ * partial; rank r combines what lower partners send into `acc` (its result). Order-preserving.
+ * For exscan `acc`'s initial content is ignored and rank 0's is left untouched.
+ */
+export async function scanRecursiveDoubling (comm: CollComm, mine: NumericArray, acc: NumericArray, op: Op, exclusive: boolean, seq: number): Promise<void> {
+  const P = comm.size; const r = comm.rank
+  const n = mine.length
+  const t = tmpOf(comm, mine, 2 * n)
+  const partial = t.v.subarray(0, n); const tmp = t.v.subarray(n, 2 * n)
+  try {
+    partial.set(mine as never)
+    if (!exclusive && acc !== mine) acc.set(mine as never)
+    let first = true
+    let round = 0
+    for (let mask = 1; mask < P; mask <<= 1, round++) {
+      const dst = r ^ mask
+      if (dst >= P) continue
+      await sendrecv(comm, partial, dst, tmp, dst, collTag(seq, round), 'scan')
+      if (dst < r) {
+        op.apply(partial, 0, tmp, 0, n, false)
+        if (exclusive && first) acc.set(tmp as never)
+        else op.apply(acc, 0, tmp, 0, n, false)
+        first = false
+      } else {
+        op.apply(partial, 0, tmp, 0, n, true)
+      }
+    }
+  } finally { release(comm, t.ab) }
+}
+
+/** Linear (chain) scan: rank r receives the prefix of 0..r-1 from r - 1 and sends 0..r to r + 1. P - 1 steps. */
+export async function scanLinear (comm: CollComm, mine: NumericArray, acc: NumericArray, op: Op, exclusive: boolean, seq: number): Promise<void> {
+  const P = comm.size; const r = comm.rank
+  const n = mine.length
+  const tag = collTag(seq, 0)
+  if (r === 0) {
+    if (!exclusive && acc !== mine) acc.set(mine as never)
+    if (P > 1) await send(comm, mine, 1, tag)
+    return
+  }
+  const t = tmpOf(comm, mine, 2 * n)
+  try {
+    const prefix = t.v.subarray(0, n)
+    await recv(comm, prefix, r - 1, tag, 'scan')
+    const out = t.v.subarray(n, 2 * n)
+    out.set(prefix as never)
+    op.apply(out, 0, mine, 0, n, true)
+    if (exclusive) acc.set(prefix as never); else acc.set(out as never)
+    if (r + 1 < P) await send(comm, out, r + 1, tag)
+  } finally { release(comm, t.ab) }
+}

@@ -1,0 +1,192 @@
+/**
+ * The selection table of the collectives: for each collective, its algorithms, when each is the
+ * default (message size, P, op), and where that rule comes from. One place, printed by
+ * `fastsock osu --algorithms` through `algorithmTable()`.
+ *
+ * Forcing: per call `{ algorithm }` or by environment `FASTSOCK_MPI_COLL_<COLLECTIVE>=<algorithm>`
+ * (collective in upper snake case: ALLREDUCE, REDUCE_SCATTER_BLOCK, ...; ibcast/iallreduce/ibarrier
+ * read BCAST/ALLREDUCE/BARRIER; read once per process, at the collective's first call). An unknown name throws ERR_MPI_COLL_ALGORITHM. A forced algorithm
+ * that cannot serve the call (e.g. a ring allreduce with a non-commutative op, recursive-doubling
+ * allgather on 6 ranks): forced per call → throws ERR_MPI_COLL_ALGORITHM naming the reason; forced
+ * by the environment (which applies to every call) → the default selection serves that call.
+ */
+import { CollError } from './types'
+
+/** What selection looks at. `bytes`: the message of one rank (allgather/alltoall: one block). */
+export interface Case {
+  bytes: number
+  /** Total bytes of the result (allgather: P·block). */
+  total: number
+  P: number
+  /** The op commutes (true when there is no op). */
+  commute: boolean
+  /** Items to reduce (elements / op.unit); 0 where there is no op. */
+  items: number
+}
+
+/**
+ * Named thresholds (bytes, ranks), with their sources: MPICH's control variables (MPIR_CVAR_*,
+ * after Thakur, Rabenseifner and Gropp 2005), except where a measurement on this VM moved one
+ * (said at the constant).
+ */
+export const THRESHOLDS = {
+  /** MPIR_CVAR_BCAST_SHORT_MSG_SIZE: below, binomial bcast. */
+  BCAST_SHORT_MSG_SIZE: 12288,
+  /** MPIR_CVAR_BCAST_MIN_PROCS: fewer ranks, binomial bcast at every size. */
+  BCAST_MIN_PROCS: 8,
+  /** MPIR_CVAR_REDUCE_SHORT_MSG_SIZE: above (commutative op, items ≥ pof2), Rabenseifner reduce. */
+  REDUCE_SHORT_MSG_SIZE: 2048,
+  /**
+   * Up to it, recursive-doubling allreduce. MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE is 2048,
+   * which assumes a per-message cost of a few µs; fastsock/mpi's messages cost more (event-loop
+   * turns), which moves the crossover up. Measured on this 2-vCPU VM at P = 4 (best of 5):
+   * 16 KiB RD 703 µs vs Rabenseifner 909 µs; 128 KiB RD 2111 µs vs Rabenseifner 1293 µs.
+   */
+  ALLREDUCE_SHORT_MSG_SIZE: 32768,
+  /**
+   * With at most this many ranks, recursive doubling at every size: one exchange of n instead of
+   * Rabenseifner's/ring's two of n/2 (the n/2 reductions saved cost less than a message). Measured
+   * at P = 2: 1 MiB RD 3.8 ms vs Rabenseifner 4.9 ms vs ring 4.3 ms; 128 KiB 1.7 vs 2.2 vs 2.3 ms.
+   */
+  ALLREDUCE_RD_MAX_P: 2,
+  /**
+   * With at most this many ranks, binomial reduce at every size: fewer messages than
+   * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (best of 4): 16 KiB
+   * binomial 651 µs vs Rabenseifner 2014 µs; 128 KiB 2291 vs 3477 µs; 1 MiB 7081 vs 11821 µs.
+   */
+  REDUCE_BINOMIAL_MAX_P: 4,
+  /**
+   * Total below it on power-of-two P: recursive-doubling allgather. MPICH's
+   * MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE is 81920 (the ring avoids network contention at large
+   * sizes, which shared memory does not have); measured here at P = 4 (best of 4): 128 KiB total
+   * RD 770 µs, ring 1129 µs, Bruck 1646 µs; 1 MiB RD 3537 µs, ring 5647 µs, Bruck 4066 µs.
+   */
+  ALLGATHER_SHORT_MSG_SIZE: 4 * 1024 * 1024,
+  /** MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE: total below it, Bruck; at or above, ring. */
+  ALLGATHER_LONG_MSG_SIZE: 524288,
+  /** MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE: block up to it with ≥ ALLTOALL_MIN_PROCS ranks, Bruck. */
+  ALLTOALL_SHORT_MSG_SIZE: 256,
+  /** MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE: block up to it, all sends/receives posted at once. */
+  ALLTOALL_MEDIUM_MSG_SIZE: 32768,
+  /** MPICH's minimum P for Bruck all-to-all (MPIR_CVAR_ALLTOALL_MIN_PROCS... "bruck if P ≥ 8"). */
+  ALLTOALL_MIN_PROCS: 8
+} as const
+
+const T = THRESHOLDS
+const isPof2 = (p: number): boolean => (p & (p - 1)) === 0
+const pof2 = (p: number): number => { let x = 1; while (x * 2 <= p) x *= 2; return x }
+const TRG = 'Thakur, Rabenseifner, Gropp 2005'
+
+interface Row {
+  collective: string
+  algorithm: string
+  when: string
+  source: string
+  /** Why this algorithm cannot serve the case, or null. */
+  cannot?: (c: Case) => string | null
+}
+
+const nonCommutative = (c: Case): string | null => c.commute ? null : 'the op is not commutative'
+const needsPof2 = (c: Case): string | null => isPof2(c.P) ? null : `P = ${c.P} is not a power of two`
+
+const ROWS: Row[] = [
+  { collective: 'barrier', algorithm: 'dissemination', when: 'always', source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988` },
+  { collective: 'barrier', algorithm: 'tree', when: 'forced only', source: 'binomial fan-in + fan-out (F-MPJ MST)' },
+  { collective: 'bcast', algorithm: 'binomial', when: `bytes < ${T.BCAST_SHORT_MSG_SIZE} or P < ${T.BCAST_MIN_PROCS} (segmented pipeline)`, source: `${TRG} 4.1; MPICH MPIR_CVAR_BCAST_SHORT_MSG_SIZE, _MIN_PROCS; F-MPJ MST` },
+  { collective: 'bcast', algorithm: 'scatterAllgather', when: `bytes ≥ ${T.BCAST_SHORT_MSG_SIZE} and P ≥ ${T.BCAST_MIN_PROCS}`, source: `${TRG} 4.1 (van de Geijn: binomial scatter + ring allgather)` },
+  { collective: 'bcast', algorithm: 'linear', when: 'forced only', source: 'root sends to each rank' },
+  { collective: 'reduce', algorithm: 'binomial', when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST` },
+  { collective: 'reduce', algorithm: 'rabenseifner', when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
+  { collective: 'allreduce', algorithm: 'recursiveDoubling', when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.ALLREDUCE_RD_MAX_P}, or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS` },
+  { collective: 'allreduce', algorithm: 'rabenseifner', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P > ${T.ALLREDUCE_RD_MAX_P} a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
+  { collective: 'allreduce', algorithm: 'ring', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P > ${T.ALLREDUCE_RD_MAX_P} not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null) },
+  { collective: 'allreduce', algorithm: 'reduceBcast', when: 'forced only', source: 'binomial reduce to rank 0 + binomial bcast (MPI 1 reference)' },
+  { collective: 'gather', algorithm: 'binomial', when: 'always', source: `${TRG} 4.2` },
+  { collective: 'gather', algorithm: 'linear', when: 'forced only', source: 'every rank sends to the root' },
+  { collective: 'gatherv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Gatherv_allcomm_linear' },
+  { collective: 'scatter', algorithm: 'binomial', when: 'always', source: `${TRG} 4.3` },
+  { collective: 'scatter', algorithm: 'linear', when: 'forced only', source: 'root sends to each rank' },
+  { collective: 'scatterv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Scatterv_allcomm_linear' },
+  { collective: 'allgather', algorithm: 'recursiveDoubling', when: `total < ${T.ALLGATHER_SHORT_MSG_SIZE} and P a power of two`, source: `${TRG} 4.1; threshold measured here (MPICH: 81920)`, cannot: needsPof2 },
+  { collective: 'allgather', algorithm: 'bruck', when: `total < ${T.ALLGATHER_LONG_MSG_SIZE}, otherwise`, source: `${TRG} 4.1 (Bruck et al. 1997); MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE` },
+  { collective: 'allgather', algorithm: 'ring', when: `total ≥ ${T.ALLGATHER_LONG_MSG_SIZE} (power-of-two P: ≥ ${T.ALLGATHER_SHORT_MSG_SIZE})`, source: `${TRG} 4.1; F-MPJ BKT` },
+  { collective: 'allgatherv', algorithm: 'ring', when: 'always', source: `${TRG} 4.1 (ring, any counts); F-MPJ BKT` },
+  { collective: 'alltoall', algorithm: 'bruck', when: `block ≤ ${T.ALLTOALL_SHORT_MSG_SIZE} and P ≥ ${T.ALLTOALL_MIN_PROCS}`, source: `${TRG} 4.6 (Bruck et al. 1997); MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE` },
+  { collective: 'alltoall', algorithm: 'linear', when: `block ≤ ${T.ALLTOALL_MEDIUM_MSG_SIZE}, otherwise`, source: `${TRG} 4.6 (isend/irecv scattered); MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE` },
+  { collective: 'alltoall', algorithm: 'pairwise', when: `block > ${T.ALLTOALL_MEDIUM_MSG_SIZE}`, source: `${TRG} 4.6 (pairwise exchange)` },
+  { collective: 'alltoallv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Alltoallv_intra_scattered' },
+  { collective: 'reduceScatterBlock', algorithm: 'ring', when: 'commutative op', source: 'ring reduce-scatter (Open MPI coll/base; F-MPJ BKT)', cannot: nonCommutative },
+  { collective: 'reduceScatterBlock', algorithm: 'reduceThenScatter', when: 'non-commutative op', source: 'binomial reduce to rank 0 (rank order) + binomial scatter (MPICH noncommutative path)' },
+  { collective: 'scan', algorithm: 'recursiveDoubling', when: 'always', source: 'MPICH MPIR_Scan_intra_recursive_doubling' },
+  { collective: 'scan', algorithm: 'linear', when: 'forced only', source: 'chain rank r-1 → r' },
+  { collective: 'exscan', algorithm: 'recursiveDoubling', when: 'always', source: 'MPICH MPIR_Exscan_intra_recursive_doubling' },
+  { collective: 'exscan', algorithm: 'linear', when: 'forced only', source: 'chain rank r-1 → r' }
+]
+
+/** The default algorithm of a collective for a case (always one that can serve it). */
+function byDefault (collective: string, c: Case): string {
+  switch (collective) {
+    case 'barrier': return 'dissemination'
+    case 'bcast': return (c.bytes < T.BCAST_SHORT_MSG_SIZE || c.P < T.BCAST_MIN_PROCS) ? 'binomial' : 'scatterAllgather'
+    case 'reduce': return (c.bytes <= T.REDUCE_SHORT_MSG_SIZE || c.P <= T.REDUCE_BINOMIAL_MAX_P || !c.commute || c.items < pof2(c.P)) ? 'binomial' : 'rabenseifner'
+    case 'allreduce':
+      if (c.bytes <= T.ALLREDUCE_SHORT_MSG_SIZE || c.P <= T.ALLREDUCE_RD_MAX_P || !c.commute || c.items < c.P) return 'recursiveDoubling'
+      return isPof2(c.P) ? 'rabenseifner' : 'ring'
+    case 'allgather':
+      if (c.total < T.ALLGATHER_SHORT_MSG_SIZE && isPof2(c.P)) return 'recursiveDoubling'
+      return c.total < T.ALLGATHER_LONG_MSG_SIZE ? 'bruck' : 'ring'
+    case 'alltoall':
+      if (c.bytes <= T.ALLTOALL_SHORT_MSG_SIZE && c.P >= T.ALLTOALL_MIN_PROCS) return 'bruck'
+      return c.bytes <= T.ALLTOALL_MEDIUM_MSG_SIZE ? 'linear' : 'pairwise'
+    case 'reduceScatterBlock': return c.commute ? 'ring' : 'reduceThenScatter'
+    case 'gather': case 'scatter': return 'binomial'
+    case 'allgatherv': return 'ring'
+    default: return ROWS.find(r => r.collective === collective)?.algorithm ?? 'linear'
+  }
+}
+
+/** FASTSOCK_MPI_COLL_<NAME>: reduceScatterBlock → REDUCE_SCATTER_BLOCK. */
+export function envName (collective: string): string {
+  return 'FASTSOCK_MPI_COLL_' + collective.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
+}
+
+const envCache = new Map<string, string | undefined>()
+/**
+ * FASTSOCK_MPI_COLL_<NAME> from process.env, read at the collective's first call in this process
+ * and cached (process.env lookups cost about a microsecond: too much for the 8-byte path).
+ */
+function fromProcessEnv (collective: string): string | undefined {
+  if (envCache.has(collective)) return envCache.get(collective)
+  const v = process.env[envName(collective)]
+  envCache.set(collective, v)
+  return v
+}
+
+const names = new Map<string, Row[]>()
+for (const r of ROWS) { const a = names.get(r.collective) ?? []; a.push(r); names.set(r.collective, a) }
+
+/**
+ * The algorithm for this call: `forced` (per call) if given, else the environment variable, else
+ * the default rule. Throws CollError ERR_MPI_COLL_ALGORITHM for an unknown name, or for a per-call
+ * forced algorithm that cannot serve the case; an environment-forced one that cannot falls back
+ * to the default.
+ */
+export function choose (collective: string, c: Case, forced?: string, env?: NodeJS.ProcessEnv): string {
+  const rows = names.get(collective) ?? []
+  const fromEnv = forced === undefined
+  const name = forced ?? (env === undefined ? fromProcessEnv(collective) : env[envName(collective)])
+  if (name === undefined || name === '') return byDefault(collective, c)
+  const row = rows.find(r => r.algorithm === name)
+  if (row === undefined) {
+    throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.algorithm).join(', ')}`)
+  }
+  const why = row.cannot?.(c) ?? null
+  if (why === null) return name
+  if (fromEnv) return byDefault(collective, c)
+  throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: algorithm '${name}' cannot serve this call: ${why}`)
+}
+
+/** The selection table (one row per collective × algorithm), for `fastsock osu --algorithms` and docs. */
+export function algorithmTable (): Array<{ collective: string, algorithm: string, when: string, source: string }> {
+  return ROWS.map(r => ({ collective: r.collective, algorithm: r.algorithm, when: r.when, source: r.source }))
+}

@@ -1,0 +1,568 @@
+/**
+ * One connection of the device: a fastsock socket to one peer rank, its frame parser and its
+ * write path (device-wire.ts has the format).
+ *
+ * Reading: bytes come as 'data' chunks and run through a small state machine (handshake, header,
+ * payload). Payloads are copied from the chunk straight into their target (the posted receive's
+ * array, or an unexpected message's buffer); the rest of a rendezvous payload is read with
+ * `socket.readInto(array)` (on shm: one copy, ring to array). On shm, the receive fast path
+ * (`pollFrames`) reads headers and payloads with `readIntoSync` in a bounded spin instead of
+ * waiting for the event loop.
+ *
+ * Writing: a header and its eager payload go out as one write. On shm with nothing queued, the
+ * write is `writeSync` from a preallocated staging buffer (no allocation, no callback), bounded by
+ * a short timeout; what it could not place is written asynchronously. Elsewhere, `cork`, the
+ * writes, `uncork` (one writev).
+ */
+import { performance } from 'perf_hooks'
+import type { Socket } from '../index'
+import { HEADER_BYTES, EAGER, DATA, putHeader } from './device-wire'
+
+/** What the device does with parsed frames (implemented by Device; no import cycle). */
+export interface FrameHandler {
+  /** A frame header arrived; for EAGER/DATA, sets `conn.target` (and `conn.sink`) for its payload. */
+  onHeader (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void
+  /** The payload of the current frame is complete in `conn.target`. */
+  onPayload (conn: Conn): void
+  /** The asynchronous write of a send (`req`, as given to Conn.send) finished; `err` when it failed. */
+  onWritten (req: unknown, err: Error | null): void
+  /** This connection queued an asynchronous write (the fast path must not spin while any is pending). */
+  asyncWriter (conn: Conn): void
+  /** This connection started a batch of eager frames (flush it on this tick: Conn.flush). */
+  batched (conn: Conn): void
+  /**
+   * True when a synchronous spin on `conn` could stall other work: asynchronous writes queued, or
+   * another connection with protocol state in flight (rendezvous waiting for CTS or DATA, receives
+   * posted for other ranks): progress there needs the event loop.
+   */
+  othersBusy (conn: Conn): boolean
+  /** A rendezvous payload being read by readInto failed (connection lost). */
+  onPayloadError (conn: Conn, sink: unknown, err: Error): void
+}
+
+/** Bytes a staging buffer holds: header + small payload go out in one writeSync. */
+const STAGE_BYTES = 64 * 1024 + 32
+/**
+ * Eager payloads up to this size are batched per tick (sendEager); larger ones are written at
+ * once, where the copy into the stage would cost more than the native call it saves (measured:
+ * batching 64 KiB messages cut osu_bw at 64 KiB from ~2 GB/s to ~0.45 GB/s on the loaded VM).
+ */
+const BATCH_MAX_PAYLOAD = 4096
+/**
+ * Per-tick batching of small frames, off unless FASTSOCK_MPI_BATCH=1: measured on the 2-vCPU VM
+ * (medians of 3-4 interleaved 10000-iteration runs of bench/mpi-pingpong.js, load 1.6-2.6) it
+ * halved the sender's cost per isend (0.45-0.55 -> 0.27-0.33 µs) but added 0.6-0.9 µs to the
+ * 8 B ping-pong (2.0-2.2 -> 2.8-3.1 µs RTT/2) and did not raise the 8 B window rate (0.65-0.69
+ * M msg/s without, 0.57-0.64 with): the receiver, not the sender, bounds that rate.
+ */
+const BATCH = process.env.FASTSOCK_MPI_BATCH === '1'
+/** A rendezvous payload larger than this is finished with socket.readInto (no chunk copies). */
+const READINTO_MIN = 16 * 1024
+/**
+ * writeSync bounds: give up after 50 µs (then asynchronous). The spin budget is set beyond the
+ * deadline on purpose: the native wait checks the deadline while spinning, but once its spin
+ * budget is spent it sleeps on the doorbell for whole milliseconds (poll(2)'s unit).
+ */
+const SYNC_WRITE = { spinUs: 1000, timeoutMs: 0.05 }
+/** readIntoSync of a payload right behind its header: up to 200 µs, spinning only (see SYNC_WRITE). */
+const SYNC_PAYLOAD = { spinUs: 1000, timeoutMs: 0.2 }
+/**
+ * A synchronous write or payload read larger than this gets, beyond those bounds, the time its
+ * bytes take at SYNC_BYTES_PER_MS (2 GB/s, a third of the ring's copy rate): a 1 MiB rendezvous
+ * payload (0.2 + 0.52 ms) streams through the ring while the peer copies it out, instead of
+ * timing out half-way into the event loop's path.
+ */
+const SYNC_WRITE_BYTES = 64 * 1024
+const SYNC_BYTES_PER_MS = 2e6
+
+/**
+ * How long, µs, a fast-path wait may keep reading frames that are there (not waiting for them:
+ * that is the window's) before the rest is left to the event loop: a window of 64 messages of
+ * 64 KiB is 4 MiB, ~0.7 ms of copying (a 50 µs bound halved osu_bw at 64 KiB).
+ */
+const MIN_BUSY_US = 1000
+
+/**
+ * The learned budget never falls below this (µs, or the cap when smaller). At 0 neither side of a
+ * ping-pong spins, every reply comes through the doorbell, slower than the cap on a loaded host,
+ * and the halving rule would keep it at 0 for good (measured: RTT/2 stuck at 140-190 µs instead
+ * of 2-9 µs). A late peer costs at most this much CPU per wait.
+ */
+const SPIN_FLOOR_US = 30
+/**
+ * A wait's polling budget is at most this many windows: spun in synchronous slices of at most
+ * one window each, with a turn of the event loop between slices (setImmediate).
+ */
+const POLL_SLICES = 25
+
+const enum St { Header, Payload }
+
+/** A connection to one peer (world rank `peer`). */
+export class Conn {
+  readonly peer: number
+  socket: Socket | null = null
+  /** Frames may flow (handshake done). */
+  ready = false
+  /** The shm rung: synchronous I/O works. */
+  syncIo = false
+  /** Lost (closed without BYE, or failed to connect). */
+  lost = false
+  /** The peer said BYE (finalized). */
+  departed = false
+  /** Frames written before `ready`, in order. */
+  private queued: Array<{ head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null }> = []
+
+  // Parser state.
+  private st = St.Header
+  /** The header being read (sync reads and headers split across chunks), with its u32 view. */
+  private readonly hdr = Buffer.from(new ArrayBuffer(HEADER_BYTES))
+  private readonly hdr32 = new Uint32Array(this.hdr.buffer, 0, HEADER_BYTES / 4)
+  private hdrFill = 0
+  /** The current payload's destination and how much of it is filled. */
+  target: Uint8Array | null = null
+  filled = 0
+  /** What the payload belongs to (the device's record: posted receive, unexpected, rendezvous). */
+  sink: unknown = null
+  /** The device's tag for `sink`'s type. */
+  sinkType = 0
+  /** The current frame's header fields (valid from onHeader to onPayload). */
+  kind = 0
+  ctx = 0
+  source = 0
+  tag = 0
+  length = 0
+  /** A readInto of a rendezvous payload is pending (sync reads must wait). */
+  readIntoPending = 0
+  /** Inside the 'data' handler (no nested fast path). */
+  parsing = false
+
+  /** Rendezvous sends waiting for CTS / receives waiting for DATA, by request id. */
+  readonly sends = new Map<number, unknown>()
+  readonly recvs = new Map<number, unknown>()
+
+  /** The staging buffer of sync sends (header + small payload), its u32 view, and a cached view of its first `stageViewLen` bytes. */
+  private readonly stage = new Uint8Array(new ArrayBuffer(STAGE_BYTES))
+  private readonly stage32 = new Uint32Array(this.stage.buffer, 0, HEADER_BYTES / 4)
+  private readonly stageDv = new DataView(this.stage.buffer)
+  /** Bytes of eager frames batched in `stage` on this tick (sendEager, flush). */
+  batchLen = 0
+  /** A small frame was written on this tick (the next one is batched; flush clears it). */
+  private tickWrote = false
+  private stageView = this.stage.subarray(0, HEADER_BYTES)
+  private stageViewLen = HEADER_BYTES
+  /** Options objects of the sync reads, reused (no allocation per call). */
+  private readonly spinOpts = { spinUs: 0, timeoutMs: 0 }
+  private readonly bigOpts = { spinUs: 1000, timeoutMs: 0 }
+  readonly handler: FrameHandler
+
+  /** The receive fast path's largest spin on this connection, µs (0: none). */
+  readonly spinCapUs: number
+
+  constructor (peer: number, handler: FrameHandler, spinCapUs = 0) {
+    this.peer = peer
+    this.handler = handler
+    this.spinCapUs = spinCapUs
+  }
+
+  /** Takes `socket` (handshake done, `rest`: bytes that followed the handshake) and flushes queued frames. */
+  attach (socket: Socket, rest: Buffer | null): void {
+    this.socket = socket
+    this.syncIo = socket.transport === 'shm'
+    this.ready = true
+    socket.on('data', this.onData)
+    const q = this.queued
+    this.queued = []
+    for (const f of q) this.writeAsync(f.head, f.payload, f.cb)
+    if (rest !== null && rest.length > 0) this.onData(rest)
+  }
+
+  /**
+   * Sends one frame; `payload` follows the header (EAGER, DATA). Returns true when every byte
+   * is already in the channel; else the bytes are written asynchronously and, once written,
+   * `handler.onWritten(req, err?)` runs (when `req` is given).
+   */
+  send (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
+    payload: Uint8Array | null, req: unknown): boolean {
+    const n0 = payload === null ? 0 : payload.length
+    if (BATCH && n0 <= BATCH_MAX_PAYLOAD && this.batch(kind, ctx, source, tag, length, sreq, rreq, payload)) return true
+    if (this.batchLen > 0) this.flush()
+    const socket = this.socket
+    if (this.ready && this.syncIo && socket !== null && socket.writableLength === 0 && !socket.destroyed) {
+      const n = payload === null ? 0 : payload.length
+      if (HEADER_BYTES + n <= STAGE_BYTES) {
+        // Host byte order: little-endian on every platform fastsock builds for.
+        const h = this.stage32
+        h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
+        h[4] = length % 0x100000000; h[5] = Math.floor(length / 0x100000000); h[6] = sreq; h[7] = rreq
+        if (n > 0) this.stage.set(payload!, HEADER_BYTES)
+        const all = HEADER_BYTES + n
+        if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
+        const done = this.trySync(this.stageView)
+        if (done === all) return true
+        if (done >= 0) {
+          // The rest, copied (the stage is reused): the ring was full for 50 µs.
+          this.rawWrite(Buffer.from(this.stage.subarray(done, all)), this.callback(req))
+          return false
+        }
+      } else {
+        const head = Buffer.allocUnsafe(HEADER_BYTES)
+        putHeader(head, 0, kind, ctx, source, tag, length, sreq, rreq)
+        const h = this.trySync(head)
+        if (h === HEADER_BYTES) {
+          const p = this.trySync(payload!)
+          if (p === n) return true
+          if (p >= 0) { this.rawWrite(payload!.subarray(p), this.callback(req)); return false }
+        } else if (h >= 0) {
+          socket.cork()
+          this.rawWrite(head.subarray(h), null)
+          this.rawWrite(payload!, this.callback(req))
+          socket.uncork()
+          return false
+        }
+      }
+    }
+    const head = Buffer.allocUnsafe(HEADER_BYTES)
+    putHeader(head, 0, kind, ctx, source, tag, length, sreq, rreq)
+    const cb = this.callback(req)
+    if (!this.ready) { this.queued.push({ head, payload, cb }); return false }
+    this.writeAsync(head, payload, cb)
+    return false
+  }
+
+  /**
+   * An EAGER frame into this tick's batch (shm, nothing queued): header and payload are copied
+   * into the staging buffer behind the frames already there, and written with the others in one
+   * writeSync by flush(), on this tick (the device's microtask), before any other frame of this
+   * connection, or before a wait spins. The send is complete at once (its array may be reused).
+   * False when the frame cannot be batched (Conn.send then).
+   */
+  sendEager (ctx: number, source: number, tag: number, payload: Uint8Array): boolean {
+    return BATCH && payload.length <= BATCH_MAX_PAYLOAD && this.batch(EAGER, ctx, source, tag, payload.length, 0, 0, payload)
+  }
+
+  /** A frame with at most BATCH_MAX_PAYLOAD payload bytes into this tick's batch; false when it cannot be batched. */
+  private batch (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number, payload: Uint8Array | null): boolean {
+    const socket = this.socket
+    if (!this.ready || !this.syncIo || socket === null || socket.writableLength > 0 || socket.destroyed) return false
+    if (!this.tickWrote) {
+      // The first frame of a tick goes straight out (a ping-pong's send is not delayed by a
+      // microtask); a second one on the same tick starts the batch.
+      this.tickWrote = true
+      this.handler.batched(this)
+      return false
+    }
+    const n = payload === null ? 0 : payload.length
+    let off = this.batchLen
+    if (off + HEADER_BYTES + n > STAGE_BYTES) { this.flush(); off = 0 }
+    const d = this.stageDv
+    d.setUint32(off, kind, true)
+    d.setUint32(off + 4, ctx, true)
+    d.setInt32(off + 8, source, true)
+    d.setInt32(off + 12, tag, true)
+    d.setUint32(off + 16, length % 0x100000000, true)
+    d.setUint32(off + 20, Math.floor(length / 0x100000000), true)
+    d.setUint32(off + 24, sreq, true)
+    d.setUint32(off + 28, rreq, true)
+    const stage = this.stage
+    if (n <= 16) {
+      for (let i = 0; i < n; i++) stage[off + HEADER_BYTES + i] = payload![i]
+    } else {
+      stage.set(payload!, off + HEADER_BYTES)
+    }
+    this.batchLen = off + HEADER_BYTES + n
+    return true
+  }
+
+  /** Writes this tick's batch of eager frames (see sendEager); what the ring cannot take now goes asynchronously. */
+  flush (): void {
+    this.tickWrote = false
+    const all = this.batchLen
+    if (all === 0) return
+    this.batchLen = 0
+    const socket = this.socket
+    if (socket === null || socket.destroyed) return // lost: the loss is reported by the close
+    if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
+    const done = socket.writableLength === 0 ? this.trySync(this.stageView) : -1
+    if (done === all) return
+    this.rawWrite(Buffer.from(this.stage.subarray(done < 0 ? 0 : done, all)), null)
+  }
+
+  /** The write callback of an asynchronous send: handler.onWritten(req, err), or null without `req`. */
+  private callback (req: unknown): ((err?: Error | null) => void) | null {
+    if (req === null || req === undefined) return null
+    const handler = this.handler
+    return (err?: Error | null) => handler.onWritten(req, err ?? null)
+  }
+
+  /** writeSync of `bytes`: the count written (all, or part on timeout); -1 when sync I/O is unavailable now. */
+  private trySync (bytes: Uint8Array): number {
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0 // a timeout is expected here: no stack to capture
+    try {
+      const n = bytes.length
+      if (n <= SYNC_WRITE_BYTES) return this.socket!.writeSync(bytes, SYNC_WRITE)
+      const o = this.bigOpts
+      o.timeoutMs = SYNC_WRITE.timeoutMs + n / SYNC_BYTES_PER_MS
+      return this.socket!.writeSync(bytes, o)
+    } catch (err) {
+      const e = err as { code?: string, bytesWritten?: number }
+      if (e.code === 'ETIMEDOUT') return e.bytesWritten ?? 0
+      return -1 // unavailable (queued writes), or the peer is gone: the async write reports it
+    } finally {
+      Error.stackTraceLimit = limit
+    }
+  }
+
+  private rawWrite (bytes: Uint8Array, cb: ((err?: Error | null) => void) | null): void {
+    this.handler.asyncWriter(this)
+    if (cb === null) this.socket!.write(bytes)
+    else this.socket!.write(bytes, cb)
+  }
+
+  private writeAsync (head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null): void {
+    const socket = this.socket!
+    if (socket.destroyed) { if (cb !== null) process.nextTick(cb, new Error('connection closed')); return }
+    if (payload === null || payload.length === 0) { this.rawWrite(head, cb); return }
+    socket.cork()
+    socket.write(head)
+    this.rawWrite(payload, cb)
+    socket.uncork()
+  }
+
+  /** A fast-path wait that went to the event loop ended: adjust the spin budget (see pollFrames). */
+  private learn (): void {
+    const blockUs = (performance.now() - this.missAt) * 1000
+    this.missAt = 0
+    const spin = this.spinUs
+    if (blockUs <= this.spinCap) this.spinUs = Math.min(this.spinCap, Math.max(spin * 2, 10))
+    else this.spinUs = Math.max(spin / 2, Math.min(this.spinCap, SPIN_FLOOR_US))
+  }
+
+  /** Fails the frames queued before the handshake (the peer is lost). */
+  failQueued (err: Error): void {
+    const q = this.queued
+    this.queued = []
+    for (const f of q) if (f.cb !== null) f.cb(err)
+  }
+
+  /** The 'data' listener: runs the parser over a chunk. */
+  readonly onData = (chunk: Buffer): void => {
+    if (this.missAt !== 0) this.learn()
+    this.parsing = true
+    try {
+      this.parse(chunk)
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  private parse (chunk: Buffer): void {
+    const n = chunk.length
+    let off = 0
+    while (off < n) {
+      if (this.st === St.Header) {
+        if (this.hdrFill === 0 && n - off >= HEADER_BYTES) {
+          this.header(chunk.readUInt32LE(off), chunk.readUInt32LE(off + 4), chunk.readInt32LE(off + 8), chunk.readInt32LE(off + 12),
+            chunk.readUInt32LE(off + 16) + chunk.readUInt32LE(off + 20) * 0x100000000, chunk.readUInt32LE(off + 24), chunk.readUInt32LE(off + 28))
+          off += HEADER_BYTES
+        } else {
+          const take = Math.min(HEADER_BYTES - this.hdrFill, n - off)
+          chunk.copy(this.hdr, this.hdrFill, off, off + take)
+          this.hdrFill += take
+          off += take
+          if (this.hdrFill < HEADER_BYTES) return
+          this.hdrFill = 0
+          this.headerFromHdr()
+        }
+        if (this.lost) return
+      } else {
+        const target = this.target!
+        const take = Math.min(target.length - this.filled, n - off)
+        target.set(take === n && off === 0 ? chunk : chunk.subarray(off, off + take), this.filled)
+        this.filled += take
+        off += take
+        if (this.filled === target.length) {
+          this.st = St.Header
+          this.handler.onPayload(this)
+        } else if (this.kind === DATA && target.length - this.filled >= READINTO_MIN) {
+          this.readRest() // off === n here: the chunk is used up
+        }
+      }
+    }
+  }
+
+  /** Hands the header in `hdr` to the device. */
+  private headerFromHdr (): void {
+    const h = this.hdr32
+    this.header(h[0], h[1], h[2] | 0, h[3] | 0, h[4] + h[5] * 0x100000000, h[6], h[7])
+  }
+
+  /** Hands a decoded header to the device and sets up its payload. */
+  private header (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
+    this.kind = kind
+    this.ctx = ctx
+    this.source = source
+    this.tag = tag
+    this.length = length
+    this.target = null
+    this.filled = 0
+    this.handler.onHeader(this, kind, ctx, source, tag, length, sreq, rreq)
+    if ((kind === EAGER || kind === DATA) && this.target !== null) {
+      if ((this.target as Uint8Array).length === 0) this.handler.onPayload(this)
+      else this.st = St.Payload
+    }
+  }
+
+  /** Reads the rest of the current DATA payload with socket.readInto (straight into the array). */
+  private readRest (): void {
+    const sink = this.sink
+    const target = this.target!
+    const rest = target.subarray(this.filled)
+    this.st = St.Header
+    this.readIntoPending++
+    const conn = this
+    const { kind, ctx, source, tag, length } = this
+    this.socket!.readInto(rest, (err: Error | null) => {
+      conn.readIntoPending--
+      if (err !== null) { conn.handler.onPayloadError(conn, sink, err); return }
+      // Restore the frame's fields for onPayload (later frames may have been parsed since).
+      const saved = [conn.kind, conn.ctx, conn.source, conn.tag, conn.length, conn.target, conn.filled, conn.sink] as const
+      conn.kind = kind; conn.ctx = ctx; conn.source = source; conn.tag = tag; conn.length = length
+      conn.target = target; conn.filled = target.length; conn.sink = sink
+      conn.handler.onPayload(conn)
+      ;[conn.kind, conn.ctx, conn.source, conn.tag, conn.length, conn.target, conn.filled, conn.sink] = saved
+    })
+  }
+
+  /** When the current fast-path wait started (performance.now(), ms). */
+  private waitAt = 0
+  /** The wait whose next polling slice is queued (setImmediate), and its slice cap. */
+  private contReq: { readonly done: boolean } | null = null
+  private contCap = 0
+  private readonly contRun = (): void => {
+    const req = this.contReq
+    this.contReq = null
+    if (req !== null && !req.done && !this.lost) this.pollFrames(this.contCap, req, Infinity, true)
+  }
+
+  /** The fast path's learned polling budget per wait, µs (see pollFrames); -1 before the first. */
+  private spinUs = -1
+  /** The cap the budget was learned under. */
+  private spinCap = 0
+  /** When a fast-path wait went to the event loop (performance.now(), ms); 0: none pending. */
+  private missAt = 0
+
+  /**
+   * The receive fast path on shm: reads and handles frames synchronously until `req` is done
+   * (null: until nothing more is there, for iprobe), spinning for frames in slices of at most
+   * `capUs` (the window) with a turn of the event loop between slices (setImmediate; `cont`
+   * marks such a continuation), up to a learned budget per wait of at most POLL_SLICES windows;
+   * `limitUs` (a wait's timeout) bounds the spin and ends it after one slice. The budget is
+   * learned with the rule of KVM's haltpoll governor, as fastsock's own polling window
+   * (docs/polling.md): a wait the polling did not catch is timed from its start until its frame
+   * comes through the event loop; if a larger budget (up to the cap) would have caught it, the
+   * budget doubles (at least 10 µs), else it halves (not below SPIN_FLOOR_US). A caught frame
+   * leaves it unchanged. Does nothing when the connection is mid-frame or a readInto is pending.
+   */
+  pollFrames (capUs: number, req: { readonly done: boolean } | null, limitUs = Infinity, cont = false): void {
+    const socket = this.socket
+    if (!this.ready || !this.syncIo || socket === null || this.parsing || this.readIntoPending > 0 ||
+        this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0 || socket.destroyed) return
+    if (req !== null && !cont && this.contReq !== null) {
+      // A slice of an earlier wait on this connection missed on this tick and its next slice is
+      // queued: that continuation polls for this (later) request instead, within the same
+      // budget; spinning again now would block the loop once more per wait (Promise.all of a
+      // window of waits).
+      this.contReq = req
+      return
+    }
+    let spin = 0
+    let left = 0
+    if (req !== null && !this.handler.othersBusy(this)) {
+      const cap = capUs * POLL_SLICES
+      if (this.spinUs < 0 || this.spinCap !== cap) { this.spinUs = cap; this.spinCap = cap }
+      const now = performance.now()
+      if (!cont) this.waitAt = now
+      // What is left of this wait's polling budget, and this slice of it (at most the window).
+      left = this.spinUs - (now - this.waitAt) * 1000
+      if (left <= 0 || capUs === 0) { if (capUs > 0) this.missAt = this.waitAt; return }
+      spin = Math.min(left, capUs, limitUs) // limitUs: the wait's own timeout (learning is left alone)
+    }
+    const hdr = this.hdr
+    // The whole call is bounded by the window too (frames that keep coming for other requests
+    // must not hold the event loop): past the deadline, the rest is the event loop's.
+    const deadline = req === null ? 0 : performance.now() + Math.max(spin, MIN_BUSY_US) / 1000
+    this.parsing = true
+    try {
+      for (;;) {
+        if (this.batchLen > 0) this.flush() // CTS (and the like) answered while reading go out before waiting
+        let got: number
+        try {
+          const o = this.spinOpts
+          o.spinUs = spin + 1000
+          o.timeoutMs = Math.max(spin, 1) / 1000
+          got = syncRead(socket, hdr, o)
+        } catch (err) {
+          const e = err as { code?: string, bytesRead?: number }
+          if (e.code !== 'ETIMEDOUT') return
+          got = e.bytesRead ?? 0
+          if (got === 0 && spin > 0 && !req!.done) {
+            if (limitUs === Infinity && left > spin) {
+              // The next slice after a turn of the event loop (timers, I/O, other sockets run).
+              this.contReq = req
+              this.contCap = capUs
+              setImmediate(this.contRun)
+            } else {
+              this.missAt = this.waitAt
+            }
+          }
+        }
+        if (got < HEADER_BYTES) { this.hdrFill = got; return } // the rest comes as 'data'
+        if (spin > 0) {
+          // Caught: the rest of this wait may spin only what is left of the window.
+          spin = Math.max(0, (deadline - performance.now()) * 1000)
+        }
+        this.headerFromHdr()
+        if (this.lost) return
+        if ((this.st as St) === St.Payload) {
+          const target = this.target!
+          let p: number
+          try {
+            if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, SYNC_PAYLOAD)
+            else {
+              const o = this.bigOpts
+              o.timeoutMs = SYNC_PAYLOAD.timeoutMs + target.length / SYNC_BYTES_PER_MS
+              p = syncRead(socket, target, o)
+            }
+          } catch (err) {
+            const e = err as { code?: string, bytesRead?: number }
+            if (e.code === 'ETIMEDOUT') p = e.bytesRead ?? 0
+            else { this.filled = 0; return }
+          }
+          this.filled = p
+          if (p < target.length) return // the rest comes as 'data'
+          this.st = St.Header
+          this.handler.onPayload(this)
+        }
+        if (req !== null && (req.done || socket.writableLength > 0 || (spin === 0 && performance.now() > deadline))) return
+      }
+    } finally {
+      this.parsing = false
+    }
+  }
+}
+
+/**
+ * socket.readIntoSync without capturing stacks: its timeouts are expected (a spin slice that
+ * caught nothing) and their Error's stack, captured twice (native, then Node's shape), cost
+ * ~9 % of a receiving rank's CPU in a profile of the 8 B message rate.
+ */
+function syncRead (socket: Socket, view: Uint8Array, opts: { spinUs: number, timeoutMs: number }): number {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return socket.readIntoSync(view, opts)
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * init / finalize / abort: the life of the process's device.
+ *
+ * init: bootstrap (rank, size, the store) → listen with fastsock's createServer (port 0, on the
+ * address the store connection used) → publish this rank's endpoint card `card/<rank>` (JSON:
+ * host key, address, port, pid) → read every card → the world communicator. Connections are
+ * made lazily, on first use.
+ *
+ * finalize: waits for every send to complete, tells the store (finalizing: closing now is no
+ * loss), synchronises all ranks through the store, says BYE on every connection and closes.
+ */
+import * as fs from 'fs'
+import * as os from 'os'
+import { Device, Card, DEFAULT_EAGER_BYTES } from './device'
+import { Comm, CommShared } from './comm'
+import { MpiError, invalidArgType, outOfRange } from './errors'
+import { bootstrap } from './bootstrap'
+import type { InitOptions as LaunchInitOptions } from './launch'
+import type { StoreClient, StoreServer } from './store'
+
+/** Options of init(): the launcher's (launch.ts: rank, size, masterAddr, ..., transports) plus the device's. */
+export interface InitOptions extends LaunchInitOptions {
+  /** Messages up to this many bytes go eagerly (default 65536, or FASTSOCK_MPI_EAGER_BYTES). */
+  eagerThresholdBytes?: number
+}
+
+interface Session {
+  world: Comm
+  device: Device
+  store: StoreClient | null
+  server: StoreServer | null
+  finalized: boolean
+}
+
+let session: Session | null = null
+
+/** This host's key: hostname and boot id (same string = same host). */
+function hostKey (): string {
+  let boot = ''
+  try { boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() } catch {}
+  return `${os.hostname()}/${boot}`
+}
+
+/** The eager threshold from options or FASTSOCK_MPI_EAGER_BYTES; RangeError on a bad value. */
+function eagerBytesOf (o: InitOptions): number {
+  const v = o.eagerThresholdBytes ?? (process.env.FASTSOCK_MPI_EAGER_BYTES ? Number(process.env.FASTSOCK_MPI_EAGER_BYTES) : DEFAULT_EAGER_BYTES)
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 30) throw outOfRange(`eagerThresholdBytes must be an integer in [0, 2^30], got ${String(v)}`)
+  return v
+}
+
+/**
+ * The receive fast path's polling window, µs: FASTSOCK_MPI_SPIN_US, else DEFAULT_SPIN_US when this host has a
+ * CPU for each of its ranks, else 0 (oversubscribed: a spinning rank would take the CPU of the
+ * rank it waits for; the event loop's polling, which yields, serves instead).
+ */
+function spinUsOf (localSize: number): number {
+  const v = process.env.FASTSOCK_MPI_SPIN_US
+  if (v !== undefined && v !== '') {
+    const n = Number(v)
+    if (!(n >= 0 && n <= 1e6)) throw outOfRange(`FASTSOCK_MPI_SPIN_US must be a number of µs in [0, 1e6], got '${v}'`)
+    return n
+  }
+  return localSize <= os.availableParallelism() ? DEFAULT_SPIN_US : 0
+}
+
+/**
+ * The default polling window of the fast path, µs: its longest synchronous spin (a wait polls in
+ * slices of at most this, up to a learned budget of 25 of them; docs/mpi.md, "Polling").
+ */
+const DEFAULT_SPIN_US = 200
+
+/**
+ * MPI_Init: joins the job and resolves with the world communicator. Rejects with
+ * ERR_MPI_INIT_TIMEOUT when the store cannot be reached in `timeoutMs`; throws
+ * ERR_INVALID_ARG_TYPE / ERR_OUT_OF_RANGE on bad options. A second call resolves the same world.
+ */
+export async function init (options: InitOptions = {}): Promise<Comm> {
+  if (options === null || typeof options !== 'object') throw invalidArgType('options must be an object')
+  if (session !== null && !session.finalized) return session.world
+  const eagerBytes = eagerBytesOf(options)
+  const { eagerThresholdBytes: _e, ...launchOptions } = options
+  const boot = await bootstrap(launchOptions)
+  const info = boot.info
+  const b = { rank: info.rank, size: info.size, localRank: info.localRank, localSize: info.localSize, store: boot.store, server: boot.server, localAddress: boot.store?.localAddress ?? '127.0.0.1' }
+  const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes, spinUs: spinUsOf(b.localSize), transports: options.transports })
+  const host = hostKey()
+  const hosts: string[] = new Array(b.size).fill(host)
+  if (b.store !== null) {
+    const addr = b.localAddress || '127.0.0.1'
+    const port = await device.listen(addr)
+    const card: Card = { host, addr, port, pid: process.pid }
+    await b.store.set(`card/${b.rank}`, JSON.stringify(card))
+    const cards = await Promise.all(Array.from({ length: b.size }, (_, r) => b.store!.get(`card/${r}`, { timeoutMs: options.timeoutMs ?? 30000 })))
+    device.cards = cards.map(c => JSON.parse(Buffer.from(c).toString()) as Card)
+    device.cards.forEach((c, r) => { hosts[r] = c.host })
+    b.store.on('rankLost', (r: number) => device.lose(r, 'the store reported it lost'))
+    // Another rank called abort(code): the job ends with that code.
+    b.store.on('abort', (code: number) => process.exit(code))
+  }
+  const shared: CommShared = { device, hosts, maxId: 0 }
+  const world = new Comm(shared, Array.from({ length: b.size }, (_, r) => r), 0, b.localRank, b.localSize)
+  session = { world, device, store: b.store, server: b.server, finalized: false }
+  return world
+}
+
+/**
+ * MPI_Finalize: drains pending sends, tells the store, waits for every rank (but lost ones),
+ * closes the connections. Later operations fail. Resolves when done (no-op when not initialized).
+ */
+export async function finalize (): Promise<void> {
+  const s = session
+  if (s === null || s.finalized) return
+  s.finalized = true
+  await s.device.drain()
+  const store = s.store
+  if (store !== null) {
+    const size = s.device.size
+    try {
+      await store.finalizing()
+      await store.set(`fin/${s.device.rank}`, '1')
+      // The barrier: every rank's key, except for ranks lost (before or during the wait).
+      for (let r = 0; r < size; r++) {
+        if (r === s.device.rank || s.device.lostReason(r) !== undefined) continue
+        await Promise.race([store.wait([`fin/${r}`], { timeoutMs: Infinity }), s.device.untilLost(r)])
+      }
+    } catch {
+      // The store is gone (rank 0 died): nothing left to synchronise with; close locally.
+    }
+    await s.device.close()
+    await store.close()
+    // Rank 0 serves the store: it waits for the other ranks to disconnect.
+    if (s.server !== null) await s.server.close()
+  } else {
+    await s.device.close()
+  }
+}
+
+/**
+ * MPI_Abort: ends the job: the store relays the abort to every rank, each exits with `code`
+ * (default 1); this process exits with it at once after (at most 1 s). A rank the relay misses
+ * sees this one lost (ERR_MPI_PEER_LOST).
+ */
+export async function abort (code = 1): Promise<never> {
+  if (!Number.isInteger(code)) throw invalidArgType('code must be an integer')
+  const store = session?.store
+  if (store) {
+    // The store relays it to every rank (each exits with `code`); bounded, then exit anyway.
+    await Promise.race([store.abort(code).catch(() => {}), new Promise(resolve => setTimeout(resolve, 1000))])
+  }
+  process.exit(code)
+}
+
+/** The world communicator, or throws ERR_MPI_NOT_INITIALIZED. */
+export function world (): Comm {
+  if (session === null || session.finalized) throw new MpiError('ERR_MPI_NOT_INITIALIZED', 'call mpi.init() first')
+  return session.world
+}

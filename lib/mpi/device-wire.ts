@@ -1,0 +1,57 @@
+/**
+ * The wire format of fastsock/mpi's device (docs/mpi.md, "Protocol"). All integers are
+ * little-endian. A connection starts with a handshake, then carries frames: a fixed 32-byte
+ * header, followed by `length` payload bytes for EAGER and DATA frames.
+ *
+ * Handshake (once per connection, before any frame):
+ *   dialer -> acceptor  HELLO, 16 bytes: u32 magic 0x504d5346 ('FSMP'), u16 version (1),
+ *                       u16 0, u32 dialer's world rank, u32 job key (FNV-1a of the job id)
+ *   acceptor -> dialer  REPLY, 8 bytes: u32 magic, u32 verdict (1 ACCEPT, 0 REJECT)
+ *   When two ranks dial each other at once, the connection dialed by the lower rank is kept:
+ *   the acceptor answers REJECT when it already has a connection to the dialer, or is itself
+ *   dialing it and is the lower rank. Frames flow only after ACCEPT.
+ *
+ * Frame header, 32 bytes (8 x u32):
+ *   [0] kind (1 EAGER, 2 RTS, 3 CTS, 4 DATA, 5 BYE)   [1] context id
+ *   [2] source: the sender's rank in the communicator  [3] tag
+ *   [4] length, low 32 bits   [5] length, high bits (payload size in bytes)
+ *   [6] sreq: the sender's request id (RTS, CTS, DATA)  [7] rreq: the receiver's (CTS, DATA)
+ * EAGER: header + payload (message below the eager threshold). RTS: header only (ready to
+ * send). CTS: the receiver matched the RTS and posted its array. DATA: header + payload, the
+ * rendezvous payload, read straight into the posted array. BYE: orderly goodbye (finalize).
+ */
+
+export const MAGIC = 0x504d5346
+export const VERSION = 1
+export const HELLO_BYTES = 16
+export const REPLY_BYTES = 8
+export const HEADER_BYTES = 32
+
+export const EAGER = 1
+export const RTS = 2
+export const CTS = 3
+export const DATA = 4
+export const BYE = 5
+
+/** FNV-1a 32-bit of a string (the job key of HELLO). */
+export function jobKey (s: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return h >>> 0
+}
+
+/** Writes a header into `buf` at `off` (a Buffer: writeUInt32LE is the fast path). */
+export function putHeader (buf: Buffer, off: number, kind: number, ctx: number, source: number, tag: number,
+  length: number, sreq: number, rreq: number): void {
+  buf.writeUInt32LE(kind, off)
+  buf.writeUInt32LE(ctx >>> 0, off + 4)
+  buf.writeInt32LE(source, off + 8)
+  buf.writeInt32LE(tag, off + 12)
+  buf.writeUInt32LE(length % 0x100000000, off + 16)
+  buf.writeUInt32LE(Math.floor(length / 0x100000000), off + 20)
+  buf.writeUInt32LE(sreq >>> 0, off + 24)
+  buf.writeUInt32LE(rreq >>> 0, off + 28)
+}

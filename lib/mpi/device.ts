@@ -1,0 +1,548 @@
+/**
+ * The device: this process's connections to the other ranks and the point-to-point protocol on
+ * them (eager and rendezvous), with the matching engine (match.ts). One per process, shared by
+ * every communicator; communicators differ by context id.
+ *
+ * Connections are made lazily through fastsock's `connect` (its failover chain: same-host ranks
+ * get shm), to the listening address each rank published in its endpoint card, with the
+ * handshake of device-wire.ts (crossing dials end with one connection, decided before any frame).
+ *
+ * Protocol (docs/mpi.md, "Protocol"): a message of at most `eagerBytes` goes as one EAGER frame
+ * (header + payload); a larger one as RTS, the receiver matches it and answers CTS (with its
+ * request id) once the receive is posted, and the sender writes DATA (header + payload) that the
+ * receiver reads straight into the posted array.
+ *
+ * Loss: a connection that closes without BYE, a dial that fails, or the store's 'rankLost'
+ * event marks the rank lost: every pending operation involving it (sends, receives from it,
+ * ANY_SOURCE receives and probes of a communicator containing it) fails with ERR_MPI_PEER_LOST,
+ * and so does every later one.
+ */
+import { createServer, connect } from '../index'
+import type { Socket, Server, TransportName } from '../index'
+import { Conn, FrameHandler } from './device-conn'
+import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, jobKey } from './device-wire'
+import { Matcher, PostedRecv, Unexpected } from './match'
+import { Request } from './request'
+import { Status } from './status'
+import { MpiError, peerLost } from './errors'
+
+/** A rank's endpoint card, published through the store as JSON at `card/<rank>`. */
+export interface Card { host: string, addr: string, port: number, pid: number }
+
+/** Default eager threshold in bytes (measured: docs/mpi.md, "Thresholds"). */
+export const DEFAULT_EAGER_BYTES = 64 * 1024
+
+/** A rendezvous send waiting for CTS. */
+interface SendRec { req: Request, bytes: Uint8Array, dest: number, tag: number }
+/** A rendezvous receive waiting for DATA. */
+interface RecvRec { req: Request, bytes: Uint8Array, source: number, tag: number }
+
+const SINK_POSTED = 1
+const SINK_UNEXPECTED = 2
+const SINK_RNDV = 3
+
+
+/** The process's message-passing device; see the module comment. */
+export class Device implements FrameHandler {
+  readonly rank: number
+  readonly size: number
+  readonly matcher = new Matcher()
+  /** Messages up to this many bytes go eagerly. */
+  eagerBytes: number
+  /** The receive fast path's largest spin, µs (0: none). */
+  readonly spinUs: number
+  cards: Card[] = []
+  private server: Server | null = null
+  private readonly conns: Array<Conn | null>
+  private readonly dialing = new Map<number, Socket>()
+  private readonly lost = new Map<number, string>()
+  private nextId = 1
+  /** Sends not yet complete (finalize drains them). */
+  private readonly unfinished = new Set<Request>()
+  private readonly jobKey: number
+  private readonly transports: TransportName[] | undefined
+  private closing = false
+
+  constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, transports?: TransportName[] }) {
+    this.rank = opts.rank
+    this.spinUs = opts.spinUs
+    this.size = opts.size
+    this.eagerBytes = opts.eagerBytes
+    this.jobKey = jobKey(opts.jobId)
+    this.transports = opts.transports
+    this.conns = new Array(opts.size).fill(null)
+  }
+
+  /** Listens on `host`, port 0; resolves with the port. */
+  async listen (host: string): Promise<number> {
+    const server = createServer(this.transports ? { transports: this.transports } : {}, s => this.onIncoming(s))
+    this.server = server
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(0, host, () => { server.off('error', reject); resolve() })
+    })
+    server.unref()
+    return (server.address() as { port: number }).port
+  }
+
+  /** The rung of the connection to world rank `w` ('self' for this process), null when none yet. */
+  transportOf (w: number): string | null {
+    if (w === this.rank) return 'self'
+    const c = this.conns[w]
+    return c?.ready ? c.socket!.transport : null
+  }
+
+  /** Resolves once a connection to `w` is ready (made on demand). */
+  async connectTo (w: number): Promise<void> {
+    if (w === this.rank) return
+    const c = this.conn(w)
+    if (c.ready) return
+    await new Promise<void>((resolve, reject) => {
+      const t = setInterval(() => {
+        if (c.ready) { clearInterval(t); resolve() } else if (this.lost.has(w)) { clearInterval(t); reject(peerLost(w, this.lost.get(w)!)) }
+      }, 1)
+    })
+  }
+
+  /** Called with the rank on each loss (see untilLost). */
+  private lostWaiters: Array<(w: number) => void> = []
+
+  /** Resolves when world rank `w` is lost (at once if it is). Never rejects. */
+  untilLost (w: number): Promise<void> {
+    if (this.lost.has(w)) return Promise.resolve()
+    return new Promise(resolve => {
+      const f = (r: number): void => { if (r === w) resolve(); else this.lostWaiters.push(f) }
+      this.lostWaiters.push(f)
+    })
+  }
+
+  /** The reason world rank `w` is lost, or undefined. */
+  lostReason (w: number): string | undefined { return this.lost.get(w) }
+
+  // ---- connections and handshake --------------------------------------------------------------
+
+  /** The connection object of world rank `w`, dialing it on first use. */
+  private conn (w: number): Conn {
+    let c = this.conns[w]
+    if (c === null) {
+      c = this.conns[w] = new Conn(w, this, this.spinUs)
+      this.dial(w)
+    }
+    return c
+  }
+
+  private dial (w: number): void {
+    const card = this.cards[w]
+    if (!card) { this.lose(w, 'no endpoint card'); return }
+    const opts: Record<string, unknown> = { host: card.addr, port: card.port }
+    if (this.transports) opts.transports = this.transports
+    const sock = connect(opts as never)
+    this.dialing.set(w, sock)
+    let rejected = false
+    sock.on('error', (err: Error) => {
+      if (!rejected && this.conns[w]?.socket !== sock) this.lose(w, `connecting failed: ${err.message}`)
+    })
+    sock.once('connect', () => {
+      sock.setNoDelay?.(true)
+      const hello = Buffer.alloc(HELLO_BYTES)
+      hello.writeUInt32LE(MAGIC, 0)
+      hello.writeUInt16LE(VERSION, 4)
+      hello.writeUInt32LE(this.rank, 8)
+      hello.writeUInt32LE(this.jobKey, 12)
+      sock.write(hello)
+      readExactly(sock, REPLY_BYTES, (reply, rest) => {
+        if (this.dialing.get(w) === sock) this.dialing.delete(w)
+        if (reply.readUInt32LE(0) !== MAGIC) { sock.destroy(); this.lose(w, 'protocol error in the handshake'); return }
+        const c = this.conns[w]!
+        if (reply.readUInt32LE(4) !== 1 || c.ready) { rejected = true; sock.destroy(); return }
+        this.adopt(c, sock, rest)
+      })
+    })
+  }
+
+  private onIncoming (sock: Socket): void {
+    sock.on('error', () => {})
+    readExactly(sock, HELLO_BYTES, (hello, rest) => {
+      const w = hello.readUInt32LE(8)
+      if (hello.readUInt32LE(0) !== MAGIC || hello.readUInt32LE(12) !== this.jobKey || w >= this.size || w === this.rank) {
+        sock.destroy()
+        return
+      }
+      sock.setNoDelay?.(true)
+      const reply = Buffer.alloc(REPLY_BYTES)
+      reply.writeUInt32LE(MAGIC, 0)
+      const existing = this.conns[w]
+      const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
+      reply.writeUInt32LE(accept ? 1 : 0, 4)
+      sock.write(reply)
+      if (!accept) { sock.end(); return }
+      const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs))
+      this.adopt(c, sock, rest)
+    })
+  }
+
+  /** Sockets adopted as connections so far (one per peer when crossing dials resolve right). */
+  adopted = 0
+
+  private adopt (c: Conn, sock: Socket, rest: Buffer | null): void {
+    this.adopted++
+    sock.on('close', () => {
+      if (c.socket === sock && !c.departed && !this.closing) this.lose(c.peer, 'its connection closed')
+    })
+    c.attach(sock, rest)
+  }
+
+  // ---- sending --------------------------------------------------------------------------------
+
+  /**
+   * Starts a send of `bytes` to world rank `w` on context `ctx` as rank `source` of the
+   * communicator, to its rank `dest` with `tag`. Returns the Request (complete at once when an
+   * eager message went straight into the channel).
+   */
+  isend (ctx: number, source: number, w: number, dest: number, tag: number, bytes: Uint8Array): Request {
+    const req = new Request()
+    const len = bytes.length
+    if (w === this.rank) { this.sendSelf(req, ctx, source, dest, tag, bytes); return req }
+    const why = this.lost.get(w)
+    if (why !== undefined) { req._fail(peerLost(dest, why)); return req }
+    const c = this.conn(w)
+    if (len <= this.eagerBytes) {
+      const status = new Status(dest, tag, len)
+      if (c.sendEager(ctx, source, tag, bytes)) { req._status = status; return req }
+      req._op = w
+      req._sendStatus = status
+      if (c.send(EAGER, ctx, source, tag, len, 0, 0, bytes, req)) req._status = status
+      else this.unfinished.add(req)
+      return req
+    }
+    const sreq = this.nextId++
+    c.sends.set(sreq, { req, bytes, dest, tag } satisfies SendRec)
+    this.unfinished.add(req)
+    req._onDone(() => this.unfinished.delete(req))
+    c.send(RTS, ctx, source, tag, len, sreq, 0, null, null)
+    // On shm, wait() spins for the CTS too (then writes DATA at once): a peer that spins for
+    // DATA is not woken through the doorbell, and this rank is not preempted by that wake-up.
+    if (c.syncIo && this.spinUs > 0) {
+      req._conn = c
+      req._spin = spinFor
+    }
+    return req
+  }
+
+  private sendSelf (req: Request, ctx: number, source: number, dest: number, tag: number, bytes: Uint8Array): void {
+    const small = bytes.length <= this.eagerBytes
+    const u: Unexpected = { ctx, source, tag, length: bytes.length, worldSource: this.rank, data: small ? Uint8Array.prototype.slice.call(bytes) : bytes, sreq: 0, selfReq: small ? null : req }
+    if (small) req._status = new Status(dest, tag, bytes.length)
+    this.deliverUnexpected(u)
+  }
+
+  // ---- receiving ------------------------------------------------------------------------------
+
+  /**
+   * Posts a receive into `bytes` on `ctx` from rank `source` of the communicator (world rank
+   * `w`, or ANY_SOURCE -1 with `anyOf` the communicator's world ranks) with `tag` (or ANY_TAG).
+   */
+  irecv (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array, anyOf: readonly number[]): Request {
+    const req = new Request()
+    if (this.takeMatch(ctx, source, tag, bytes, req)) return req
+    if (w >= 0) {
+      const why = this.lost.get(w)
+      if (why !== undefined) { req._fail(peerLost(source, why)); return req }
+      const c = this.conn(w)
+      // The fast path on shm, run by wait(): the message is often right behind (a ping-pong).
+      if (c.syncIo && this.spinUs > 0) {
+        req._conn = c
+        req._spin = spinFor
+      }
+    } else {
+      for (const r of anyOf) {
+        const why = this.lost.get(r)
+        if (why !== undefined && r !== this.rank) { req._fail(peerLost(anyOf.indexOf(r), why)); return req }
+      }
+    }
+    this.matcher.post({ ctx, source, tag, bytes, req, worldSource: w, anyOf: w >= 0 ? null : anyOf })
+    return req
+  }
+
+  /** Matches a new receive against the unexpected queue; true when `req` is settled or in progress. */
+  private takeMatch (ctx: number, source: number, tag: number, bytes: Uint8Array, req: Request): boolean {
+    const u = this.matcher.peekUnexpected(ctx, source, tag)
+    if (u === null) return false
+    if (u.length > bytes.length) {
+      req._fail(truncated(u.source, u.tag, u.length, bytes.length))
+      return true
+    }
+    this.matcher.takeUnexpected(ctx, source, tag)
+    this.consume(u, bytes, req)
+    return true
+  }
+
+  /** Delivers unexpected message `u` into a receive's `bytes` (it fits). */
+  private consume (u: Unexpected, bytes: Uint8Array, req: Request): void {
+    if (u.data !== null) {
+      bytes.set(u.data)
+      req._complete(new Status(u.source, u.tag, u.length))
+      if (u.selfReq !== null) u.selfReq._complete(new Status(u.source, u.tag, u.length))
+      return
+    }
+    const why = this.lost.get(u.worldSource)
+    if (why !== undefined) { req._fail(peerLost(u.source, why)); return }
+    this.startRendezvous(this.conn(u.worldSource), u.ctx, req, bytes.subarray(0, u.length), u.source, u.tag, u.sreq)
+  }
+
+  private startRendezvous (c: Conn, ctx: number, req: Request, bytes: Uint8Array, source: number, tag: number, sreq: number): void {
+    const rreq = this.nextId++
+    c.recvs.set(rreq, { req, bytes, source, tag } satisfies RecvRec)
+    c.send(CTS, ctx, source, tag, bytes.length, sreq, rreq, null, null)
+  }
+
+  /** The first posted receive matching a message of `length` bytes; posted receives too small fail (truncate). */
+  private matchPosted (ctx: number, source: number, tag: number, length: number): PostedRecv | null {
+    for (;;) {
+      const p = this.matcher.takePosted(ctx, source, tag)
+      if (p === null || p.bytes.length >= length) return p
+      p.req._fail(truncated(source, tag, length, p.bytes.length))
+    }
+  }
+
+  /** A complete unexpected message (eager payload in, or self): to a posted receive, else queued. */
+  private deliverUnexpected (u: Unexpected): void {
+    const p = this.matchPosted(u.ctx, u.source, u.tag, u.length)
+    if (p === null) this.matcher.addUnexpected(u)
+    else this.consume(u, p.bytes, p.req)
+  }
+
+  /** MPI_Iprobe on `ctx`: the Status of the first matching unexpected message, or null. */
+  iprobe (ctx: number, source: number, w: number, tag: number): Status | null {
+    let u = this.matcher.peekUnexpected(ctx, source, tag)
+    if (u === null && w >= 0 && w !== this.rank) {
+      const c = this.conns[w]
+      if (c?.syncIo) {
+        this.flushAll()
+        c.pollFrames(0, null)
+        u = this.matcher.peekUnexpected(ctx, source, tag)
+      }
+    }
+    return u === null ? null : new Status(u.source, u.tag, u.length)
+  }
+
+  /** MPI_Probe: resolves with the Status of the first matching message once one is here. */
+  probe (ctx: number, source: number, w: number, tag: number, anyOf: readonly number[]): Promise<Status> {
+    const s = this.iprobe(ctx, source, w, tag)
+    if (s !== null) return Promise.resolve(s)
+    const ranks = w >= 0 ? [w] : anyOf.filter(r => r !== this.rank)
+    for (const r of ranks) {
+      const why = this.lost.get(r)
+      if (why !== undefined) return Promise.reject(peerLost(w >= 0 ? source : anyOf.indexOf(r), why))
+      this.conn(r)
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = { ctx, source, tag, resolve: (u: Unexpected) => resolve(new Status(u.source, u.tag, u.length)), reject, ranks }
+      this.matcher.probes.push(waiter)
+    })
+  }
+
+  // ---- frames (FrameHandler) ------------------------------------------------------------------
+
+  /** @internal see FrameHandler */
+  onHeader (c: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
+    if (kind === EAGER) {
+      const p = this.matchPosted(ctx, source, tag, length)
+      if (p !== null) {
+        c.sink = p
+        c.sinkType = SINK_POSTED
+        c.target = length === p.bytes.length ? p.bytes : p.bytes.subarray(0, length)
+      } else {
+        const u: Unexpected = { ctx, source, tag, length, worldSource: c.peer, data: Buffer.allocUnsafe(length), sreq: 0, selfReq: null }
+        c.sink = u
+        c.sinkType = SINK_UNEXPECTED
+        c.target = u.data
+      }
+    } else if (kind === RTS) {
+      const p = this.matchPosted(ctx, source, tag, length)
+      if (p !== null) this.startRendezvous(c, ctx, p.req, p.bytes.subarray(0, length), source, tag, sreq)
+      else this.matcher.addUnexpected({ ctx, source, tag, length, worldSource: c.peer, data: null, sreq, selfReq: null })
+    } else if (kind === CTS) {
+      const s = c.sends.get(sreq) as SendRec | undefined
+      if (s === undefined) { this.protocolError(c, `CTS for unknown request ${sreq}`); return }
+      c.sends.delete(sreq)
+      s.req._op = c.peer
+      s.req._sendStatus = new Status(s.dest, s.tag, s.bytes.length)
+      if (c.send(DATA, ctx, source, s.tag, s.bytes.length, sreq, rreq, s.bytes, s.req)) this.onWritten(s.req, null)
+    } else if (kind === DATA) {
+      const r = c.recvs.get(rreq) as RecvRec | undefined
+      if (r === undefined || r.bytes.length !== length) { this.protocolError(c, `DATA for unknown request ${rreq}`); return }
+      c.recvs.delete(rreq)
+      c.sink = r
+      c.sinkType = SINK_RNDV
+      c.target = r.bytes
+    } else if (kind === BYE) {
+      c.departed = true
+    } else {
+      this.protocolError(c, `unknown frame kind ${kind}`)
+    }
+  }
+
+  /** @internal see FrameHandler */
+  onPayload (c: Conn): void {
+    const sink = c.sink
+    c.sink = null
+    const type = c.sinkType
+    if (type === SINK_POSTED) {
+      (sink as PostedRecv).req._complete(new Status(c.source, c.tag, c.length))
+    } else if (type === SINK_UNEXPECTED) {
+      this.deliverUnexpected(sink as Unexpected)
+    } else {
+      const r = sink as RecvRec
+      r.req._complete(new Status(r.source, r.tag, r.bytes.length))
+    }
+  }
+
+  /** Connections that queued asynchronous writes (see writesPending). */
+  private readonly writers = new Set<Conn>()
+
+  /** @internal see FrameHandler */
+  asyncWriter (c: Conn): void { this.writers.add(c) }
+
+  /** Connections with a batch of eager frames to write on this tick, and whether the flush is queued. */
+  private readonly dirty: Conn[] = []
+  private flushQueued = false
+
+  /** @internal see FrameHandler */
+  batched (c: Conn): void {
+    this.dirty.push(c)
+    if (!this.flushQueued) { this.flushQueued = true; queueMicrotask(this.flushAll) }
+  }
+
+  /** Writes every connection's batch of eager frames (on the tick they were sent, or before a wait spins). */
+  readonly flushAll = (): void => {
+    this.flushQueued = false
+    const d = this.dirty
+    for (let i = 0; i < d.length; i++) d[i].flush()
+    d.length = 0
+  }
+
+  /** @internal see FrameHandler */
+  othersBusy (conn: Conn): boolean {
+    for (const c of this.writers) {
+      const s = c.socket
+      if (s !== null && !s.destroyed && s.writableLength > 0) return true
+      this.writers.delete(c)
+    }
+    for (const c of this.conns) if (c !== null && c !== conn && (c.sends.size > 0 || c.recvs.size > 0)) return true
+    return !this.matcher.onlyFrom(conn.peer)
+  }
+
+  /** @internal see FrameHandler: a send's bytes are in the channel (or failed). */
+  onWritten (r: unknown, err: Error | null): void {
+    const req = r as Request
+    this.unfinished.delete(req)
+    if (err !== null) req._fail(peerLost(req._sendStatus!.source, this.lost.get(req._op as number) ?? err.message))
+    else req._complete(req._sendStatus!)
+  }
+
+  /** @internal see FrameHandler */
+  onPayloadError (c: Conn, sink: unknown, err: Error): void {
+    (sink as RecvRec).req._fail(peerLost((sink as RecvRec).source, this.lost.get(c.peer) ?? err.message))
+  }
+
+  private protocolError (c: Conn, what: string): void {
+    this.lose(c.peer, `protocol error: ${what}`)
+  }
+
+  // ---- loss and shutdown ----------------------------------------------------------------------
+
+  /**
+   * Marks world rank `w` lost (idempotent) and fails everything pending that involves it.
+   * `why` goes into the errors' messages.
+   */
+  lose (w: number, why: string): void {
+    if (this.closing || w === this.rank || this.lost.has(w)) return
+    const c = this.conns[w]
+    if (c?.departed) return
+    this.lost.set(w, why)
+    const ws = this.lostWaiters
+    this.lostWaiters = []
+    for (const f of ws) f(w)
+    if (c !== null) {
+      c.lost = true
+      for (const s of c.sends.values()) (s as SendRec).req._fail(peerLost((s as SendRec).dest, why))
+      for (const r of c.recvs.values()) (r as RecvRec).req._fail(peerLost((r as RecvRec).source, why))
+      c.sends.clear()
+      c.recvs.clear()
+      const sink = c.sink
+      if (sink !== null) {
+        const type = c.sinkType
+        if (type === SINK_POSTED) (sink as PostedRecv).req._fail(peerLost((sink as PostedRecv).source, why))
+        else if (type === SINK_RNDV) (sink as RecvRec).req._fail(peerLost((sink as RecvRec).source, why))
+        c.sink = null
+      }
+      c.socket?.destroy()
+      this.dialing.get(w)?.destroy()
+      c.failQueued(new Error(why))
+    }
+    for (const p of this.matcher.allPosted()) {
+      if (p.worldSource === w || (p.anyOf !== null && p.anyOf.includes(w))) {
+        this.matcher.unpost(p)
+        p.req._fail(peerLost(p.worldSource === w ? p.source : (p.anyOf as number[]).indexOf(w), why))
+      }
+    }
+    const probes = this.matcher.probes
+    for (let i = 0; i < probes.length; i++) {
+      const pr = probes[i]
+      if (pr.ranks.includes(w)) { probes.splice(i--, 1); pr.reject(peerLost(pr.source, why)) }
+    }
+    this.matcher.dropFrom(w)
+    for (const r of this.unfinished) if ((r._op as number | null) === w) r._fail(peerLost(w, why))
+  }
+
+  /** Resolves once every send started so far is complete (or failed). */
+  async drain (): Promise<void> {
+    const pending = [...this.unfinished]
+    await Promise.allSettled(pending.map(r => r.wait()))
+  }
+
+  /** Says BYE on every connection and closes them and the listener. */
+  async close (): Promise<void> {
+    this.closing = true
+    for (const c of this.conns) {
+      if (c?.ready && !c.lost && c.socket && !c.socket.destroyed) {
+        c.send(BYE, 0, 0, 0, 0, 0, 0, null, null)
+        c.flush()
+        c.socket.end()
+      }
+    }
+    for (const s of this.dialing.values()) s.destroy()
+    const server = this.server
+    if (server) await new Promise<void>(resolve => server.close(() => resolve()))
+    for (const c of this.conns) c?.socket?.destroy()
+  }
+}
+
+/** Request._spin of a receive on shm: the connection's receive fast path, until the request is done. */
+function spinFor (req: Request, limitUs: number): void {
+  const c = req._conn as Conn
+  ;(c.handler as Device).flushAll()
+  c.pollFrames(c.spinCapUs, req, limitUs)
+}
+
+/** MpiError ERR_MPI_TRUNCATE for a message of `length` bytes into `room` bytes. */
+function truncated (source: number, tag: number, length: number, room: number): MpiError {
+  return new MpiError('ERR_MPI_TRUNCATE', `message of ${length} bytes (source ${source}, tag ${tag}) does not fit the receive array of ${room} bytes; it stays matchable`,
+    { status: new Status(source, tag, length) })
+}
+
+/**
+ * Reads exactly `n` bytes from `sock` through a temporary 'data' listener, then calls
+ * `done(bytes, rest)` (`rest`: what came after, or null) with the listener removed.
+ */
+function readExactly (sock: Socket, n: number, done: (bytes: Buffer, rest: Buffer | null) => void): void {
+  let got: Buffer = Buffer.alloc(0)
+  const onData = (chunk: Buffer): void => {
+    got = got.length === 0 ? chunk : Buffer.concat([got, chunk])
+    if (got.length < n) return
+    sock.off('data', onData)
+    done(got.subarray(0, n), got.length > n ? got.subarray(n) : null)
+  }
+  sock.on('data', onData)
+}

@@ -1,0 +1,226 @@
+/**
+ * Request: a pending point-to-point operation (MPI_Request), returned by isend/irecv (and the
+ * collectives' internal sends/receives). It completes once, with a Status or an error; no
+ * promise exists until someone waits (the layer's hot path allocates none it can avoid).
+ *
+ * - `wait({ signal?, timeout? })`: Promise<Status>; rejects with the operation's error, with
+ *   MpiError ERR_MPI_TIMEOUT after `timeout` ms (the operation itself goes on), or with an
+ *   AbortError when `signal` aborts.
+ * - `test()`: the Status when done, null while pending; throws the operation's error.
+ * - `waitAll`, `waitAny`, `testAll`: over arrays of requests (MPI_Waitall/Waitany/Testall).
+ */
+import { Status } from './status'
+import { MpiError, abortError, invalidArgType } from './errors'
+
+type Listener = (req: Request) => void
+
+/** A pending operation; see the module comment. */
+export class Request {
+  /** @internal the result once done */
+  _status: Status | null = null
+  /** @internal the error once failed */
+  _error: Error | null = null
+  /** @internal completion listeners (wait, waitAny), run once at completion */
+  private listeners: Listener[] | null = null
+  /** @internal the operation's detail for the device (posted receive, send record) */
+  _op: unknown = null
+  /**
+   * @internal the device's fast path for this request (a receive on shm): called by wait()
+   * before it blocks, it may complete the request synchronously (device-conn.ts pollFrames).
+   */
+  _spin: ((req: Request, limitUs: number) => void) | null = null
+  /** @internal a send's Status, given when its bytes are written */
+  _sendStatus: Status | null = null
+  /** @internal the connection `_spin` polls */
+  _conn: unknown = null
+  /** The plain wait()'s promise and its settlers (one per request, no listener closures). */
+  private promise: Promise<Status> | null = null
+  private res: ((s: Status) => void) | null = null
+  private rej: ((e: Error) => void) | null = null
+
+  /** True once the operation completed or failed. */
+  get done (): boolean { return this._status !== null || this._error !== null }
+
+  /** @internal completes with `status` (first completion wins). */
+  _complete (status: Status): void {
+    if (this._status !== null || this._error !== null) return
+    this._status = status
+    this.fire()
+  }
+
+  /** @internal fails with `err` (first completion wins). */
+  _fail (err: Error): void {
+    if (this._status !== null || this._error !== null) return
+    this._error = err
+    this.fire()
+  }
+
+  private fire (): void {
+    const res = this.res
+    if (res !== null) {
+      this.res = null
+      if (this._error !== null) this.rej!(this._error)
+      else res(this._status!)
+    }
+    const ls = this.listeners
+    if (ls === null) return
+    this.listeners = null
+    for (const l of ls) l(this)
+  }
+
+  /** @internal runs `fn` at completion (at once when already done). */
+  _onDone (fn: Listener): void {
+    if (this.done) { fn(this); return }
+    if (this.listeners === null) this.listeners = [fn]
+    else this.listeners.push(fn)
+  }
+
+  /** @internal removes a listener added by _onDone. */
+  _offDone (fn: Listener): void {
+    if (this.listeners === null) return
+    const i = this.listeners.indexOf(fn)
+    if (i >= 0) this.listeners.splice(i, 1)
+  }
+
+  /**
+   * Waits for completion. `timeout` (ms, > 0): reject with ERR_MPI_TIMEOUT after it (the
+   * operation stays pending); `signal`: reject with an AbortError when it aborts.
+   * Resolves with the Status; rejects with the operation's error.
+   */
+  wait (options?: { signal?: AbortSignal, timeout?: number }): Promise<Status> {
+    if (options === undefined) {
+      // The hot path (recv, send): the bounded fast path, then one promise per request, settled by fire().
+      if (this._status === null && this._error === null && this._spin !== null) {
+        const spin = this._spin
+        this._spin = null
+        spin(this, Infinity)
+      }
+      if (this._status !== null) return Promise.resolve(this._status)
+      if (this._error !== null) return Promise.reject(this._error)
+      if (this.promise === null) this.promise = new Promise<Status>((resolve, reject) => { this.res = resolve; this.rej = reject })
+      return this.promise
+    }
+    const signal = options?.signal
+    const timeout = options?.timeout
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidArgType('options.signal must be an AbortSignal')
+    if (timeout !== undefined && (typeof timeout !== 'number' || !(timeout >= 0))) throw invalidArgType('options.timeout must be a number of ms >= 0')
+    if (this._status === null && this._error === null && signal?.aborted !== true && this._spin !== null) {
+      // The fast path, bounded by the polling window and by the wait's own timeout (a spin is
+      // synchronous: the timer could not fire inside it).
+      const spin = this._spin
+      this._spin = null
+      spin(this, timeout === undefined ? Infinity : timeout * 1000)
+    }
+    if (this._status !== null) return Promise.resolve(this._status)
+    if (this._error !== null) return Promise.reject(this._error)
+    if (signal?.aborted) return Promise.reject(abortError(signal.reason))
+    return new Promise<Status>((resolve, reject) => {
+      let timer: NodeJS.Timeout | null = null
+      const onAbort = (): void => { cleanup(); reject(abortError(signal!.reason)) }
+      const listener = (r: Request): void => {
+        cleanup()
+        if (r._error !== null) reject(r._error)
+        else resolve(r._status!)
+      }
+      const cleanup = (): void => {
+        if (timer !== null) clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        this._offDone(listener)
+      }
+      if (timeout !== undefined) {
+        timer = setTimeout(() => { cleanup(); reject(new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeout} ms`)) }, timeout)
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this._onDone(listener)
+    })
+  }
+
+  /** The Status when done, null while pending; throws the operation's error if it failed. */
+  test (): Status | null {
+    if (this._error !== null) throw this._error
+    return this._status
+  }
+}
+
+/** A Request already complete with `status` (PROC_NULL operations, self messages). */
+export function completedRequest (status: Status): Request {
+  const r = new Request()
+  r._status = status
+  return r
+}
+
+function checkRequests (reqs: unknown): Request[] {
+  if (!Array.isArray(reqs) || !reqs.every(r => r instanceof Request)) throw invalidArgType('requests must be an array of Request')
+  return reqs as Request[]
+}
+
+/**
+ * MPI_Waitall: resolves with every Status in order once all completed; rejects with the error of
+ * the first failed request (in array order) once every request is done (none is left running
+ * unobserved). With `options` ({ signal, timeout }), each request's wait takes them.
+ */
+export async function waitAll (requests: Request[], options?: { signal?: AbortSignal, timeout?: number }): Promise<Status[]> {
+  const reqs = checkRequests(requests)
+  if (options === undefined) {
+    // The common case without a promise per request: run each one's fast path in order; only
+    // the requests still pending after that are awaited.
+    // The last first: its spin reads the frames of the ones before it on its connection (a
+    // window of receives from one peer is then one spin, not one per request).
+    for (let i = reqs.length - 1; i >= 0; i--) {
+      const r = reqs[i]
+      if (r._status === null && r._error === null && r._spin !== null) {
+        const spin = r._spin
+        r._spin = null
+        spin(r, Infinity)
+      }
+    }
+    const out = new Array<Status>(reqs.length)
+    let rest: Request[] | null = null
+    for (let i = 0; i < reqs.length; i++) {
+      const r = reqs[i]
+      if (r._status !== null) out[i] = r._status
+      else if (r._error === null) (rest ??= []).push(r)
+    }
+    if (rest !== null) await Promise.allSettled(rest.map(r => r.wait()))
+    const bad = reqs.find(r => r._error !== null)
+    if (bad !== undefined) throw bad._error
+    for (let i = 0; i < reqs.length; i++) out[i] = reqs[i]._status!
+    return out
+  }
+  const settled = await Promise.allSettled(reqs.map(r => r.wait(options)))
+  const bad = settled.find(s => s.status === 'rejected') as PromiseRejectedResult | undefined
+  if (bad) throw bad.reason
+  return settled.map(s => (s as PromiseFulfilledResult<Status>).value)
+}
+
+/**
+ * MPI_Waitany: resolves with `{ index, status }` of the first request to complete (the lowest
+ * index among those already done); rejects with that request's error. An empty array resolves
+ * `{ index: -1, status: null }` (MPI_UNDEFINED).
+ */
+export function waitAny (requests: Request[]): Promise<{ index: number, status: Status | null }> {
+  const reqs = checkRequests(requests)
+  if (reqs.length === 0) return Promise.resolve({ index: -1, status: null })
+  for (let i = 0; i < reqs.length; i++) {
+    const r = reqs[i]
+    if (r._error !== null) return Promise.reject(r._error)
+    if (r._status !== null) return Promise.resolve({ index: i, status: r._status })
+  }
+  return new Promise((resolve, reject) => {
+    const listeners: Listener[] = []
+    const finish = (i: number, r: Request): void => {
+      reqs.forEach((q, j) => q._offDone(listeners[j]))
+      if (r._error !== null) reject(r._error)
+      else resolve({ index: i, status: r._status })
+    }
+    reqs.forEach((r, i) => { listeners[i] = q => finish(i, q); r._onDone(listeners[i]) })
+  })
+}
+
+/** MPI_Testall: every Status when all are done, else null; throws the first failed request's error. */
+export function testAll (requests: Request[]): Status[] | null {
+  const reqs = checkRequests(requests)
+  for (const r of reqs) if (r._error !== null) throw r._error
+  for (const r of reqs) if (r._status === null) return null
+  return reqs.map(r => r._status!)
+}

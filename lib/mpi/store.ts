@@ -1,0 +1,622 @@
+/**
+ * The job's rendezvous store: a small key-value server in rank 0 and a client in every rank, as
+ * torch.distributed's TCPStore and Gloo's rendezvous store (learned from, not copied). Values are
+ * bytes (strings are stored UTF-8). Operations: set, get (waits for the key), wait (for several
+ * keys), add (an integer counter kept as decimal text), check, deleteKey, each with a deadline.
+ * Besides rendezvous it carries the job's liveness: every client registers its rank; when a
+ * registered client's connection drops before it said `finalizing()`, the server tells every other
+ * client (event 'rankLost'(rank)); a client whose server goes away emits 'rankLost'(0); `abort(code)`
+ * is relayed to every client (event 'abort'(code, fromRank)).
+ *
+ * Control traffic only: it rides Node's own `net` (TCP or a UNIX socket), never fastsock's chain.
+ *
+ * Wire format (docs/mpi-launch.md, "Store protocol"): frames of
+ *   u32le length (of what follows) | u8 op | u32le id | body
+ * strings are u16le byte length + UTF-8, numbers i32le / i64le. Client ops: HELLO(1), SET(2),
+ * GET(3), WAIT(4), ADD(5), CHECK(6), DELETE(7), FINALIZING(8), ABORT(9), CANCEL(10); server
+ * replies OK(0x81), VALUE(0x82), NUMBER(0x83), ERROR(0x84) with the request's id, and events
+ * RANK_LOST(0x90), ABORT(0x91) with id 0.
+ *
+ * Errors (MpiError codes): ERR_MPI_INIT_TIMEOUT (connect ran out of time), ERR_MPI_STORE_TIMEOUT
+ * (an operation's deadline passed), ERR_MPI_PEER_LOST (rank 0, the server, went away),
+ * ERR_MPI_STORE_CLOSED (used after close()), ERR_MPI_LAUNCH (the rank registered twice, port in
+ * use), ERR_MPI_PROTOCOL (not this protocol); TypeError ERR_INVALID_ARG_TYPE for bad arguments.
+ */
+import { EventEmitter } from 'events'
+import * as fs from 'fs'
+import * as net from 'net'
+import * as path from 'path'
+import { MpiError } from './errors'
+import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
+
+/** Protocol magic in HELLO ('FSMS') and version. */
+export const STORE_MAGIC = 0x534d5346
+export const STORE_VERSION = 1
+/** Largest frame accepted (64 MiB); a larger length is a protocol error. */
+export const MAX_FRAME = 64 * 1024 * 1024
+/** Longest key in UTF-8 bytes. */
+export const MAX_KEY = 4096
+
+export const Op = {
+  HELLO: 1, SET: 2, GET: 3, WAIT: 4, ADD: 5, CHECK: 6, DELETE: 7, FINALIZING: 8, ABORT: 9, CANCEL: 10,
+  OK: 0x81, VALUE: 0x82, NUMBER: 0x83, ERROR: 0x84, RANK_LOST: 0x90, EVENT_ABORT: 0x91
+} as const
+
+/** Builds one frame. */
+function frame (op: number, id: number, ...parts: Uint8Array[]): Buffer {
+  let body = 0
+  for (const p of parts) body += p.byteLength
+  const out = Buffer.allocUnsafe(9 + body)
+  out.writeUInt32LE(5 + body, 0)
+  out.writeUInt8(op, 4)
+  out.writeUInt32LE(id >>> 0, 5)
+  let at = 9
+  for (const p of parts) { out.set(p, at); at += p.byteLength }
+  return out
+}
+
+function str (s: string): Buffer {
+  const b = Buffer.from(s, 'utf8')
+  const out = Buffer.allocUnsafe(2 + b.length)
+  out.writeUInt16LE(b.length, 0)
+  b.copy(out, 2)
+  return out
+}
+
+function i32 (v: number): Buffer { const b = Buffer.allocUnsafe(4); b.writeInt32LE(v, 0); return b }
+function u32 (v: number): Buffer { const b = Buffer.allocUnsafe(4); b.writeUInt32LE(v >>> 0, 0); return b }
+function i64 (v: bigint): Buffer { const b = Buffer.allocUnsafe(8); b.writeBigInt64LE(v, 0); return b }
+
+/** A cursor over one frame's body; reading past its end throws ERR_MPI_PROTOCOL. */
+class Reader {
+  at = 0
+  constructor (readonly buf: Buffer) {}
+  need (n: number): void {
+    if (this.at + n > this.buf.length) throw new MpiError('ERR_MPI_PROTOCOL', 'store frame too short')
+  }
+
+  str (): string { this.need(2); const n = this.buf.readUInt16LE(this.at); this.at += 2; this.need(n); const s = this.buf.toString('utf8', this.at, this.at + n); this.at += n; return s }
+  i32 (): number { this.need(4); const v = this.buf.readInt32LE(this.at); this.at += 4; return v }
+  u32 (): number { this.need(4); const v = this.buf.readUInt32LE(this.at); this.at += 4; return v }
+  i64 (): bigint { this.need(8); const v = this.buf.readBigInt64LE(this.at); this.at += 8; return v }
+  rest (): Buffer { const b = this.buf.subarray(this.at); this.at = this.buf.length; return b }
+}
+
+/**
+ * Splits a byte stream into frames: calls `onFrame(op, id, body)` for each complete one. Throws
+ * (from push) ERR_MPI_PROTOCOL on an oversized length.
+ */
+class FrameDecoder {
+  private chunks: Buffer[] = []
+  private have = 0
+  constructor (private readonly onFrame: (op: number, id: number, body: Buffer) => void) {}
+  push (chunk: Buffer): void {
+    this.chunks.push(chunk)
+    this.have += chunk.length
+    while (this.have >= 4) {
+      let head = this.chunks[0]
+      if (head.length < 4) { head = Buffer.concat(this.chunks); this.chunks = [head] }
+      const len = head.readUInt32LE(0)
+      if (len < 5 || len > MAX_FRAME) throw new MpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
+      if (this.have < 4 + len) return
+      const all = this.chunks.length === 1 ? head : Buffer.concat(this.chunks)
+      const f = all.subarray(4, 4 + len)
+      const rest = all.subarray(4 + len)
+      this.chunks = rest.length > 0 ? [rest] : []
+      this.have = rest.length
+      this.onFrame(f.readUInt8(0), f.readUInt32LE(1), f.subarray(5))
+    }
+  }
+}
+
+function checkKey (key: unknown, name = 'key'): string {
+  if (typeof key !== 'string') {
+    const e = new TypeError(`The "${name}" argument must be of type string. Received ${typeof key}`) as TypeError & { code: string }
+    e.code = 'ERR_INVALID_ARG_TYPE'
+    throw e
+  }
+  if (Buffer.byteLength(key) > MAX_KEY) {
+    const e = new RangeError(`The "${name}" argument is longer than ${MAX_KEY} bytes`) as RangeError & { code: string }
+    e.code = 'ERR_OUT_OF_RANGE'
+    throw e
+  }
+  return key
+}
+
+function toBytes (value: unknown): Uint8Array {
+  if (typeof value === 'string') return Buffer.from(value, 'utf8')
+  if (value instanceof Uint8Array) return value
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+  const e = new TypeError('The "value" argument must be a string or a Uint8Array') as TypeError & { code: string }
+  e.code = 'ERR_INVALID_ARG_TYPE'
+  throw e
+}
+
+/** Strips the IPv4-mapped prefix (`::ffff:10.0.0.1` → `10.0.0.1`). */
+function plainAddress (a: string | undefined): string {
+  if (a === undefined) return ''
+  return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a
+}
+
+function isLoopbackHost (h: string): boolean {
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h)
+}
+
+// ---------------------------------------------------------------- server
+
+interface Conn { socket: net.Socket, rank: number | null, finalizing: boolean }
+interface Waiter { conn: Conn, id: number, missing: Set<string>, get: string | null }
+
+/** Options of StoreServer.listen. */
+export interface StoreServerOptions {
+  /** Address to bind for a TCP store (default: the host itself when it is a loopback address, else every interface). */
+  listenHost?: string
+  /** For a UNIX socket store: create the socket's directory mode 700 and check its owner first. */
+  privateDir?: boolean
+}
+
+/**
+ * The store's server (rank 0). Events: 'rankLost'(rank: number) when a registered client drops
+ * without finalizing; 'abort'(code: number, fromRank: number) when a client aborts.
+ */
+export class StoreServer extends EventEmitter {
+  private readonly data = new Map<string, Buffer>()
+  private readonly waiters = new Set<Waiter>()
+  private readonly conns = new Set<Conn>()
+  private readonly ranks = new Map<number, Conn>()
+  /** Ranks that dropped without finalizing (told to late registrants too). */
+  readonly lost = new Set<number>()
+  private closing = false
+  private aborted = false
+
+  /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
+  private readonly unlinkAtExit: (() => void) | null = null
+
+  private constructor (private readonly server: net.Server, readonly address: StoreAddress) {
+    super()
+    server.on('connection', s => this.accept(s))
+    if ('path' in address) {
+      const file = address.path
+      this.unlinkAtExit = () => { try { fs.unlinkSync(file) } catch { /* gone */ } }
+      process.once('exit', this.unlinkAtExit)
+    }
+  }
+
+  /**
+   * Starts a store server at `addr` (TCP port or UNIX path). Resolves once listening. Rejects
+   * with ERR_MPI_LAUNCH when the address is in use (another job on this port: set MASTER_PORT),
+   * or with the system error.
+   */
+  static async listen (addr: StoreAddress, options: StoreServerOptions = {}): Promise<StoreServer> {
+    const server = net.createServer({ noDelay: true })
+    let listenArgs: net.ListenOptions
+    if ('path' in addr) {
+      if (options.privateDir === true) ensurePrivateDir(path.dirname(addr.path))
+      try {
+        if (fs.lstatSync(addr.path).isSocket()) fs.unlinkSync(addr.path) // a dead job's leftover
+      } catch { /* absent */ }
+      listenArgs = { path: addr.path }
+    } else {
+      const host = options.listenHost ?? (isLoopbackHost(addr.host) ? addr.host : undefined)
+      listenArgs = host === undefined ? { port: addr.port } : { host, port: addr.port }
+    }
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRINUSE') {
+          reject(new MpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
+        } else reject(err)
+      })
+      server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve() })
+    })
+    server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
+    const actual = 'path' in addr ? addr : { host: addr.host, port: (server.address() as net.AddressInfo).port }
+    return new StoreServer(server, actual)
+  }
+
+  /** The registered ranks that are connected now. */
+  get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
+
+  private accept (socket: net.Socket): void {
+    const conn: Conn = { socket, rank: null, finalizing: false }
+    this.conns.add(conn)
+    socket.setNoDelay(true)
+    socket.setKeepAlive(true, 1000)
+    const dec = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
+    socket.on('data', chunk => {
+      try { dec.push(chunk) } catch { socket.destroy() }
+    })
+    socket.on('error', () => { /* close follows */ })
+    socket.on('close', () => this.dropped(conn))
+  }
+
+  private send (conn: Conn, buf: Buffer): void {
+    if (!conn.socket.destroyed) conn.socket.write(buf)
+  }
+
+  private handle (conn: Conn, op: number, id: number, body: Buffer): void {
+    const r = new Reader(body)
+    try {
+      if (conn.rank === null && op !== Op.HELLO) throw new MpiError('ERR_MPI_PROTOCOL', 'store: HELLO expected first')
+      switch (op) {
+        case Op.HELLO: {
+          if (r.u32() !== STORE_MAGIC) throw new MpiError('ERR_MPI_PROTOCOL', 'store: bad magic')
+          const version = r.u32()
+          if (version !== STORE_VERSION) throw new MpiError('ERR_MPI_PROTOCOL', `store: version ${version}, expected ${STORE_VERSION}`)
+          const rank = r.i32()
+          if (rank >= 0 && (this.ranks.has(rank) || this.lost.has(rank))) {
+            const why = this.lost.has(rank) ? `rank ${rank} was lost and cannot rejoin the job` : `rank ${rank} registered twice with the store (two jobs sharing one store address?)`
+            this.send(conn, frame(Op.ERROR, id, str('ERR_MPI_LAUNCH'), str(why)))
+            return
+          }
+          conn.rank = rank
+          if (rank >= 0) this.ranks.set(rank, conn)
+          this.send(conn, frame(Op.OK, id, str(plainAddress(conn.socket.remoteAddress))))
+          for (const l of this.lost) this.send(conn, frame(Op.RANK_LOST, 0, i32(l)))
+          return
+        }
+        case Op.SET: {
+          const key = r.str()
+          this.data.set(key, Buffer.from(r.rest()))
+          this.send(conn, frame(Op.OK, id))
+          this.keyChanged(key)
+          return
+        }
+        case Op.GET: {
+          const key = r.str()
+          const v = this.data.get(key)
+          if (v !== undefined) this.send(conn, frame(Op.VALUE, id, v))
+          else this.waiters.add({ conn, id, missing: new Set([key]), get: key })
+          return
+        }
+        case Op.WAIT: case Op.CHECK: {
+          const n = r.u32()
+          const missing = new Set<string>()
+          for (let i = 0; i < n; i++) { const k = r.str(); if (!this.data.has(k)) missing.add(k) }
+          if (op === Op.CHECK) this.send(conn, frame(Op.NUMBER, id, i64(missing.size === 0 ? 1n : 0n)))
+          else if (missing.size === 0) this.send(conn, frame(Op.OK, id))
+          else this.waiters.add({ conn, id, missing, get: null })
+          return
+        }
+        case Op.ADD: {
+          const key = r.str()
+          const delta = r.i64()
+          const old = this.data.get(key)
+          const text = old === undefined ? '0' : old.toString('utf8')
+          if (!/^-?\d+$/.test(text)) throw new MpiError('ERR_MPI_PROTOCOL', `store: add on key '${key}' whose value is not an integer`)
+          const next = BigInt(text) + delta
+          this.data.set(key, Buffer.from(next.toString(), 'utf8'))
+          this.send(conn, frame(Op.NUMBER, id, i64(next)))
+          this.keyChanged(key)
+          return
+        }
+        case Op.DELETE: {
+          const existed = this.data.delete(r.str())
+          this.send(conn, frame(Op.NUMBER, id, i64(existed ? 1n : 0n)))
+          return
+        }
+        case Op.FINALIZING:
+          conn.finalizing = true
+          this.send(conn, frame(Op.OK, id))
+          return
+        case Op.ABORT: {
+          const code = r.i32()
+          this.aborted = true
+          const from = conn.rank ?? -1
+          for (const c of this.conns) if (c !== conn && c.rank !== null) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from)))
+          this.send(conn, frame(Op.OK, id))
+          this.emit('abort', code, from)
+          return
+        }
+        case Op.CANCEL: {
+          const target = r.u32()
+          for (const w of this.waiters) if (w.conn === conn && w.id === target) this.waiters.delete(w)
+          return
+        }
+        default:
+          throw new MpiError('ERR_MPI_PROTOCOL', `store: unknown op ${op}`)
+      }
+    } catch (err) {
+      const e = err as MpiError
+      this.send(conn, frame(Op.ERROR, id, str(e.code ?? 'ERR_MPI_PROTOCOL'), str(e.message)))
+      // A peer that never said a valid HELLO is not a store client: hang up.
+      if (conn.rank === null) conn.socket.end()
+    }
+  }
+
+  private keyChanged (key: string): void {
+    for (const w of this.waiters) {
+      if (!w.missing.delete(key) || w.missing.size > 0) continue
+      this.waiters.delete(w)
+      if (w.get !== null) this.send(w.conn, frame(Op.VALUE, w.id, this.data.get(w.get) as Buffer))
+      else this.send(w.conn, frame(Op.OK, w.id))
+    }
+  }
+
+  private dropped (conn: Conn): void {
+    this.conns.delete(conn)
+    for (const w of this.waiters) if (w.conn === conn) this.waiters.delete(w)
+    if (conn.rank === null || conn.rank < 0 || this.ranks.get(conn.rank) !== conn) return
+    this.ranks.delete(conn.rank)
+    if (conn.finalizing || this.closing || this.aborted) return
+    this.lost.add(conn.rank)
+    for (const c of this.conns) if (c.rank !== null) this.send(c, frame(Op.RANK_LOST, 0, i32(conn.rank)))
+    this.emit('rankLost', conn.rank)
+  }
+
+  /**
+   * Stops the server: no new connections; waits up to `graceMs` (default 10000) for the clients
+   * to disconnect (each closes after its finalize), then cuts the rest (they see 'rankLost'(0)
+   * unless they said finalizing). Removes a UNIX socket file. Resolves when done; never rejects.
+   */
+  async close ({ graceMs = 10000 }: { graceMs?: number } = {}): Promise<void> {
+    if (this.closing) return
+    this.closing = true
+    this.server.close()
+    if (this.conns.size > 0) {
+      await new Promise<void>(resolve => {
+        const timer = setTimeout(resolve, graceMs)
+        const check = (): void => { if (this.conns.size === 0) { clearTimeout(timer); resolve() } }
+        for (const c of this.conns) c.socket.once('close', () => setImmediate(check))
+      })
+    }
+    for (const c of this.conns) c.socket.destroy()
+    if (this.unlinkAtExit !== null) {
+      process.removeListener('exit', this.unlinkAtExit)
+      this.unlinkAtExit()
+    }
+  }
+}
+
+// ---------------------------------------------------------------- client
+
+interface Pending { resolve: (v: Buffer | bigint | undefined) => void, reject: (e: Error) => void, timer: NodeJS.Timeout | null, what: string }
+
+/** Options of StoreClient.connect. */
+export interface StoreConnectOptions {
+  /** This client's rank (registered with the server); -1 for an observer that is no rank. */
+  rank: number
+  /** Deadline of the connection attempts, ms (default 30000); also the default operation deadline. */
+  timeoutMs?: number
+  /** For a UNIX socket store: refuse a socket directory not owned by this user or not mode 700. */
+  verifyDir?: boolean
+}
+
+/** Options of an operation: its deadline in ms (default: the client's; Infinity for none). */
+export interface StoreOpOptions { timeoutMs?: number }
+
+const RETRY_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL', 'EPIPE', 'ERR_MPI_STORE_EOF'])
+
+/**
+ * A client of the store (every rank, rank 0 included). Events: 'rankLost'(rank: number),
+ * 'abort'(code: number, fromRank: number).
+ */
+export class StoreClient extends EventEmitter {
+  /** This client's local IP as seen on its store connection ('127.0.0.1' over a UNIX socket). */
+  localAddress: string
+  /** This client's address as the server saw it ('' over a UNIX socket). */
+  observedAddress = ''
+  /** Every rank reported lost so far (also those lost before this client registered). */
+  readonly lostRanks = new Set<number>()
+  /** True once the server accepted HELLO (before that, a closed connection is retried, not lost). */
+  private registered = false
+  private nextId = 1
+  private readonly pending = new Map<number, Pending>()
+  private finalized = false
+  private closed = false
+  private lostServer = false
+
+  private constructor (private readonly socket: net.Socket, readonly rank: number, readonly address: StoreAddress, private readonly defaultTimeoutMs: number) {
+    super()
+    this.localAddress = 'path' in address ? '127.0.0.1' : plainAddress(socket.localAddress)
+    const dec = new FrameDecoder((op, id, body) => this.onFrame(op, id, body))
+    socket.on('data', chunk => {
+      try { dec.push(chunk) } catch { socket.destroy() }
+    })
+    socket.on('error', () => { /* close follows */ })
+    socket.on('close', () => this.onClose())
+  }
+
+  /**
+   * Connects to the store at `addr` and registers `rank`, retrying (25 ms doubling to 500 ms)
+   * while nobody listens yet, until `timeoutMs`. Rejects with MpiError ERR_MPI_INIT_TIMEOUT
+   * (cause: the last error) when time runs out, ERR_MPI_LAUNCH when the rank is already
+   * registered or the socket directory is not private.
+   */
+  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false }: StoreConnectOptions): Promise<StoreClient> {
+    if (!Number.isInteger(rank) || rank < -1) {
+      const e = new TypeError('The "rank" option must be an integer >= -1') as TypeError & { code: string }
+      e.code = 'ERR_INVALID_ARG_TYPE'
+      throw e
+    }
+    const deadline = Date.now() + timeoutMs
+    let delay = 25
+    let last: unknown = null
+    for (;;) {
+      const left = deadline - Date.now()
+      if (left <= 0) break
+      try {
+        if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
+          throw Object.assign(new Error(`${path.dirname(addr.path)} does not exist yet`), { code: 'ENOENT' })
+        }
+        return await StoreClient.attempt(addr, rank, left, timeoutMs)
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? ''
+        if (!RETRY_CODES.has(code)) throw err
+        last = err
+      }
+      await new Promise(resolve => setTimeout(resolve, Math.min(delay, Math.max(0, deadline - Date.now()))))
+      delay = Math.min(delay * 2, 500)
+    }
+    const why = last === null ? '' : `: ${(last as Error).message}`
+    throw new MpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
+  }
+
+  /** One connection attempt: connect, HELLO, OK. Rejects with the system error or ERR_MPI_STORE_EOF. */
+  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number): Promise<StoreClient> {
+    return new Promise((resolve, reject) => {
+      const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
+      const timer = setTimeout(() => {
+        socket.destroy()
+        reject(Object.assign(new Error('connection attempt timed out'), { code: 'ETIMEDOUT' }))
+      }, leftMs)
+      const onError = (err: Error): void => { clearTimeout(timer); socket.destroy(); reject(err) }
+      socket.once('error', onError)
+      socket.once('connect', () => {
+        socket.removeListener('error', onError)
+        socket.setKeepAlive(true, 1000)
+        const client = new StoreClient(socket, rank, addr, defaultTimeoutMs)
+        client.request('hello', Op.HELLO, Math.max(1, leftMs), [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank)], false).then(observed => {
+          clearTimeout(timer)
+          client.observedAddress = new Reader(observed as Buffer).str()
+          client.registered = true
+          resolve(client)
+        }, (err: Error) => {
+          clearTimeout(timer)
+          socket.destroy()
+          reject(err)
+        })
+      })
+    })
+  }
+
+  private onFrame (op: number, id: number, body: Buffer): void {
+    const r = new Reader(body)
+    // Events go out on setImmediate: ones that came with the HELLO reply must reach listeners
+    // attached after connect() resolved.
+    if (op === Op.RANK_LOST) { const rank = r.i32(); this.lostRanks.add(rank); setImmediate(() => this.emit('rankLost', rank)); return }
+    if (op === Op.EVENT_ABORT) { const code = r.i32(); const from = r.i32(); setImmediate(() => this.emit('abort', code, from)); return }
+    const p = this.pending.get(id)
+    if (p === undefined) return // a reply to a request that timed out
+    this.pending.delete(id)
+    if (p.timer !== null) clearTimeout(p.timer)
+    switch (op) {
+      case Op.OK: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
+      case Op.VALUE: p.resolve(Buffer.from(r.rest())); return
+      case Op.NUMBER: p.resolve(r.i64()); return
+      case Op.ERROR: { const code = r.str(); p.reject(new MpiError(code, `store ${p.what}: ${r.str()}`)); return }
+      default: p.reject(new MpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
+    }
+  }
+
+  private onClose (): void {
+    const gone = !this.closed
+    const err = !this.registered
+      ? Object.assign(new Error('the store closed the connection during HELLO'), { code: 'ERR_MPI_STORE_EOF' })
+      : gone
+        ? new MpiError('ERR_MPI_PEER_LOST', `rank 0 is lost: the store at ${describeStore(this.address)} closed the connection`, { rank: 0 })
+        : new MpiError('ERR_MPI_STORE_CLOSED', 'the store client was closed')
+    for (const [, p] of this.pending) { if (p.timer !== null) clearTimeout(p.timer); p.reject(err) }
+    this.pending.clear()
+    if (gone && this.registered && !this.finalized && !this.lostServer) {
+      this.lostServer = true
+      this.lostRanks.add(0)
+      this.emit('rankLost', 0)
+    }
+  }
+
+  /** Sends one request; resolves with its reply, rejects at the deadline (ERR_MPI_STORE_TIMEOUT). */
+  private request (what: string, op: number, timeoutMs: number | undefined, parts: Uint8Array[], cancellable: boolean): Promise<Buffer | bigint | undefined> {
+    if (this.closed) return Promise.reject(new MpiError('ERR_MPI_STORE_CLOSED', `store ${what}: the client is closed`))
+    if (this.socket.destroyed) return Promise.reject(new MpiError('ERR_MPI_PEER_LOST', `store ${what}: rank 0 is lost (the store is gone)`, { rank: 0 }))
+    const ms = timeoutMs ?? this.defaultTimeoutMs
+    if (typeof ms !== 'number' || !(ms > 0)) {
+      const e = new RangeError(`The "timeoutMs" option must be > 0. Received ${String(ms)}`) as RangeError & { code: string }
+      e.code = 'ERR_OUT_OF_RANGE'
+      return Promise.reject(e)
+    }
+    const id = this.nextId
+    this.nextId = this.nextId >= 0xfffffff0 ? 1 : this.nextId + 1
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | null = null
+      if (Number.isFinite(ms) && ms < 2 ** 31) {
+        timer = setTimeout(() => {
+          this.pending.delete(id)
+          if (cancellable && !this.socket.destroyed) this.socket.write(frame(Op.CANCEL, 0, u32(id)))
+          reject(new MpiError('ERR_MPI_STORE_TIMEOUT', `store ${what}: no answer within ${ms} ms`))
+        }, ms)
+      }
+      this.pending.set(id, { resolve, reject, timer, what })
+      this.socket.write(frame(op, id, ...parts))
+    })
+  }
+
+  /** Stores `value` (bytes, or a string as UTF-8) under `key`, waking whoever waits for it. */
+  async set (key: string, value: Uint8Array | string, opts?: StoreOpOptions): Promise<void> {
+    checkKey(key)
+    await this.request(`set('${key}')`, Op.SET, opts?.timeoutMs, [str(key), toBytes(value)], false)
+  }
+
+  /** The value of `key`, waiting until some client sets it; ERR_MPI_STORE_TIMEOUT at the deadline. */
+  async get (key: string, opts?: StoreOpOptions): Promise<Uint8Array> {
+    checkKey(key)
+    return await this.request(`get('${key}')`, Op.GET, opts?.timeoutMs, [str(key)], true) as Buffer
+  }
+
+  /** Resolves when every key of `keys` is set; ERR_MPI_STORE_TIMEOUT at the deadline. */
+  async wait (keys: string[], opts?: StoreOpOptions): Promise<void> {
+    if (!Array.isArray(keys)) checkKey(keys, 'keys')
+    keys.forEach(k => checkKey(k, 'keys'))
+    const shown = keys.length > 3 ? `${keys.slice(0, 3).join("', '")}', ... (${keys.length} keys)` : keys.join("', '")
+    await this.request(`wait('${shown}')`, Op.WAIT, opts?.timeoutMs, [u32(keys.length), ...keys.map(str)], true)
+  }
+
+  /** Whether every key of `keys` is set now (no waiting). */
+  async check (keys: string[], opts?: StoreOpOptions): Promise<boolean> {
+    keys.forEach(k => checkKey(k, 'keys'))
+    return await this.request('check', Op.CHECK, opts?.timeoutMs, [u32(keys.length), ...keys.map(str)], false) === 1n
+  }
+
+  /** Adds `delta` (an integer) to the counter `key` (absent = 0); resolves with the new value. */
+  async add (key: string, delta: number, opts?: StoreOpOptions): Promise<number> {
+    checkKey(key)
+    if (!Number.isSafeInteger(delta)) {
+      const e = new TypeError('The "delta" argument must be a safe integer') as TypeError & { code: string }
+      e.code = 'ERR_INVALID_ARG_TYPE'
+      throw e
+    }
+    return Number(await this.request(`add('${key}')`, Op.ADD, opts?.timeoutMs, [str(key), i64(BigInt(delta))], false) as bigint)
+  }
+
+  /** Deletes `key`; resolves true when it existed. */
+  async deleteKey (key: string, opts?: StoreOpOptions): Promise<boolean> {
+    checkKey(key)
+    return await this.request(`delete('${key}')`, Op.DELETE, opts?.timeoutMs, [str(key)], false) === 1n
+  }
+
+  /**
+   * Says this rank is leaving in order: its disconnect will not be reported as lost, and the
+   * server going away no longer emits 'rankLost'(0) here.
+   */
+  async finalizing (): Promise<void> {
+    await this.request('finalizing', Op.FINALIZING, undefined, [], false)
+    this.finalized = true
+  }
+
+  /**
+   * Asks the server to relay abort(`code`) to every other client (their 'abort' event); resolves
+   * once relayed (or at once when the server is gone). The caller then exits.
+   */
+  async abort (code: number): Promise<void> {
+    this.finalized = true
+    try {
+      await this.request('abort', Op.ABORT, 2000, [i32(code | 0)], false)
+    } catch { /* the job ends anyway */ }
+  }
+
+  /** Closes the connection (pending operations reject with ERR_MPI_STORE_CLOSED). */
+  async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    if (this.socket.destroyed) return
+    await new Promise<void>(resolve => {
+      this.socket.once('close', () => resolve())
+      this.socket.end()
+      setTimeout(() => this.socket.destroy(), 1000).unref()
+    })
+  }
+
+  /** Lets the process exit while only this connection is open (net.Socket#unref). */
+  unref (): this { this.socket.unref(); return this }
+  /** Undoes unref(). */
+  ref (): this { this.socket.ref(); return this }
+}

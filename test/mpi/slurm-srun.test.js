@@ -1,0 +1,70 @@
+'use strict'
+// fastsock/mpi under Slurm's real `srun` on a one-node cluster this test starts and stops
+// (test/helpers/slurm.js: its own munged, slurmctld, slurmd under a temp directory). P = 1..5
+// ranks (srun --overcommit: more ranks than CPUs) find rank, size and local rank from SLURM_*,
+// the store at the first host of SLURM_STEP_NODELIST on the step's reserved port; a Float64Array
+// goes 0 → 1 → 0 over shm. The allocation's own shell (salloc, no SLURM_STEP_ID) is a singleton;
+// mpi.abort(5) ends the step with 5. Needs root; skipped (with the reason) without the binaries.
+const t = require('tap')
+const path = require('path')
+const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
+const { startCluster } = require('../helpers/slurm')
+
+const COMM = path.join(FIXTURES, 'launch-comm.js')
+const BOOT = path.join(FIXTURES, 'launch-bootstrap.js')
+const BINS = ['srun', 'salloc', 'sinfo', 'squeue', 'scancel', 'slurmctld', 'slurmd', 'munged', 'munge']
+
+const dep = need(t, BINS, "Debian's slurm-wlm and munge")
+if (dep.skip) t.plan(0, dep.skip)
+else if (!IS_ROOT) {
+  if (IN_CI) t.fail('CI=true but not root: slurmd needs root')
+  t.plan(0, 'starting slurmd needs root')
+} else {
+  let cluster = null
+  t.before(async () => { cluster = await startCluster(dep.paths) })
+  t.teardown(async () => { if (cluster) await cluster.stop() })
+
+  const srun = (args, opts = {}) => run(dep.paths.srun, ['--overcommit', '-N1', ...args], { env: cluster.env, timeoutMs: 90000, ...opts })
+
+  for (const np of [1, 2, 3, 4, 5]) {
+    t.test(`srun --overcommit -n ${np} node launch-comm.js`, async t => {
+      const r = await srun(['-n', String(np), process.execPath, COMM])
+      t.equal(r.code, 0, `srun exits 0\n${r.stderr}\n${r.stdout}\n${r.code === 0 ? '' : cluster.logs()}`)
+      const outs = byRank(r.json)
+      t.equal(outs.length, np, 'one line per rank')
+      outs.forEach((o, i) => {
+        t.match(o, { rank: i, size: np, localRank: i, localSize: np })
+        for (const tr of Object.values(o.transports)) t.equal(tr, 'shm', `rank ${i}: same-node peers ride shm`)
+      })
+      if (np > 1) t.equal(outs[0].echoed, true, 'Float64Array 0 → 1 → 0 intact')
+    })
+  }
+
+  t.test('detection under srun: launcher, job.step id, store on the first node', async t => {
+    const r = await srun(['-n', '3', process.execPath, BOOT])
+    t.equal(r.code, 0, r.stderr)
+    const outs = byRank(r.json)
+    t.equal(outs.length, 3)
+    t.equal(new Set(outs.map(o => o.jobId)).size, 1, 'one job id')
+    t.match(outs[0].jobId, /^\d+\.\d+$/)
+    outs.forEach((o, i) => {
+      t.match(o, { rank: i, size: 3, launcher: 'slurm', localRank: i, localSize: 3, got: `from ${(i + 1) % 3}` })
+      t.equal(o.store.host, cluster.node, 'the first host of SLURM_STEP_NODELIST')
+      t.ok(o.store.port >= 12000 && o.store.port <= 12999, `the step's reserved port (${o.store.port})`)
+    })
+  })
+
+  t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {
+    const r = await run(dep.paths.salloc, ['-n', '2', '--overcommit', process.execPath, BOOT], { env: cluster.env, timeoutMs: 60000 })
+    t.equal(r.code, 0, r.stderr)
+    t.match(byRank(r.json), [{ rank: 0, size: 1, launcher: 'singleton' }])
+  })
+
+  t.test('mpi.abort(5) in one rank ends the step with 5', async t => {
+    const prog = `const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))});
+      mpi.init().then(async comm => { if (comm.rank === 2) await mpi.abort(5); await new Promise(r => setTimeout(r, 60000)) })`
+    const r = await srun(['-n', '3', process.execPath, '-e', prog])
+    t.equal(r.code, 5, r.stderr)
+    t.ok(r.ms < 40000, `ended in ${r.ms} ms`)
+  })
+}
