@@ -18,16 +18,7 @@
  * The fallback overhead is paired per round: 1 - fallback / mean(net, net again) of that round,
  * median over the rounds (drift between rounds cancels).
  */
-const { spawn } = require('child_process')
-const path = require('path')
-const fs = require('fs')
-
-const ROOT = path.join(__dirname, '..')
-const REGISTER = path.join(ROOT, 'dist', 'register.js')
-if (!fs.existsSync(REGISTER)) {
-  process.stderr.write(`${REGISTER} is missing: build first (npm run build:ts)\n`)
-  process.exit(1)
-}
+const { start, stop, median, parseArgs } = require('./_procs')
 
 const CONFIGS = [
   { name: 'net', server: false, client: false, env: {} },
@@ -37,58 +28,6 @@ const CONFIGS = [
   { name: 'fallback', server: false, client: true, env: {} },
   { name: 'net again', server: false, client: false, env: {} }
 ]
-
-function envFor (hook, extra) {
-  const env = { ...process.env, ...extra }
-  delete env.FASTSOCK_DEBUG
-  if (!extra.FASTSOCK_TRANSPORTS) delete env.FASTSOCK_TRANSPORTS
-  env.NODE_OPTIONS = hook ? `--require "${REGISTER}"` : ''
-  return env
-}
-
-/** Spawns `node script args` and resolves with its first stdout JSON line and the child. */
-function start (script, args, hook, extraEnv) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { env: envFor(hook, extraEnv), stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${path.basename(script)}: no output in 60 s`)) }, 60000)
-    child.stdout.setEncoding('utf8')
-    child.stdout.on('data', d => {
-      out += d
-      const nl = out.indexOf('\n')
-      if (nl >= 0) {
-        clearTimeout(timer)
-        try { resolve({ child, msg: JSON.parse(out.slice(0, nl)) }) } catch (e) { reject(e) }
-      }
-    })
-    child.once('exit', code => { clearTimeout(timer); reject(new Error(`${path.basename(script)} exited (${code}) before reporting`)) })
-  })
-}
-
-function stop (child) {
-  return new Promise(resolve => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.removeAllListeners('exit')
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
-  })
-}
-
-const median = xs => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2 }
-
-function parseArgs (defaults) {
-  const o = { ...defaults }
-  const a = process.argv.slice(2)
-  for (let i = 0; i < a.length; i++) {
-    const k = a[i].replace(/^--/, '')
-    if (k in o) o[k] = Number(a[++i])
-    else if (a[i] === '--help') {
-      process.stdout.write(`options: ${Object.keys(o).map(k => `--${k} <n> (default ${o[k]})`).join(', ')}\n`)
-      process.exit(0)
-    } else throw new Error(`unknown option ${a[i]}`)
-  }
-  return o
-}
 
 /**
  * Runs every configuration `rounds` times (interleaved, so drift hits them alike). `serverScript`

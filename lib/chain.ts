@@ -11,7 +11,8 @@
  * timeout once, not on every connect.
  *
  * The chain runs over a ChainHost (the socket implements it), and names no rung: what a rung
- * does (skip a destination, share a set-up with another) is the rung's.
+ * does (skip a destination) is the rung's, and a set-up several rungs share (the side channel)
+ * is their Connector's, which the chain calls for them with the connect's context.
  */
 import * as net from 'net'
 import * as dns from 'dns'
@@ -38,7 +39,7 @@ export interface ChainHost {
   readonly timeoutMs: number
   /** shm ring bytes per direction, for a rung that sets up rings. */
   readonly shmRingBytes: number
-  /** The socket's `shmPollUs` (µs), undefined for the default: bounds a set-up's busy polling. */
+  /** The socket's `pollUs` (µs), undefined for the default: bounds a set-up's busy polling. */
   readonly pollUs: number | undefined
   /** A handle or a parent stream is already there (a TLSSocket's, a socket from an fd). */
   hasHandleOrParent (): boolean
@@ -253,7 +254,7 @@ function replayLookup (a: Answer): AnyFn {
 async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[], answer: Promise<Answer> | null, all: boolean): Promise<void> {
   const port = Number(options.port)
   const hostname = options.host || 'localhost'
-  const ctx: AttemptContext = { rungs, index: 0, errors: [], rank: rankOf }
+  const ctx: AttemptContext = { rungs, index: 0, errors: [], rank: rankOf, tried: new Set() }
   let req: ConnectRequest | null = null
   await new Promise<void>(resolve => process.nextTick(resolve)) // events after connect() returns
   const resolved = answer === null ? null : await answer
@@ -271,7 +272,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     }
     if (req === null) {
       const addresses = resolved === null ? [hostname] : attemptOrder(resolved, all)
-      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs, aborted: () => host.destroyed }
+      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs, aborted: () => host.destroyed }
     }
     const ch = await attempt(host, rung, req, ctx)
     if (ch === null) continue
@@ -302,9 +303,11 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
  * One attempt of `rung` with its events and the negative cache: the channel, or null when the
  * rung was skipped or failed (its error then goes to ctx.errors and 'transportAttemptFailed').
  */
-async function attempt (host: ChainHost, rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel | null> {
-  if (req.addresses.length === 0 || !rung.connect) return null
-  const skip = rung.skip?.(req, ctx) ?? null
+async function attempt (host: ChainHost, rung: Rung, connect: ConnectRequest, ctx: AttemptContext): Promise<Channel | null> {
+  const req: ConnectRequest = { ...connect }
+  if (req.addresses.length === 0 || !(rung.connect || rung.connector)) return null
+  const via = rung.connector
+  const skip = (via ? via.skip(rung, req, ctx) : rung.skip?.(req, ctx)) ?? null
   if (skip !== null) {
     debug('chain', 'skip %s for %s:%d: %s', rung.name, req.host, req.port, skip)
     return null
@@ -317,8 +320,10 @@ async function attempt (host: ChainHost, rung: Rung, req: ConnectRequest, ctx: A
   }
   host.emit('transportAttempt', { transport: rung.name })
   const started = Date.now()
+  // The attempt's one timer: every wait of the rung ends by this deadline.
+  req.deadline = started + req.timeoutMs
   try {
-    return await rung.connect(req, ctx)
+    return await (via ? via.connect(rung, req, ctx) : rung.connect!(req, ctx))
   } catch (err) {
     const e = err as Error
     // Abandoned because the socket was destroyed: not a failure of the rung there, nothing to report.

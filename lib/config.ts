@@ -1,6 +1,6 @@
 /**
  * Process-wide settings read from the environment, once per process (every socket consults them;
- * process.env is a slow lookup). Per-socket options (`shmRingBytes`, `shmPollUs`) override them.
+ * process.env is a slow lookup). Per-socket options (`shmRingBytes`, `pollUs`) override them.
  */
 
 /** Default shm ring size per direction: comparable to loopback socket buffers (docs/design.md). */
@@ -21,13 +21,14 @@ export function validRingBytes (v: unknown): v is number {
 export const DEFAULT_POLL_WINDOW_US = 200
 
 /**
- * The cap (µs) of the busy-polling window from FASTSOCK_SHM_POLL_US, else undefined: each
+ * The cap (µs) of the busy-polling window from FASTSOCK_POLL_US (or its deprecated name
+ * FASTSOCK_SHM_POLL_US: the window is every polling rung's, not shm's), else undefined: each
  * channel's default then applies (DEFAULT_POLL_WINDOW_US with `adaptivePolling`, else 0).
  * The stream core hands the result to the endpoint (`setPollUs`).
  */
 export function configuredPollUs (): number | undefined {
   if (pollUsFromEnv === null) {
-    const raw = process.env.FASTSOCK_SHM_POLL_US
+    const raw = process.env.FASTSOCK_POLL_US ?? process.env.FASTSOCK_SHM_POLL_US
     const v = Number(raw)
     pollUsFromEnv = raw !== undefined && raw.trim() !== '' && Number.isFinite(v) && v >= 0 && v <= 1e6 ? v : undefined
   }

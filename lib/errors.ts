@@ -8,6 +8,7 @@
  * one kind fastsock classifies among them, "nobody serves this rung there", is UnservedError.
  */
 import * as util from 'util'
+import { constants } from 'os'
 
 /**
  * Every ERR_FASTSOCK_* code fastsock throws, from lib/ or from the addon (csrc/). A test scans
@@ -25,7 +26,6 @@ export const FASTSOCK_ERROR_CODES = [
   'ERR_FASTSOCK_SYNC_UNAVAILABLE',
   'ERR_FASTSOCK_SHM_ONLY',
   'ERR_FASTSOCK_STALE_LOAN',
-  'ERR_FASTSOCK_NATIVE_UNAVAILABLE',
   'ERR_FASTSOCK_NOT_TRANSFERABLE',
   /** The addon: rdma-core or an RDMA device is missing (csrc/rdma/). */
   'ERR_FASTSOCK_NO_RDMA',
@@ -98,7 +98,7 @@ export class SyncUnavailableError extends FastsockError {
   constructor (message: string) { super('ERR_FASTSOCK_SYNC_UNAVAILABLE', message) }
 }
 
-/** An API that needs a shared ring (allocShared) on a socket without one. */
+/** An API that needs a shared ring (allocShared) on a socket whose channel has no loans. */
 export class ShmOnlyError extends FastsockError {
   constructor (message: string) { super('ERR_FASTSOCK_SHM_ONLY', message) }
 }
@@ -106,11 +106,6 @@ export class ShmOnlyError extends FastsockError {
 /** A zero-copy loan misused: written out of turn, or asked for twice. */
 export class StaleLoanError extends FastsockError {
   constructor (message: string) { super('ERR_FASTSOCK_STALE_LOAN', message) }
-}
-
-/** The native addon did not load where it is needed. */
-export class NativeUnavailableError extends FastsockError {
-  constructor (message: string) { super('ERR_FASTSOCK_NATIVE_UNAVAILABLE', message) }
 }
 
 /** A socket without a kernel handle passed to another process (`child_process` `send`). */
@@ -148,7 +143,7 @@ export class UnservedError extends Error {
 
   /** From a system error of the addon's (code, errno, syscall), message kept. */
   static from (err: NodeJS.ErrnoException): UnservedError {
-    const e = new UnservedError(err.errno ?? -111, err.syscall ?? 'connect', err.message)
+    const e = new UnservedError(err.errno ?? ERRNO.ECONNREFUSED, err.syscall ?? 'connect', err.message)
     if (err.code) e.code = err.code
     return e
   }
@@ -172,6 +167,14 @@ export function invalidArgType (message: string): TypeError {
   e.code = 'ERR_INVALID_ARG_TYPE'
   return e
 }
+
+/**
+ * The errno values the addon returns negated (libuv's convention, as Node's `err` arguments),
+ * from the one table of them, os.constants.errno: ERRNO.EAGAIN is -EAGAIN.
+ */
+export const ERRNO = Object.freeze(Object.fromEntries(
+  Object.entries(constants.errno).map(([k, v]) => [k, -v])
+) as { readonly [K in keyof typeof constants.errno]: number })
 
 /** An error shaped like Node's system errors (`code`, `errno`, `syscall`) from a -errno value. */
 export function errnoError (negErrno: number, syscall: string, extra?: string): NodeJS.ErrnoException {

@@ -9,6 +9,9 @@ import * as net from 'net'
 import * as diagnostics from 'diagnostics_channel'
 import { Socket, SocketOptions } from './socket'
 import { Server, ServerOptions } from './server'
+import { originals } from './originals'
+import { debug } from './debug'
+import { NODE_TRANSPORT } from './transports/registry'
 
 export * from 'net'
 export { Socket, Socket as Stream, Server }
@@ -33,13 +36,44 @@ export function connect (port: number, host?: string, connectionListener?: Conne
 export function connect (path: string, connectionListener?: ConnectListener): Socket
 export function connect (...args: unknown[]): Socket {
   const normalized = normalizeArgs(args)
-  const options = normalized[0] as SocketOptions & { timeout?: number }
+  const options = normalized[0] as SocketOptions & { timeout?: number, path?: unknown }
+  if (options.transports === undefined && options.path == null && isH2cClientSocket(args)) {
+    debug('http2', 'h2c client session: Node\'s TCP (http2 wraps its socket before it connects: a kernel handle is needed then)')
+    options.transports = [NODE_TRANSPORT]
+  }
   const socket = new Socket(options)
   // As Node's net.connect does: APM tools see every client socket, on every rung.
   if (clientSocketChannel.hasSubscribers) clientSocketChannel.publish({ socket })
   if (options.timeout) socket.setTimeout(options.timeout)
   return (socket.connect as AnyFn)(normalized)
 }
+/** `http2` was loaded in this process (checked until it is). */
+let http2Loaded = false
+
+/**
+ * True when `connect` was called by http2's own connect() (with the preload hook, as
+ * `net.connect`): the socket of an h2c client session (`http2.connect('http://...')` without
+ * `createConnection`). http2 wraps the socket it gets at once, before it connects, and a socket
+ * still running the chain has no kernel handle then, so nghttp2 would reach it through Node's
+ * JSStreamSocket on every rung (measured slower than Node's TCP: docs/transparency.md, "Sockets
+ * TLS and HTTP/2 wrap"); Node's own TCP connect has its handle from the start. Unless the caller
+ * chose rungs (`transports`). grpc-js connects first and hands http2 the connected socket: its
+ * sockets keep the chain. Costs one one-frame stack capture per connect once http2 is loaded.
+ */
+function isH2cClientSocket (args: unknown[]): boolean {
+  if (args.length !== 1 || typeof args[0] !== 'object' || args[0] === null) return false
+  if (!http2Loaded) {
+    if (!(process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule http2')) return false
+    http2Loaded = true
+  }
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 1
+  const at: { stack?: string } = {}
+  Error.captureStackTrace(at, connect)
+  Error.stackTraceLimit = limit
+  return typeof at.stack === 'string' && at.stack.includes('node:internal/http2/')
+}
+
 /** Alias of `connect`, as in `net`. */
 export const createConnection = connect
 
@@ -52,15 +86,19 @@ export function createServer (options?: ServerOptions | ((socket: Socket) => voi
 
 /**
  * The rung carrying `socket`'s connection: its `transport` for a fastsock socket, else the
- * transport of the socket it wraps (a TLSSocket's `_parent`, followed down), else `'tcp'` for a
+ * transport of the socket it wraps (a TLSSocket's `_parent`, the stream of Node's JSStreamSocket
+ * such as an http2 session's `socket`, followed down), else `'tcp'` for a
  * connected socket of Node's own with a TCP peer, else null (not connected, or not a socket).
  * For http, `transportOf(req.socket)` / `transportOf(res.socket)`.
  */
 export function transportOf (socket: net.Socket | null | undefined): TransportName | null {
-  let s = socket as (net.Socket & { transport?: TransportName | null, _parent?: net.Socket | null }) | null | undefined
+  let s = socket as (net.Socket & { transport?: TransportName | null, _parent?: net.Socket | null, stream?: unknown }) | null | undefined
   for (let depth = 0; s && depth < 8; depth++) {
     if (typeof s.transport === 'string') return s.transport
     if (s._parent) { s = s._parent; continue }
+    // Node's JSStreamSocket (what http2 and TLS put over a socket without a kernel handle; an
+    // http2 session's `socket`): the socket it wraps.
+    if (s.stream instanceof originals.Socket) { s = s.stream as typeof s; continue }
     return s.remotePort !== undefined ? 'tcp' : null
   }
   return null

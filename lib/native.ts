@@ -125,8 +125,6 @@ export interface VerbsInfo {
 
 /** csrc/rdma/verbs.cc's endpoint: the stream surface the stream core drives, plus its own. */
 export interface VerbsEndpointNative extends StreamEndpoint {
-  /** Where events go (the endpoint exists before its socket does). */
-  setOnEvent (fn: () => void): void
   /** Protocol counters: credits, rndvThreshold, eager/rendezvous counts, registration cache. */
   stats (): Record<string, number | string | boolean>
 }
@@ -163,7 +161,12 @@ export interface RsocketOutcome {
   notOffered?: boolean
 }
 
-/** The JS face of csrc/shm/endpoint.h (see its contract): a stream endpoint over a shared ring. */
+/**
+ * The JS face of csrc/shm/endpoint.h (see its contract): a stream endpoint over a shared ring,
+ * with the optional members it has (sync I/O, loans); its events go to the constructor's
+ * `onevent`, and `setOnEvent` is the JS relay lib/transports/shm/endpoint.ts newShmEndpoint adds
+ * over it (the only way an shm endpoint is made).
+ */
 export interface ShmEndpointNative extends StreamEndpoint {
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
@@ -173,11 +176,6 @@ export interface ShmEndpointNative extends StreamEndpoint {
   txHeadOffset (): number
   /** Publishes n bytes already placed at txHeadOffset(); 0 when n bytes are not free. */
   commit (n: number): number
-}
-
-/** True when `ep` is an shm endpoint (a shared ring: zero-copy loans, synchronous I/O). */
-export function isShmEndpoint (ep: StreamEndpoint): ep is ShmEndpointNative {
-  return typeof (ep as Partial<ShmEndpointNative>).txRegion === 'function'
 }
 
 /** What this JS needs from the binary: a binary without all of it is stale, and not used. */

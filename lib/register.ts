@@ -34,12 +34,13 @@ import * as diagnostics from 'diagnostics_channel'
 import * as os from 'os'
 import { native, loadError } from './native'
 import { Socket, installHasInstance } from './socket'
-import { listen2, close } from './server'
+import { listen2, close, setWrappedServerTest } from './server'
+import { rewrapOnConnect, listenersOf } from './socket/wrapped'
 import { originals } from './originals'
 import { connect, transportOf } from './index'
-import { FastsockError } from './errors'
+import { NotTransferableError } from './errors'
 import { defaultTransports } from './transports/names'
-import { availability } from './transports/registry'
+import { availability, kernelHandleFirst } from './transports/registry'
 import { isLocalAddress } from './address'
 import { debug } from './debug'
 
@@ -97,6 +98,8 @@ function patch (): void {
   const proto = net.Server.prototype as unknown as Record<string, AnyFn>
   proto._listen2 = function _listen2 (this: net.Server, ...args: unknown[]) { listen2(this, args) }
   proto.close = function close_ (this: net.Server, cb?: (err?: Error) => void) { return close(this, cb) }
+  // Servers whose connections Node's TLS or HTTP/2 wraps choose a rung with a kernel handle first.
+  setWrappedServerTest(server => server instanceof tls.Server || isHttp2Server(server))
 
   // Node <= 20: _http_agent copied net.createConnection when it loaded.
   if ((process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule _http_agent')) {
@@ -159,7 +162,7 @@ function normalizeTlsArgs (list: unknown[]): [Record<string, unknown>, AnyFn | u
   return [options, cb ?? undefined]
 }
 
-const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
+const TLS_SOCKET_OPTIONS = ['port', 'host', 'family', 'hints', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'transports', 'transportTimeoutMs', 'shmRingBytes', 'pollUs', 'shmPollUs', 'keepAlive', 'keepAliveInitialDelay', 'noDelay']
 
 /** Why a TLS client to these options cannot take a fast rung (Node's tls.connect then), or null. */
 function tlsDecline (o: Record<string, unknown>): string | null {
@@ -192,10 +195,17 @@ function tlsConnect (nodeTlsConnect: AnyFn, args: unknown[]): unknown {
   // allowHalfOpen) decides when to end after the peer's FIN; the socket under it must not end
   // itself and refuse TLS's close_notify (EPIPE, "ended by the other party").
   sockOpts.allowHalfOpen = true
+  // TLS will wrap this socket: a rung with a kernel handle first (TLSWrap drives it natively), a
+  // handle-less one (shm: through Node's JSStreamSocket) after it, unless the caller chose.
+  if (options.transports === undefined) sockOpts.transports = kernelHandleFirst(defaultTransports())
+  debug('tls', 'tls.connect to %s:%s: chain %s', options.host ?? 'localhost', options.port, String(sockOpts.transports ?? defaultTransports()))
   const socket = connect(sockOpts as never)
   const tlsOpts: Record<string, unknown> = { ...options, socket }
   if (tlsOpts.servername === undefined && typeof options.host === 'string' && !net.isIP(options.host)) tlsOpts.servername = options.host
+  const before = listenersOf(socket)
   const tlssock = nodeTlsConnect(tlsOpts, cb) as import('tls').TLSSocket
+  // Connected on a rung with a kernel handle: TLS moves onto it before the handshake.
+  rewrapOnConnect(socket, tlssock, before)
   // TLSSocket copies the allowHalfOpen of the socket it wraps: give it the caller's, as Node's
   // tls.connect does without a socket.
   tlssock.allowHalfOpen = options.allowHalfOpen === true
@@ -229,6 +239,18 @@ function failWritesAfterEnd (jss: JsStreamSocket): void {
   }
 }
 
+/** The prototype of http2's plain server, once `http2` is loaded (null: not loaded yet). */
+let http2ServerProto: object | null = null
+
+/** True for http2's plain (h2c) server; its secure server is a tls.Server. */
+function isHttp2Server (server: net.Server): boolean {
+  if (http2ServerProto === null) {
+    if (!(process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule http2')) return false
+    http2ServerProto = Object.getPrototypeOf((require('http2') as typeof import('http2')).createServer()) as object
+  }
+  return http2ServerProto.isPrototypeOf(server)
+}
+
 /** Why `handle` cannot be passed to another process, or null (Node handles everything else). */
 function untransferable (handle: unknown): string | null {
   if (!(handle instanceof originals.Socket)) return null
@@ -243,7 +265,7 @@ function guardedSend (send: AnyFn): AnyFn {
   const guarded = function send_ (this: unknown, message: unknown, handle?: unknown, ...rest: unknown[]): unknown {
     const why = handle != null && typeof handle === 'object' ? untransferable(handle) : null
     if (why) {
-      throw new FastsockError('ERR_FASTSOCK_NOT_TRANSFERABLE',
+      throw new NotTransferableError(
         `fastsock: cannot send this socket to another process: ${why} (transport ${transportOf(handle as net.Socket) ?? 'none'})`)
     }
     return send.call(this, message, handle, ...rest)

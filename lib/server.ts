@@ -15,8 +15,9 @@ import * as util from 'util'
 import * as diagnostics from 'diagnostics_channel'
 import { Socket, kAccepted, AcceptedInfo } from './socket'
 import { TransportName, parseTransports, defaultTransports } from './transports/names'
-import { availability, RUNGS, NODE_TRANSPORT } from './transports/registry'
-import { channel, Channel, KernelHandle, ListenRequest, Rung, RungListener, discardChannel } from './transports/contract'
+import { availability, RUNGS, NODE_TRANSPORT, kernelHandleFirst } from './transports/registry'
+import { debug } from './debug'
+import { channel, Channel, Connector, KernelHandle, ListenRequest, Rung, RungListener, discardChannel } from './transports/contract'
 import { originals } from './originals'
 import { isRoundRobinWorker } from './cluster'
 
@@ -30,7 +31,9 @@ export interface ServerOptions extends net.ServerOpts {
   sameUidOnly?: boolean
   /** How long a side-channel client may take to say HELLO, in ms (default 2000). */
   handshakeTimeoutMs?: number
-  /** shm and verbs connections accepted here: cap of the adaptive polling window in µs, default 200 (see SocketOptions.shmPollUs). */
+  /** shm and verbs connections accepted here: cap of the adaptive polling window in µs, default 200 (see SocketOptions.pollUs). */
+  pollUs?: number
+  /** @deprecated The old name of `pollUs` (still accepted; `pollUs` wins when both are given). */
   shmPollUs?: number
 }
 
@@ -80,6 +83,20 @@ function offeredRungs (st: ServerState): Rung[] {
   return RUNGS.filter(r => st.transports.includes(r.name) && availability(r.name).available)
 }
 
+/**
+ * Set by the preload hook: true for a server whose connections Node's own C++ stream consumers
+ * will wrap (tls.Server, so https.Server and http2's secure server; http2's plain server). Such
+ * a server chooses, among the rungs a client offers, one with a kernel handle first: TLSWrap or
+ * nghttp2 then drives that handle natively, where a handle-less socket (shm) would reach them
+ * through Node's JSStreamSocket (docs/transparency.md, "Sockets TLS and HTTP/2 wrap").
+ */
+let wrapsConnections: ((server: net.Server) => boolean) | null = null
+
+/** Installs the test above (lib/register.ts). */
+export function setWrappedServerTest (test: (server: net.Server) => boolean): void {
+  wrapsConnections = test
+}
+
 const nodeListen2 = originals.serverProto._listen2
 const nodeClose = originals.serverProto.close
 
@@ -117,7 +134,13 @@ export function listen2 (server: net.Server, args: unknown[]): void {
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
   self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
-  startListeners(server as AnyServer, st, rungs, addr, ((flags ?? 0) & UV_TCP_IPV6ONLY) !== 0)
+  let order = rungs
+  if (wrapsConnections !== null && wrapsConnections(server)) {
+    const names = kernelHandleFirst(rungs.map(r => r.name))
+    order = names.map(n => rungs.find(r => r.name === n)!)
+    debug('server', '%s:%d: TLS/HTTP/2 server, its connections get wrapped: rungs with a kernel handle first (%s)', addr.address, addr.port, names.join(','))
+  }
+  startListeners(server as AnyServer, st, order, addr, ((flags ?? 0) & UV_TCP_IPV6ONLY) !== 0)
 }
 
 /** Why a fast rung's listener must turn a client away now (not listening, maxConnections), or null. */
@@ -144,9 +167,13 @@ function startListeners (server: AnyServer, st: ServerState, rungs: Rung[], addr
     busy: () => busyReason(server),
     accept: c => acceptChannel(server, c)
   }
+  // A connector (the side channel) listens once, at its first rung, for all its rungs.
+  const listened = new Set<Connector>()
   for (const r of rungs) {
-    const l = r.listen?.(req)
-    if (l && !st.listeners.includes(l)) st.listeners.push(l)
+    if (r.connector && listened.has(r.connector)) continue
+    if (r.connector) listened.add(r.connector)
+    const l = r.connector ? r.connector.listen(req) : r.listen?.(req)
+    if (l) st.listeners.push(l)
   }
 }
 
@@ -298,11 +325,12 @@ export class Server extends net.Server {
     const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 2000
     delete opts.transports
     delete opts.sameUidOnly
-    const shmPollUs = opts.shmPollUs
+    const pollUs = opts.pollUs ?? opts.shmPollUs
     delete opts.handshakeTimeoutMs
+    delete opts.pollUs
     delete opts.shmPollUs
     super(opts, listener as (socket: net.Socket) => void)
-    this[kServer] = { transports: transports ?? defaultTransports(), sameUidOnly, handshakeTimeoutMs, pollUs: shmPollUs, listeners: [], listenRung: null }
+    this[kServer] = { transports: transports ?? defaultTransports(), sameUidOnly, handshakeTimeoutMs, pollUs, listeners: [], listenRung: null }
   }
 
   /** @internal Node's setupListenHandle, then fastsock's accept path and the rungs' listeners. */

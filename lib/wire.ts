@@ -7,7 +7,7 @@
  *   | FSCK | ver| type| length |   length = whole message in bytes, header included
  *   +------+----+-----+--------+
  */
-import { FastsockError } from './errors'
+import { HandshakeError } from './errors'
 
 export const MAGIC = 0x4b435346 // 'FSCK' read as a little-endian u32
 export const PROTOCOL_VERSION = 1
@@ -32,6 +32,20 @@ export const CAP_UNIX_RESET = 1 << 3
 
 /** ACCEPT flag bits (its last u32). This server reads a SHM_SETUP pipelined behind HELLO. */
 export const ACCEPT_SHM_EARLY = 1 << 0
+
+/** The ACCEPT flag of a server that reads a set-up pipelined behind HELLO (any rung's). */
+export const ACCEPT_READS_PIPELINED = ACCEPT_SHM_EARLY
+
+/**
+ * What may follow a HELLO with these capability bits before ACCEPT (docs/wire-protocol.md,
+ * "Pipelined SHM_SETUP"): the set-up message's HELLO bit (`cap`), the bit that must come with it
+ * (`with`), its length and its fds; null when HELLO comes alone. The listener reads it whole
+ * whether or not it offers that rung (dropping it when another rung is chosen).
+ */
+export function pipelinedSetup (capabilities: number): { cap: number, with: number, bytes: number, fds: number } | null {
+  if ((capabilities & CAP_SHM_EARLY) === 0) return null
+  return { cap: CAP_SHM_EARLY, with: CAP_SHM, bytes: SHM_SETUP_BYTES, fds: SHM_SETUP_FDS }
+}
 
 /** Transport ids chosen in ACCEPT. */
 export const TRANSPORT_UNIX = 1
@@ -88,6 +102,9 @@ export const SHM_READY_BYTES = 16
 export const SHM_SETUP_FDS = 2
 /** How many fds travel with SHM_READY: the server loop doorbell. */
 export const SHM_READY_FDS = 1
+
+/** The most fds that may travel with the bytes of a handshake before ACCEPT (a pipelined set-up's). */
+export const MAX_HELLO_FDS = SHM_SETUP_FDS
 
 /** The header every message starts with (magic, version, type, length). */
 export const HEADER_BYTES = 8
@@ -172,8 +189,8 @@ export function encodeReject (reason: RejectReason, text: string): Buffer {
   return b
 }
 
-function malformed (why: string): FastsockError {
-  return new FastsockError('ERR_FASTSOCK_HANDSHAKE', `malformed side-channel message: ${why}`)
+function malformed (why: string): HandshakeError {
+  return new HandshakeError(`malformed side-channel message: ${why}`)
 }
 
 /**

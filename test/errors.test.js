@@ -61,7 +61,6 @@ t.test('one class per failure, with a fixed code and name', async t => {
     [new errors.SyncUnavailableError('x'), 'ERR_FASTSOCK_SYNC_UNAVAILABLE'],
     [new errors.ShmOnlyError('x'), 'ERR_FASTSOCK_SHM_ONLY'],
     [new errors.StaleLoanError('x'), 'ERR_FASTSOCK_STALE_LOAN'],
-    [new errors.NativeUnavailableError('x'), 'ERR_FASTSOCK_NATIVE_UNAVAILABLE'],
     [new errors.NotTransferableError('x'), 'ERR_FASTSOCK_NOT_TRANSFERABLE']
   ]
   for (const [e, code] of cases) {
@@ -91,4 +90,26 @@ t.test('classification by class', async t => {
   t.equal(negativeTtlMs(new errors.ServerBusyError(2, 'busy')), 0, 'busy: not cached')
   t.equal(negativeTtlMs(refused), NOT_OFFERED_TTL_MS, 'not offered: cached briefly')
   t.equal(negativeTtlMs(new errors.RejectedError(3, 'no')), FAILURE_TTL_MS, 'rejected: cached longer')
+})
+
+t.test('a malformed frame is a HandshakeError', async t => {
+  const wire = require('../dist/wire.js')
+  const bad = Buffer.alloc(8, 0x58) // 'XXXXXXXX': wrong magic
+  let caught = null
+  try { wire.decode(bad) } catch (err) { caught = err }
+  t.ok(caught instanceof errors.HandshakeError, 'instanceof HandshakeError')
+  t.throws(() => wire.decode(bad), { code: 'ERR_FASTSOCK_HANDSHAKE', name: 'FastsockError' })
+})
+
+t.test('errno numbers come from one place (os.constants.errno)', async t => {
+  const os = require('os')
+  for (const name of ['EAGAIN', 'EPROTO', 'ETIMEDOUT', 'ECONNREFUSED', 'ENOENT', 'EMFILE', 'ENFILE', 'ECONNRESET', 'EPIPE', 'EIO']) {
+    t.equal(errors.ERRNO[name], -os.constants.errno[name], `ERRNO.${name} is -os.constants.errno.${name}`)
+  }
+  const own = filesUnder(path.join(root, 'lib'), /\.ts$/).filter(f => !/lib\/(cli|mpi)\//.test(f))
+  for (const f of own) {
+    const src = fs.readFileSync(f, 'utf8')
+    t.notMatch(src, /\bconst E[A-Z]+ = -\d+/, `${path.relative(root, f)} defines no errno number of its own`)
+    t.notMatch(src, /(===|!==) -(2|5|11|23|24|32|71|104|110|111)\b/, `${path.relative(root, f)} compares with no bare errno number`)
+  }
 })

@@ -46,3 +46,21 @@ t.test('the registry lists every rung module', async t => {
   }
   t.notMatch(fs.readFileSync(path.join(lib, 'transports', 'registry.ts'), 'utf8'), /^import '/m, 'no side-effect import')
 })
+
+// The stream core drives any endpoint through StreamEndpoint alone: no rung's endpoint type,
+// type test or error (docs/design.md, "The stream core").
+t.test('the stream core knows no rung\'s endpoint', async t => {
+  for (const file of fs.readdirSync(path.join(lib, 'stream'))) {
+    const src = code(path.join(lib, 'stream', file))
+    t.notMatch(src, /\b(is)?(Shm|Unix|Verbs|Rsocket|Smc|Sdp)[A-Z]\w*/, `lib/stream/${file}: no rung-named identifier (isShmEndpoint, ShmOnlyError...)`)
+  }
+})
+
+// The side channel's listener and framing are generic: what a rung pipelines behind HELLO is
+// that rung's offer (SideChannelOffer.early) and the wire codec's, not the listener's.
+t.test('the side channel\'s generic parts name no shm wire constant', async t => {
+  for (const file of ['listener.ts', 'client.ts', 'framed-read.ts', 'serve.ts', 'connector.ts']) {
+    const src = code(path.join(lib, 'sidechannel', file))
+    t.notMatch(src, /wire\.(CAP_SHM\w*|SHM_\w+|ACCEPT_SHM_EARLY|TRANSPORT_SHM)/, `lib/sidechannel/${file}: no shm wire constant`)
+  }
+})

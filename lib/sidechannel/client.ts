@@ -17,26 +17,18 @@
 import * as net from 'net'
 import { native } from '../native'
 import { debug } from '../debug'
-import { errnoError, NotOfferedError, UnverifiedPeerError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../errors'
+import { errnoError, ERRNO, NotOfferedError, UnverifiedPeerError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../errors'
 import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../address'
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
 import { step, stepsWanted } from './steps'
-import { earlyOf } from './early'
 import { replyPollUs, recordReplyUs } from './reply-poll'
-import type { EarlyClientSetup, EarlyOffer } from './early'
+import { readFrames } from './framed-read'
 import { originals } from '../originals'
-import type { AttemptContext, Channel, ConnectRequest, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
+import type { AttemptContext, Channel, Connector, ConnectRequest, EarlyClientSetup, EarlyOffer, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
 
-const ECONNREFUSED = -111
-const ENOENT = -2
-const EAGAIN = -11
-const EPROTO = -71
-const ETIMEDOUT = -110
-
-/** Connects whose side channel was tried (and failed for a reason other than a rung's set-up). */
-const tried = new WeakSet<AttemptContext>()
+const { ECONNREFUSED, ENOENT, EPROTO } = ERRNO
 
 function localAddresses (req: ConnectRequest): string[] {
   return req.addresses.filter(isLocalAddress)
@@ -51,12 +43,12 @@ function sideKey (local: string[], port: number): string {
  * Why a side-channel rung will not attempt this destination in this connect, or null: not on
  * this host, the side channel cached as failing there, or already tried in this connect.
  */
-export function skipSideChannel (req: ConnectRequest, ctx: AttemptContext): string | null {
+export function skipSideChannel (connector: Connector, req: ConnectRequest, ctx: AttemptContext): string | null {
   const local = localAddresses(req)
   if (local.length === 0) return `${req.host} is not on this host`
   const hit = cachedFailure(sideKey(local, req.port))
   if (hit !== null) return `cached (${hit})`
-  if (tried.has(ctx)) return 'the side channel was already tried'
+  if (ctx.tried.has(connector)) return 'the side channel was already tried'
   return null
 }
 
@@ -66,21 +58,21 @@ export function skipSideChannel (req: ConnectRequest, ctx: AttemptContext): stri
  * UnverifiedPeerError, RejectedError / ServerBusyError, HandshakeError, AttemptTimeoutError, or
  * the chosen rung's set-up error.
  */
-export async function connectSideChannel (rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel> {
+export async function connectSideChannel (connector: Connector, earlyServers: EarlyServers, rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel> {
   const local = localAddresses(req)
-  const laterOffers = ctx.rungs.slice(ctx.index + 1).filter(r => r.sideChannel && ctx.rank(r) > ctx.rank(rung))
+  const laterOffers = ctx.rungs.slice(ctx.index + 1).filter(r => r.connector === connector && r.sideChannel && ctx.rank(r) > ctx.rank(rung))
   const offers = [rung, ...laterOffers].map(r => ({ name: r.name, offer: r.sideChannel! }))
   let accepted: Accepted
   try {
-    accepted = await findAndHandshake(rung.name, local, req, offers.map(o => o.offer))
+    accepted = await findAndHandshake(earlyServers, rung.name, local, req, offers.map(o => o.offer))
   } catch (err) {
-    tried.add(ctx)
+    ctx.tried.add(connector)
     const ttl = negativeTtlMs(err)
     if (ttl > 0 && !req.aborted()) cacheFailure(sideKey(local, req.port), ttl, (err as Error).message) // the socket went away: says nothing of the destination
     throw err
   }
   const chosen = offers.find(o => o.offer === accepted.offer)!
-  debug('unix', 'side channel accepted %s', chosen.name)
+  debug('sidechannel', 'side channel accepted %s', chosen.name)
   // A failure from here on is the chosen rung's own set-up: later side-channel rungs may retry.
   const ch = await accepted.finish()
   step('client', `${chosen.name} set up`)
@@ -102,20 +94,27 @@ function bytesToMessageEnd (acc: Buffer): number {
 /** The handshake's outcome: the offer the server chose, and how to finish its set-up. */
 interface Accepted { offer: SideChannelOffer, finish: () => Promise<Channel> }
 
-/**
- * Servers (side-channel name and pid) whose ACCEPT said they read a SHM_SETUP pipelined behind
- * HELLO (ACCEPT_SHM_EARLY). Used only when the peer verification was a cache hit: the same
- * process, pinned by its pidfd, that said so (a miss forgets the entry: the pid may name another
- * process by now). Bounded; oldest first out.
- */
-const earlyServers = new Set<string>()
 const MAX_EARLY_SERVERS = 64
 
-function rememberEarly (key: string, early: boolean): void {
-  earlyServers.delete(key)
-  if (!early) return
-  if (earlyServers.size >= MAX_EARLY_SERVERS) earlyServers.delete(earlyServers.values().next().value as string)
-  earlyServers.add(key)
+/**
+ * Servers (side-channel name and pid) whose ACCEPT said they read a set-up pipelined behind
+ * HELLO (wire.ACCEPT_READS_PIPELINED), kept by the connector (./connector.ts). Used only when the
+ * peer verification was a cache hit: the same process, pinned by its pidfd, that said so (a miss
+ * forgets the entry: the pid may name another process by now). Bounded; oldest first out.
+ */
+export class EarlyServers {
+  private readonly keys = new Set<string>()
+
+  has (key: string): boolean { return this.keys.has(key) }
+  forget (key: string): void { this.keys.delete(key) }
+
+  /** What the server `key` said in its last ACCEPT. */
+  remember (key: string, early: boolean): void {
+    this.keys.delete(key)
+    if (!early) return
+    if (this.keys.size >= MAX_EARLY_SERVERS) this.keys.delete(this.keys.values().next().value as string)
+    this.keys.add(key)
+  }
 }
 
 /**
@@ -123,7 +122,7 @@ function rememberEarly (key: string, early: boolean): void {
  * has one. A name whose holder cannot be verified (a squatter) is passed over, not trusted; the
  * next candidate may still be the real listener's (a wildcard one).
  */
-async function findAndHandshake (rungName: string, local: string[], req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
+async function findAndHandshake (earlyServers: EarlyServers, rungName: string, local: string[], req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   if (!native) throw new NotOfferedError(`${rungName}: native addon not loaded`)
   const euid = process.geteuid ? process.geteuid() : 0
   let unverified: UnverifiedPeerError | null = null
@@ -140,14 +139,14 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
       if (stepsWanted()) step('client', 'verified', { cached: v.cached, listenersNs: v.listenersNs, scanNs: v.scanNs, totalNs: v.totalNs })
       if (!v.ok) {
         native.closeFd(fd)
-        debug('unix', 'side channel %s not trusted: %s', name, v.reason)
+        debug('sidechannel', 'side channel %s not trusted: %s', name, v.reason)
         unverified ??= new UnverifiedPeerError(`side channel ${name} not trusted: ${v.reason}`)
         continue
       }
-      debug('unix', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
+      debug('sidechannel', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
       const key = `${name}|${v.pid}`
-      if (!v.cached) earlyServers.delete(key)
-      return await handshake(fd, key, v.cached && earlyServers.has(key), address, dialed, req, offers)
+      if (!v.cached) earlyServers.forget(key)
+      return await handshake(earlyServers, fd, key, v.cached && earlyServers.has(key), address, dialed, req, offers)
     }
   }
   if (unverified) throw unverified
@@ -157,12 +156,12 @@ async function findAndHandshake (rungName: string, local: string[], req: Connect
 /** A pipelined set-up for this connect, or null (HELLO then goes alone). */
 function prepareEarly (offers: SideChannelOffer[], ringBytes: number): { early: EarlyOffer, setup: EarlyClientSetup } | null {
   for (const o of offers) {
-    const early = earlyOf(o)
+    const early = o.early
     if (!early) continue
     try {
       return { early, setup: early.prepare(ringBytes) }
     } catch (err) {
-      debug('unix', 'no pipelined set-up: %s', (err as Error).message)
+      debug('sidechannel', 'no pipelined set-up: %s', (err as Error).message)
       return null
     }
   }
@@ -171,11 +170,11 @@ function prepareEarly (offers: SideChannelOffer[], ringBytes: number): { early: 
 
 /**
  * HELLO / ACCEPT on the verified side channel `fd` (docs/wire-protocol.md). With `pipeline` (the
- * server `key` names announced ACCEPT_SHM_EARLY, and it is the same process), the set-up of the
+ * server `key` names announced ACCEPT_READS_PIPELINED, and it is the same process), the set-up of the
  * rung that has one (shm) goes out in the same sendmsg as HELLO, and its reply is read with
  * ACCEPT. Replies are read with recvmsg (a reply may carry fds), never through a handle.
  */
-function handshake (fd: number, key: string, pipeline: boolean, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
+function handshake (earlyServers: EarlyServers, fd: number, key: string, pipeline: boolean, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
   req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   return new Promise((resolve, reject) => {
     const n = native!
@@ -193,7 +192,7 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
     step('client', pipelined ? 'HELLO+SHM_SETUP written' : 'HELLO written')
     const helloAt = process.hrtime.bigint()
     /** Busy-poll budget (µs) for the reply, spent at the first wait (./reply-poll.ts). */
-    let pollUs = replyPollUs(req.pollUs)
+    const pollUs = replyPollUs(req.pollUs)
     let replyUs = -1
     let caught = false
     // A rung finished over the handle (unix, shm without pipelining) gets it in a socket made
@@ -215,60 +214,53 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
     }
     let acc: Buffer = Buffer.alloc(0)
     let fds: number[] = []
-    const started = Date.now()
     const fail = (err: Error): void => {
       for (const f of fds) n.closeFd(f)
       pipelined?.setup.release()
       // A server that may not have understood the pipelined bytes: the next connect asks again.
       // (REJECT Busy, Forbidden, NoTransport are answers to the HELLO, whatever followed it.)
       const answered = err instanceof RejectedError && err.reason !== wire.RejectReason.Malformed && err.reason !== wire.RejectReason.Version
-      if (pipelined && !answered) earlyServers.delete(key)
+      if (pipelined && !answered) earlyServers.forget(key)
       if (probe) (probe as net.Socket).destroy()
       else n.closeFd(fd)
       reject(err)
     }
     const maxFds = Math.max(pipelined ? pipelined.early.replyFds : 0, ...offers.map(o => o.acceptFds ?? 0))
     /** The next read's size: to the end of ACCEPT; pipelined, then to the end of the set-up's reply. */
-    const wanted = (): number => {
+    const wanted = (acc: Buffer): number => {
       const first = wire.messageLength(acc)
       return pipelined && first !== null && acc.length >= first ? bytesToMessageEnd(acc.subarray(first)) : bytesToMessageEnd(acc)
     }
-    const readMore = (): void => {
-      for (;;) {
-        if (req.aborted()) return fail(new NotOfferedError('socket destroyed during the handshake'))
-        let r = n.recvFds(fd, wanted(), maxFds)
-        if (r === EAGAIN && pollUs > 0) {
-          const until = helloAt + BigInt(Math.round(pollUs * 1000))
-          pollUs = 0
-          while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wanted(), maxFds)
-          caught = r !== EAGAIN
-        }
-        if (r === EAGAIN) {
-          const leftMs = req.timeoutMs - (Date.now() - started)
-          if (leftMs <= 0) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
-          n.waitReadable(fd, leftMs, status => {
-            if (status === ETIMEDOUT) return fail(new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`))
-            readMore()
-          })
-          return
-        }
-        if (typeof r === 'number') {
-          return fail(new HandshakeError(r === EPROTO ? 'side channel reply carried unexpected fds' : `side channel failed during the handshake: ${errnoError(r, 'recvmsg').message}`))
-        }
-        if (r.bytes.length === 0) return fail(new HandshakeError('side channel closed during the handshake'))
-        fds.push(...r.fds)
-        acc = acc.length ? Buffer.concat([acc, r.bytes]) : r.bytes
-        let result: Accepted | Error | null
-        try {
-          result = onReply()
-        } catch (err) {
-          result = err as Error
-        }
-        if (result === null) continue
-        if (result instanceof Error) return fail(result)
-        return resolve(result)
+    const timeout = (): Error => new AttemptTimeoutError(`side channel handshake took longer than ${req.timeoutMs} ms`)
+    const readReply = (): void => readFrames(fd, {
+      maxFds,
+      deadline: req.deadline,
+      wanted,
+      spinUntil: pollUs > 0 ? helloAt + BigInt(Math.round(pollUs * 1000)) : undefined,
+      aborted: req.aborted
+    }, read => {
+      acc = read.acc
+      fds = read.fds
+      caught = read.polled
+      let result: Accepted | Error | null
+      try {
+        result = onReply()
+      } catch (err) {
+        result = err as Error
       }
-    }
+      read.fds = fds
+      if (result === null) return false
+      if (result instanceof Error) fail(result)
+      else resolve(result)
+      return true
+    }, (why, read) => {
+      fds = read.fds
+      if (why instanceof Error) return fail(why)
+      if (why === 'aborted') return fail(new NotOfferedError('socket destroyed during the handshake'))
+      if (why === 'timeout') return fail(timeout())
+      if (why === 'closed') return fail(new HandshakeError('side channel closed during the handshake'))
+      fail(new HandshakeError(why === EPROTO ? 'side channel reply carried unexpected fds' : `side channel failed during the handshake: ${errnoError(why, 'recvmsg').message}`))
+    })
     /** The handshake's result from the bytes read so far; null while more are needed. */
     const onReply = (): Accepted | Error | null => {
       const parsed = wire.decode(acc)
@@ -285,21 +277,21 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
       }
       const family = familyName(address)
       const view = { remote: { address, family, port: req.port }, local: { address, family, port: m.clientPort } }
-      const early = pipelined !== null && earlyOf(offer) === pipelined.early
+      const early = pipelined !== null && offer.early === pipelined.early
       if (early) {
         // The set-up's reply (SHM_READY or REJECT) comes with ACCEPT; nothing after it.
         const reply = wire.decode(acc.subarray(parsed.bytes))
         if (!reply) return null
         if (parsed.bytes + reply.bytes !== acc.length) return new HandshakeError('bytes after the set-up\'s reply')
         step('client', 'reply read', { polled: caught, replyUs })
-        rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
+        earlyServers.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
         const replyFds = fds
         fds = []
         return { offer, finish: () => pipelined.setup.complete(fd, reply.message, replyFds, view) }
       }
       step('client', 'reply read', { polled: caught, replyUs })
       if (fds.length > (offer.acceptFds ?? 0)) return new HandshakeError('fds with ACCEPT')
-      rememberEarly(key, (m.flags & wire.ACCEPT_SHM_EARLY) !== 0)
+      earlyServers.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
       // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.
       pipelined?.setup.release()
       // Nothing is read past ACCEPT (wanted()).
@@ -315,11 +307,11 @@ function handshake (fd: number, key: string, pipeline: boolean, address: string,
         view,
         handshakeRead: 0, // read natively: the handle never counted it
         handshakeWritten: 0, // HELLO went out natively too
-        remainingMs: Math.max(1, req.timeoutMs - (Date.now() - started)),
+        remainingMs: Math.max(1, req.deadline - Date.now()),
         shmRingBytes: req.shmRingBytes
       }
       return { offer, finish: () => offer.complete(end) }
     }
-    readMore()
+    readReply()
   })
 }

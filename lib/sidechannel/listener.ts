@@ -2,9 +2,10 @@
  * L2, the side channel's listening half (docs/design.md, "Discovery"): the abstract UNIX name
  * beside a fastsock server's TCP listener. It checks each client's uid, reads HELLO, picks the
  * first rung (in the server's order) that both offer, answers ACCEPT, and hands the side channel
- * to that rung's offer (`SideChannelOffer.accept`), whose Channel the server adopts. A SHM_SETUP
- * pipelined behind HELLO (./early.ts) is read with it: the rung's pipelined set-up answers ACCEPT
- * and SHM_READY in one sendmsg, or the SHM_SETUP is dropped (its fds closed) when shm is not chosen.
+ * to that rung's offer (`SideChannelOffer.accept`), whose Channel the server adopts. A set-up
+ * pipelined behind HELLO (`SideChannelOffer.early`, docs/wire-protocol.md "Pipelined SHM_SETUP")
+ * is read with it: the rung's pipelined set-up answers ACCEPT and its reply in one sendmsg, or the
+ * set-up is dropped (its fds closed) when its rung is not chosen.
  */
 import * as net from 'net'
 import { native } from '../native'
@@ -17,7 +18,8 @@ import type { Channel, KernelHandle, SideChannelOffer, SideChannelServerEnd } fr
 import { channelName } from './names'
 import { step } from './steps'
 import { AdmissionQueue, AdmissionSlot } from './admission'
-import { earlyOf } from './early'
+import { ERRNO } from '../errors'
+import { readFrames } from './framed-read'
 
 /**
  * How long (ms) a client whose handshake is not done may hold back later clients that are ready
@@ -25,9 +27,7 @@ import { earlyOf } from './early'
  */
 export const ADMIT_HOLD_MS = 50
 
-const EAGAIN = -11
-const EPROTO = -71
-const ETIMEDOUT = -110
+const { EPROTO } = ERRNO
 
 let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
@@ -81,11 +81,11 @@ export class SideChannelListener {
     try {
       fd = native.listenAbstract(this.name, LISTEN_BACKLOG)
     } catch (err) {
-      debug('unix', 'no side channel for %s:%d: %s (clients will use TCP)', this.opts.address, this.opts.port, (err as Error).message)
+      debug('sidechannel', 'no side channel for %s:%d: %s (clients will use TCP)', this.opts.address, this.opts.port, (err as Error).message)
       return false
     }
     const server = (originals.createServer as typeof net.createServer)({ pauseOnConnect: true })
-    server.on('error', err => debug('unix', 'side channel %s error: %s', this.name, err.message))
+    server.on('error', err => debug('sidechannel', 'side channel %s error: %s', this.name, err.message))
     if ((require('cluster') as import('cluster').Cluster).isWorker) {
       // listen({ fd }) would go through the cluster primary (net.js listenInCluster), which
       // cannot take this fd: set the handle up here, as a lone process's listen would.
@@ -106,7 +106,7 @@ export class SideChannelListener {
     }
     server.unref()
     this.server = server
-    debug('unix', 'side channel listening on @%s', this.name)
+    debug('sidechannel', 'side channel listening on @%s', this.name)
     return true
   }
 
@@ -119,7 +119,7 @@ export class SideChannelListener {
   }
 
   private reject (client: RawClient, reason: wire.RejectReason, text: string): void {
-    debug('unix', 'side channel %s rejects a client: %s', this.name, text)
+    debug('sidechannel', 'side channel %s rejects a client: %s', this.name, text)
     client.closeWith(wire.encodeReject(reason, text))
   }
 
@@ -159,55 +159,27 @@ export class SideChannelListener {
       const euid = process.geteuid ? process.geteuid() : 0
       if (uid !== euid) return this.reject(client, wire.RejectReason.Forbidden, `uid ${uid} is not this server's uid`)
     }
-    // Read natively (recvmsg), never through the handle: a SHM_SETUP pipelined behind HELLO
+    // Read natively (recvmsg), never through the handle: a set-up pipelined behind HELLO
     // carries fds, which a plain read() would drop.
-    const fd = handle.fd
-    let acc: Buffer = Buffer.alloc(0)
-    /** Fds that came with the handshake's bytes (a pipelined SHM_SETUP's); closed unless taken. */
-    let fds: number[] = []
-    const dropFds = (): void => {
-      for (const f of fds) native!.closeFd(f)
-      fds = []
-    }
-    const deadline = Date.now() + this.opts.handshakeTimeoutMs
-    const give = (): void => {
-      dropFds()
+    const dropFds = (fds: number[]): void => { for (const f of fds) native!.closeFd(f) }
+    readFrames(handle.fd, { maxFds: wire.MAX_HELLO_FDS, deadline: Date.now() + this.opts.handshakeTimeoutMs, aborted: () => client.closed }, read => {
+      const done = this.onBytes(client, slot, read.acc, read.fds)
+      if (done === 'more') return false
+      if (done !== 'taken') dropFds(read.fds)
+      read.fds = []
+      return true
+    }, (why, read) => {
+      dropFds(read.fds)
+      read.fds = []
+      // EPROTO: fds truncated (more than a pipelined set-up carries, or no fd numbers left).
+      if (why === EPROTO) return this.reject(client, wire.RejectReason.Malformed, 'fds truncated in the handshake')
       client.close()
-    }
-    const readMore = (): void => {
-      for (;;) {
-        const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, wire.SHM_SETUP_FDS)
-        if (r === EAGAIN) {
-          native!.waitReadable(fd, Math.max(1, deadline - Date.now()), status => {
-            if (status === ETIMEDOUT || client.closed) return give()
-            readMore()
-          })
-          return
-        }
-        if (typeof r === 'number') {
-          // EPROTO: fds truncated (more than a SHM_SETUP carries, or no fd numbers left).
-          if (r === EPROTO) {
-            dropFds()
-            return this.reject(client, wire.RejectReason.Malformed, 'fds truncated in the handshake')
-          }
-          return give()
-        }
-        if (r.bytes.length === 0) return give()
-        fds.push(...r.fds)
-        acc = acc.length ? Buffer.concat([acc, r.bytes]) : r.bytes
-        const done = this.onBytes(client, slot, acc, fds)
-        if (done === 'more') continue
-        if (done === 'taken') fds = []
-        else dropFds()
-        return
-      }
-    }
-    readMore()
+    })
   }
 
   /**
    * Acts on the handshake bytes read so far (`acc`, with the fds that came with them): 'more'
-   * when HELLO (or the SHM_SETUP pipelined behind it) is not complete yet; 'taken' when the
+   * when HELLO (or the set-up pipelined behind it) is not complete yet; 'taken' when the
    * chosen rung's pipelined set-up took `fds`; else 'done' (the caller closes `fds`).
    */
   private onBytes (client: RawClient, slot: AdmissionSlot<Channel>, acc: Buffer, fds: number[]): 'more' | 'taken' | 'done' {
@@ -228,18 +200,18 @@ export class SideChannelListener {
       this.reject(client, wire.RejectReason.Version, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
       return 'done'
     }
-    // A SHM_SETUP pipelined behind HELLO (CAP_SHM_EARLY): wait for it whole, fds and all. It is
-    // read whether or not this server offers shm (dropped, its fds closed, when not chosen).
-    const early = (m.capabilities & wire.CAP_SHM_EARLY) !== 0
-    if (early && (m.capabilities & wire.CAP_SHM) === 0) {
-      this.reject(client, wire.RejectReason.Malformed, 'CAP_SHM_EARLY without CAP_SHM')
+    // A set-up pipelined behind HELLO: wait for it whole, fds and all. It is read whether or
+    // not this server offers its rung (dropped, its fds closed, when not chosen).
+    const early = wire.pipelinedSetup(m.capabilities)
+    if (early && (m.capabilities & early.with) === 0) {
+      this.reject(client, wire.RejectReason.Malformed, 'a pipelined set-up without its rung\'s HELLO bit')
       return 'done'
     }
-    const wanted = parsed.bytes + (early ? wire.SHM_SETUP_BYTES : 0)
+    const wanted = parsed.bytes + (early ? early.bytes : 0)
     if (acc.length < wanted) return 'more'
     step('server', 'HELLO read')
     if (acc.length !== wanted) {
-      this.reject(client, wire.RejectReason.Malformed, early ? 'bytes after SHM_SETUP before ACCEPT' : 'bytes after HELLO before ACCEPT')
+      this.reject(client, wire.RejectReason.Malformed, early ? 'bytes after the pipelined set-up before ACCEPT' : 'bytes after HELLO before ACCEPT')
       return 'done'
     }
     if (!early && fds.length > 0) {
@@ -268,24 +240,24 @@ export class SideChannelListener {
     const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed
     const family = familyName(seen)
     const view = { local: { address: seen, family, port: this.opts.port }, remote: { address: seen, family, port: clientPort } }
-    const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort, flags: wire.ACCEPT_SHM_EARLY })
+    const accept = wire.encodeAccept({ transport: chosen.offer.wireTransport, clientPort, flags: wire.ACCEPT_READS_PIPELINED })
     const side = client.serverEnd(view, this.opts.handshakeTimeoutMs)
-    const pipelined = early ? earlyOf(chosen.offer) : undefined
-    if (pipelined !== undefined && pipelined.cap === wire.CAP_SHM_EARLY) {
+    const pipelined = early ? chosen.offer.early : undefined
+    if (pipelined !== undefined && pipelined.cap === early!.cap) {
       // ACCEPT and the set-up's reply go out together (one sendmsg) from the rung's set-up.
       this.setUp(slot, chosen, pipelined.accept(side, accept, acc.subarray(parsed.bytes), fds))
       return 'taken'
     }
     // ACCEPT goes out at once (16 bytes into an empty socket buffer), not through the handle's
-    // write queue, so the rung's set-up starts in this turn of the loop. A pipelined SHM_SETUP
+    // write queue, so the rung's set-up starts in this turn of the loop. A pipelined set-up
     // for a rung not chosen is dropped: the caller closes its fds.
     side.acceptFds = chosen.offer.makeAcceptFds?.(m.capabilities) ?? []
     const sent = native!.sendFds(side.handle.fd, accept, side.acceptFds)
     if (sent !== accept.length) {
-      debug('unix', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
+      debug('sidechannel', 'side channel %s: ACCEPT not sent (%d)', this.name, sent)
       for (const f of side.acceptFds) native!.closeFd(f)
       slot.fail()
-      closeServerEnd(side)
+      side.close()
       return 'done'
     }
     step('server', 'ACCEPT written')
@@ -299,7 +271,7 @@ export class SideChannelListener {
       step('server', `${chosen.name} set up`)
       slot.admit(c)
     }, e => {
-      debug('unix', '%s set-up with a client failed: %s', chosen.name, (e as Error).message)
+      debug('sidechannel', '%s set-up with a client failed: %s', chosen.name, (e as Error).message)
       slot.fail()
     })
   }
@@ -319,30 +291,19 @@ export class SideChannelListener {
 function socketOver (handle: KernelHandle): net.Socket {
   const NodeSocket = originals.Socket as unknown as new (o: object) => net.Socket
   const socket = new NodeSocket({ handle, pauseOnCreate: true, readable: true, writable: true })
-  socket.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+  socket.on('error', err => debug('sidechannel', 'side channel client error: %s', err.message))
   return socket
 }
 
-/** How to close each server end handed to a rung (closeServerEnd). */
-const closers = new WeakMap<SideChannelServerEnd, () => void>()
-
 /**
- * Closes a side channel a rung was handed and does not keep (shm: once its dup took over):
- * its socket if one was made (`side.raw`), else its handle alone. Idempotent.
- */
-export function closeServerEnd (side: SideChannelServerEnd): void {
-  closers.get(side)?.()
-}
-
-/**
- * A side-channel client during the handshake: its handle, read natively. The net.Socket over
- * it costs ~10 µs to make and ~6 µs to destroy on the server's path to ACCEPT, and only the
- * unix rung (which adopts it) and cluster need one, so it is made on first use of `raw`.
+ * A side-channel client during the handshake: its handle, read natively. A net.Socket over it
+ * costs measurable time on the server's path to ACCEPT (docs/transports.md, "Set-up time"), and
+ * only the unix rung (which adopts it) and cluster need one, so it is made on first use of `raw`.
  */
 class RawClient {
   closed = false
   constructor (readonly handle: KernelHandle, private socket: net.Socket | null, private onClosed: (() => void) | null) {
-    socket?.on('error', err => debug('unix', 'side channel client error: %s', err.message))
+    socket?.on('error', err => debug('sidechannel', 'side channel client error: %s', err.message))
   }
 
   /** The socket over the handle, made now if there is none yet. */
@@ -381,9 +342,9 @@ class RawClient {
       view,
       handshakeRead: 0,
       handshakeWritten: 0,
-      handshakeTimeoutMs
+      handshakeTimeoutMs,
+      close: () => client.close()
     }
-    closers.set(side, () => client.close())
     return side
   }
 

@@ -1,6 +1,6 @@
 /**
  * L2, busy polling for the side channel's reply: after HELLO, a client that would sleep on epoll
- * for ACCEPT (a blocking wake-up costs ~20 µs on these VMs, more under load) first polls the
+ * for ACCEPT (a blocking wake-up costs more than a short spin: docs/polling.md) first polls the
  * socket for a bounded time, when recent handshakes suggest the reply comes that soon (the
  * learned-window idea of KVM's haltpoll, as in docs/polling.md). A server that answers late (a
  * loaded host: the server process waits for a CPU) turns it off, so the spinning costs nothing
@@ -18,7 +18,7 @@ const recentUs: number[] = []
 
 /**
  * How long (µs) to busy-poll for the reply after HELLO: REPLY_POLL_CAP_US, bounded by the
- * socket's `pollUs` (shmPollUs; 0 turns polling off), when the median of recent replies came
+ * socket's `pollUs` (0 turns polling off), when the median of recent replies came
  * within twice the bound (a reply seen after sleeping is seen a wake-up late), else 0.
  */
 export function replyPollUs (pollUs: number | undefined): number {

@@ -1,27 +1,18 @@
 /**
- * L2, the side channel as a server's rungs see it: every side-channel rung's `listen` calls
- * `listenSideChannel(req)`, and the first call for a ListenRequest starts one listener that
- * offers all of that server's side-channel rungs (later calls get the same listener). Cluster
+ * L2, the side channel's listening as the server sees it: the server calls the side channel's
+ * connector once per TCP listener (./connector.ts `listen`), which starts one listener offering
+ * all of that server's side-channel rungs. Cluster
  * round-robin (lib/cluster.ts): a worker serves the clients its primary hands over, a primary
  * whose TCP handle cluster took hands its clients to the workers.
  */
 import { debug } from '../debug'
 import { SideChannelListener } from './listener'
 import { dispatchToWorkers, serveFromPrimary, keyOf } from '../cluster'
-import type { ListenRequest, RungListener } from '../transports/contract'
+import type { Connector, ListenRequest, RungListener } from '../transports/contract'
 
-const started = new WeakMap<ListenRequest, RungListener | null>()
-
-/** The side-channel listener for this server's TCP listener (one per request), or null. */
-export function listenSideChannel (req: ListenRequest): RungListener | null {
-  if (started.has(req)) return started.get(req)!
-  const l = start(req)
-  started.set(req, l)
-  return l
-}
-
-function start (req: ListenRequest): RungListener | null {
-  const offers = req.rungs.filter(r => r.sideChannel).map(r => ({ name: r.name, offer: r.sideChannel! }))
+/** The side-channel listener for this server's TCP listener, offering the rungs of `connector`, or null. */
+export function listenSideChannel (req: ListenRequest, connector: Connector): RungListener | null {
+  const offers = req.rungs.filter(r => r.connector === connector && r.sideChannel).map(r => ({ name: r.name, offer: r.sideChannel! }))
   if (offers.length === 0) return null
   const why = req.roundRobinWorker ? null : req.listenHandleProblem
   if (why) {

@@ -40,7 +40,7 @@ const nodeBufferSize = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bu
 const nodeBytesWritten = Object.getOwnPropertyDescriptor(NodeSocket.prototype, 'bytesWritten')!.get!
 /**
  * Installs on fastsock's Socket prototype the accessors Node defines on net.Socket's and that a
- * socket without a handle must answer itself (NET-COMPAT.md): `pending`, `bufferSize`,
+ * socket without a handle must answer itself (docs/design.md, "The stream core"): `pending`, `bufferSize`,
  * `bytesRead`, `bytesWritten`, `_bytesDispatched`; and the `write` accessor.
  */
 export function installAccessors (proto: object): void {

@@ -29,10 +29,11 @@ export function attachEndpoint (sock: AdoptingSocket, ch: Channel): EndpointStre
   const pollUs = st.pollUs ?? (ch.caps.adaptivePolling ? DEFAULT_POLL_WINDOW_US : 0)
   const stream = new EndpointStream(ch.endpoint!, sock, st, pollUs)
   st.stream = stream
-  ch.bindEvents!(() => stream.onevent())
+  const ep = ch.endpoint!
+  ep.setOnEvent(() => stream.onevent())
   // Unbound at close: the endpoint's strong reference to the callback would keep the stream,
   // the socket and the endpoint alive after the connection is gone.
-  stream.onClose = () => ch.bindEvents!(noEvents)
+  stream.onClose = () => ep.setOnEvent(noEvents)
   sock.transport = ch.transport
   applyChannel(st, ch)
   return stream

@@ -26,6 +26,8 @@ export interface SocketOptions extends net.SocketConstructorOpts {
    * (DEFAULT_POLL_WINDOW_US), or FASTSOCK_SHM_POLL_US; 0 never spins. In [0, 1e6], else
    * RangeError ERR_OUT_OF_RANGE.
    */
+  pollUs?: number
+  /** @deprecated The old name of `pollUs` (still accepted; `pollUs` wins when both are given). */
   shmPollUs?: number
   /** Node's caller-supplied receive buffer, extended: `buffer` may be any typed array. */
   onread?: { buffer: ArrayBufferView | (() => ArrayBufferView), callback: (bytes: number, buf: ArrayBufferView) => boolean | void }
@@ -70,8 +72,10 @@ export function prepareOptions (options?: SocketOptions | number): PreparedOptio
   delete opts.transports
   delete opts.transportTimeoutMs
   delete opts.shmRingBytes
-  const pollUs = opts.shmPollUs ?? accepted?.pollUs ?? configuredPollUs()
-  if (pollUs !== undefined && (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6)) throw outOfRange(`options.shmPollUs must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
+  const pollName = opts.pollUs !== undefined ? 'pollUs' : 'shmPollUs'
+  const pollUs = opts.pollUs ?? opts.shmPollUs ?? accepted?.pollUs ?? configuredPollUs()
+  if (pollUs !== undefined && (typeof pollUs !== 'number' || !(pollUs >= 0) || pollUs > 1e6)) throw outOfRange(`options.${pollName} must be a number of µs in [0, 1e6], got ${String(pollUs)}`)
+  delete opts.pollUs
   delete opts.shmPollUs
   const state = newState(transports ?? defaultTransports(), timeoutMs, ringBytes, pollUs, onread?.spec ?? null)
   return { nodeOptions: opts as net.SocketConstructorOpts, state, accepted }

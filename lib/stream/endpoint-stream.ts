@@ -1,7 +1,7 @@
 /**
  * L2, the stream core for handle-less endpoints (see EndpointStream). A socket on shm or verbs
- * has no kernel handle (`_handle` is null, NET-COMPAT.md); its Duplex hooks (`_read`,
- * `_writeGeneric`, `_final`, `_destroy`, ref/unref, the byte counters) call one EndpointStream,
+ * has no kernel handle (`_handle` is null; docs/design.md, "The stream core"); its Duplex hooks
+ * (`_read`, `_writeGeneric`, `_final`, `_destroy`, ref/unref, the byte counters) call one EndpointStream,
  * which moves bytes between the endpoint (lib/transports/contract.ts StreamEndpoint) and the
  * socket's stream: pending readInto requests first, then `onread`, then 'data'.
  *
@@ -11,15 +11,13 @@
  * by its loop's progress engine before it sleeps (docs/polling.md); writeSync / readIntoSync
  * busy-poll for `spinUs` in the calling thread.
  */
-import { native, ShmEndpointNative, isShmEndpoint } from '../native'
-import { ShmOnlyError, StaleLoanError, errnoError, outOfRange } from '../errors'
+import { native } from '../native'
+import { StaleLoanError, errnoError, outOfRange, ERRNO } from '../errors'
 import type { StreamEndpoint } from '../transports/contract'
 import { ReadIntoRequest, settleFull } from './readinto'
 import type { OnreadSpec } from './onread'
 
-const ETIMEDOUT = -110
-const ECONNRESET = -104
-const EPIPE = -32
+const { ETIMEDOUT, ECONNRESET, EPIPE } = ERRNO
 
 /** Largest Buffer one 'data' event carries. */
 const READ_CHUNK_BYTES = 64 * 1024
@@ -70,7 +68,8 @@ function trackLive (c: EndpointStream): void {
  * one Buffer per chunk ('data'); writes go caller's bytes -> endpoint. Backpressure is the
  * endpoint's: when it takes no more, the write's callback waits for its writable event, so
  * `write()` returns false and 'drain' follows, as over TCP. Loans and synchronous I/O need a
- * shared ring (`isShmEndpoint`); the socket offers them only where the channel's capabilities say so.
+ * endpoint with those members (StreamEndpoint's optional ones); the socket offers them only where
+ * the channel's capabilities, derived from those members, say so.
  */
 export class EndpointStream {
   readonly ep: StreamEndpoint
@@ -215,10 +214,9 @@ export class EndpointStream {
     if (this.wBufs !== null) this.finishWrite(errnoError(EPIPE, 'write'))
   }
 
-  /** The endpoint's protocol counters (an endpoint with `stats()`: verbs), or null. */
+  /** The endpoint's protocol counters (an endpoint with `stats()`), or null. */
   stats (): Record<string, number | string | boolean> | null {
-    const ep = this.ep as StreamEndpoint & { stats?: () => Record<string, number | string | boolean> }
-    return typeof ep.stats === 'function' ? ep.stats() : null
+    return this.ep.stats?.() ?? null
   }
 
   /** Node's socket.ref(): the endpoint holds the loop again whenever it is active (syncRef). */
@@ -441,10 +439,13 @@ export class EndpointStream {
     }
   }
 
-  /** The endpoint as a shared ring; callers check the channel's capabilities first (socket.ts does). */
-  private ring (): ShmEndpointNative {
-    if (!isShmEndpoint(this.ep)) throw new ShmOnlyError('this needs a shared ring (the shm rung)')
-    return this.ep
+  /**
+   * The endpoint's optional members for loans and synchronous I/O. The socket calls those only
+   * where the channel's capabilities (derived from these members) say so: a missing one here is
+   * a bug of the caller.
+   */
+  private ring (): Required<StreamEndpoint> {
+    return this.ep as Required<StreamEndpoint>
   }
 
   /**

@@ -48,9 +48,12 @@ export interface KernelHandle {
 
 /**
  * What a native endpoint without a kernel handle (shm, verbs) offers the stream core
- * (lib/stream/endpoint-stream.ts), as an operations table: non-blocking moves that return byte
- * counts, arming for the next event (false: there is work, retry now), and the connection's
- * state. csrc/stream_state.h defines the state bits (exported as `native.streamState`).
+ * (lib/stream/endpoint-stream.ts), as one operations table (UCX's `uct_iface_ops`): non-blocking
+ * moves that return byte counts, arming for the next event (false: there is work, retry now), the
+ * connection's state, and where its events go. csrc/stream_state.h defines the state bits
+ * (exported as `native.streamState`). An optional member is an optional capability: a missing one
+ * means the endpoint does not do that, and the Channel's capability flags are derived from them
+ * (`endpointCaps`), never declared beside them.
  */
 export interface StreamEndpoint {
   write (view: ArrayBufferView): number
@@ -77,6 +80,42 @@ export interface StreamEndpoint {
   setPollUs (us: number): void
   /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
   counters (): [number, number]
+  /**
+   * Where the endpoint's events (doorbells, liveness, completions) go: the endpoint is made
+   * during the set-up, before the socket and its stream core exist.
+   */
+  setOnEvent (fn: () => void): void
+  /** Optional (capability `stats`): protocol counters (`socket.transportStats()`). */
+  stats? (): Record<string, number | string | boolean>
+  /**
+   * Optional (capability `syncIo`, with readIntoSync): every byte of `view` into the endpoint,
+   * busy-polling for spinUs then sleeping in the calling thread, for at most timeoutMs.
+   */
+  writeSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  /** Optional (capability `syncIo`): fills `view` (fewer bytes only at EOF), as writeSync waits. */
+  readIntoSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  /**
+   * Optional (capability `zeroCopyLoan`, with txHeadOffset and commit): one ArrayBuffer over the
+   * transmit ring's mirrored mapping (2 x ring bytes), where loans are handed out.
+   */
+  txRegion? (): ArrayBuffer
+  /** Offset in txRegion() of the next byte to send, in [0, ring bytes). */
+  txHeadOffset? (): number
+  /** Publishes n bytes already placed at txHeadOffset(); 0 when n bytes are not free. */
+  commit? (n: number): number
+}
+
+/**
+ * The capability flags an endpoint's members imply: `syncIo` (writeSync and readIntoSync),
+ * `zeroCopyLoan` (txRegion, txHeadOffset, commit), `stats` (stats).
+ */
+export function endpointCaps (ep: StreamEndpoint): Pick<Capabilities, 'syncIo' | 'zeroCopyLoan' | 'stats'> {
+  const has = (m: keyof StreamEndpoint): boolean => typeof ep[m] === 'function'
+  return {
+    syncIo: has('writeSync') && has('readIntoSync'),
+    zeroCopyLoan: has('txRegion') && has('txHeadOffset') && has('commit'),
+    stats: has('stats')
+  }
 }
 
 /** What the kernel runs an smc connection on (smc_diag), as `socket.smcInfo()` reports it. */
@@ -106,7 +145,7 @@ export interface Capabilities {
    * The endpoint joins its event loop's progress engine (csrc/progress.h): a waiting connection
    * is busy-polled for an adaptive window before it sleeps, ON by default with a cap of
    * DEFAULT_POLL_WINDOW_US (docs/polling.md). Without it the endpoint polls only when asked
-   * (`shmPollUs` > 0).
+   * (`pollUs` > 0).
    */
   adaptivePolling: boolean
   /** `smcInfo()`: the handle is an AF_SMC socket whose real mode smc_diag reports. */
@@ -146,8 +185,6 @@ export interface Channel {
   handle: KernelHandle | null
   /** A native endpoint without a kernel handle (shm, verbs). */
   endpoint: StreamEndpoint | null
-  /** Routes the endpoint's events to the stream core once it exists (endpoint channels). */
-  bindEvents: ((onevent: () => void) => void) | null
   /** Handshake bytes on the handle's counters, kept out of bytesRead / bytesWritten. */
   handshakeRead: number
   handshakeWritten: number
@@ -158,17 +195,20 @@ export interface Channel {
   sendBufferBytes: number
   /** pipeStandIn: the flag both ends share that stands in for a RST (see ResetFlag), or null. */
   resetFlag: ResetFlag | null
+  /** What the socket may offer on it; with an endpoint, syncIo, zeroCopyLoan and stats are its members'. */
   caps: Capabilities
   hooks: ChannelHooks
 }
 
-/** A Channel with defaults for what a rung leaves out. */
+/**
+ * A Channel with defaults for what a rung leaves out; an endpoint's capability flags are derived
+ * from its members (endpointCaps), the rest (adaptivePolling...) are the rung's.
+ */
 export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Channel {
-  return {
+  const ch: Channel = {
     view: null,
     handle: null,
     endpoint: null,
-    bindEvents: null,
     handshakeRead: 0,
     handshakeWritten: 0,
     sendBufferBytes: 0,
@@ -177,6 +217,8 @@ export function channel (c: Pick<Channel, 'transport'> & Partial<Channel>): Chan
     hooks: {},
     ...c
   }
+  if (ch.endpoint !== null) ch.caps = Object.freeze({ ...ch.caps, ...endpointCaps(ch.endpoint) })
+  return ch
 }
 
 /**
@@ -205,12 +247,19 @@ export interface ConnectRequest {
   host: string
   addresses: string[]
   port: number
-  /** The whole attempt must end (connected or failed, resources released) within this. */
+  /** How long one rung's attempt may take (ms, `transportTimeoutMs`): for messages; waits use `deadline`. */
   timeoutMs: number
+  /**
+   * When this rung's attempt must be over, connected or failed, resources released (Date.now()
+   * ms): the chain's one attempt timer, set when it starts each rung (Node's
+   * internalConnectMultiple keeps one per attempt too). Rungs bound every wait by it instead of
+   * timing themselves.
+   */
+  deadline: number
   /** shm ring bytes per direction (the socket's `shmRingBytes`). */
   shmRingBytes: number
   /**
-   * The socket's `shmPollUs` (µs; undefined: the default): how long a set-up may busy-poll for
+   * The socket's `pollUs` (µs; undefined: the default): how long a set-up may busy-poll for
    * its peer's answer is bounded by it, and 0 turns that off.
    */
   pollUs?: number
@@ -234,6 +283,69 @@ export interface AttemptContext {
   rank (r: Rung): number
   /** Every failed attempt's error so far, in order. */
   readonly errors: Error[]
+  /**
+   * The shared set-ups (Connectors) already tried in this connect: a later rung on the same one
+   * skips (Connector.skip). Written by the connector, kept with the connect, as Node keeps an
+   * attempt's state in its `context`.
+   */
+  readonly tried: Set<Connector>
+}
+
+/**
+ * A set-up several rungs share (the side channel, lib/sidechannel/), as one object with one job
+ * (undici's `buildConnector`, UCX's wire-up): it owns whether to attempt a destination, what one
+ * attempt offers (the rung the chain is at and the later rungs it also carries), the tried set of
+ * a connect (`AttemptContext.tried`), listening (one listener per server for all its rungs) and
+ * the handshake's deadline. Its rungs are endpoint factories (`sideChannel` offers); the chain
+ * and the server call the connector for them.
+ */
+export interface Connector {
+  /** For diagnostics ('side channel'). */
+  readonly name: string
+  /** Why `rung` will not be attempted through this connector now, or null (see Rung.skip). */
+  skip (rung: Rung, req: ConnectRequest, ctx: AttemptContext): string | null
+  /** One attempt for `rung` (and the later rungs it offers with it); as Rung.connect. */
+  connect (rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel>
+  /** One listener for every rung of `req.rungs` that goes through this connector; null when none. */
+  listen (req: ListenRequest): RungListener | null
+}
+
+/** The client's prepared pipelined set-up for one connect, sent right behind HELLO. */
+export interface EarlyClientSetup {
+  /** The set-up message, and the fds that travel with it (SCM_RIGHTS). */
+  bytes: Buffer
+  fds: number[]
+  /** Closes what was made for it when the server did not take it (another rung, REJECT, an error). Idempotent. */
+  release (): void
+  /**
+   * After ACCEPT chose this rung: `reply` is the message that followed ACCEPT (decoded, its type
+   * and fields as lib/wire.ts gives them), `replyFds` its fds (owned by the callee from here on,
+   * also when it throws), `fd` the side channel (owned by the callee too: it stays as the liveness
+   * signal, or is closed). Rejects (releasing everything) when the server refused the set-up: the
+   * side channel's later rungs may then still be tried.
+   */
+  complete (fd: number, reply: unknown, replyFds: number[], view: TcpView): Promise<Channel>
+}
+
+/**
+ * How a rung pipelines its set-up behind HELLO (docs/wire-protocol.md, "Pipelined SHM_SETUP"):
+ * the client sends it in the same sendmsg as HELLO, to a server that announced it reads one; the
+ * server answers ACCEPT and the set-up's reply in one sendmsg. One round trip instead of two.
+ */
+export interface EarlyOffer {
+  /** The HELLO capability bit that says the set-up follows HELLO. */
+  cap: number
+  /** How many fds may travel with the set-up's reply (after ACCEPT). */
+  replyFds: number
+  /** Client: makes the set-up for a connect. Throws when it cannot (HELLO then goes alone). */
+  prepare (ringBytes: number): EarlyClientSetup
+  /**
+   * Server, once the listener chose this rung: takes the pipelined set-up (`setup`, its `fds`
+   * owned by the callee from here on), sends `accept` followed by the set-up's reply (or a
+   * REJECT) in one sendmsg, and resolves with the Channel to adopt; rejects when the set-up was
+   * refused (the client was told).
+   */
+  accept (side: SideChannelServerEnd, accept: Buffer, setup: Buffer, fds: number[]): Promise<Channel>
 }
 
 /** How a side-channel rung (shm, unix) is negotiated: docs/wire-protocol.md, HELLO and ACCEPT. */
@@ -259,6 +371,8 @@ export interface SideChannelOffer {
   complete (side: SideChannelClientEnd): Promise<Channel>
   /** Server side, after ACCEPT went out choosing this rung: resolves with the Channel to adopt. */
   accept (side: SideChannelServerEnd): Promise<Channel>
+  /** Its set-up pipelined behind HELLO, if it has one (shm). */
+  readonly early?: EarlyOffer
 }
 
 /** The client's side channel once ACCEPT arrived: the socket that holds it, paused. */
@@ -287,6 +401,11 @@ export interface SideChannelServerEnd {
   handshakeRead: number
   handshakeWritten: number
   handshakeTimeoutMs: number
+  /**
+   * Closes the side channel when the rung does not keep it (shm, once its dup took over): its
+   * socket if one was made (`raw`), else its handle alone. Idempotent.
+   */
+  close (): void
 }
 
 /** What a fastsock server asks each rung it offers, for every TCP listener it opens. */
@@ -334,6 +453,13 @@ export interface Rung<N extends string = string> {
   /** A connect to a UNIX path (Node's own) reports this rung as its transport (unix). */
   readonly unixPath?: true
   /**
+   * Its Channels have no kernel handle (a native endpoint the stream core drives: shm, verbs).
+   * Node's C++ stream consumers (TLSWrap for tls/https, nghttp2 for http2) reach such a socket
+   * only through Node's JSStreamSocket; sockets they will wrap prefer rungs without this flag
+   * (lib/socket/wrapped.ts, docs/transparency.md "Sockets TLS and HTTP/2 wrap").
+   */
+  readonly handleless?: true
+  /**
    * Why this rung will not attempt this destination now (no attempt, no event, no error), or
    * null: not on this host, a shared set-up already tried in this connect, cached elsewhere.
    */
@@ -346,6 +472,12 @@ export interface Rung<N extends string = string> {
   connect? (req: ConnectRequest, ctx: AttemptContext): Promise<Channel>
   /** Negotiated over the side channel (lib/sidechannel/): its HELLO bit and set-up. */
   readonly sideChannel?: SideChannelOffer
+  /**
+   * The shared set-up this rung goes through (the side channel): the chain calls its `skip` and
+   * `connect` for this rung instead of the rung's own, the server its `listen` once for all its
+   * rungs. Such a rung has no `skip`, `connect` or `listen` of its own.
+   */
+  readonly connector?: Connector
   /** Starts listening beside a TCP listener; null when it cannot serve that address. */
   listen? (req: ListenRequest): RungListener | null
   /**

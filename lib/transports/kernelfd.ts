@@ -5,16 +5,15 @@
  * own TCP handle (getsockname reports AF_INET/AF_INET6), so the connection is a real
  * `net.Socket` with full fidelity and the handle's own addresses.
  */
-import * as os from 'os'
 import * as util from 'util'
 import { native } from '../native'
 import { handleOverFd } from '../handles'
 import { addressBytes } from '../address'
-import { errnoError, unserved, AttemptTimeoutError, NotOfferedError } from '../errors'
+import { errnoError, ERRNO, unserved, AttemptTimeoutError, NotOfferedError } from '../errors'
 import { debug } from '../debug'
 import type { Availability, ConnectRequest, KernelHandle } from './contract'
 
-const { ETIMEDOUT, ECONNREFUSED } = os.constants.errno
+const { ETIMEDOUT, ECONNREFUSED } = ERRNO
 
 /** One kernel socket family a rung runs on. */
 export interface KernelFamily {
@@ -42,7 +41,7 @@ export function familyAvailability (k: KernelFamily): Availability {
 }
 
 /**
- * Connects to the first of `req.addresses` that accepts, within `req.timeoutMs` overall.
+ * Connects to the first of `req.addresses` that accepts, by the attempt's `req.deadline`.
  * Resolves with the connected Node TCP handle over the fd (not reading: the caller's socket
  * adopts it); rejects with UnservedError (ECONNREFUSED: nothing listens), Node's connect error
  * (code ...), AttemptTimeoutError, or NotOfferedError when no address is one this family can
@@ -51,7 +50,7 @@ export function familyAvailability (k: KernelFamily): Availability {
 export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Promise<KernelHandle> {
   if (!native) throw new NotOfferedError(`${k.rung}: native addon not loaded`)
   const core = native
-  const deadline = Date.now() + req.timeoutMs
+  const deadline = req.deadline
   let last: Error | null = null
   for (const address of req.addresses) {
     const ab = addressBytes(address)
@@ -74,11 +73,11 @@ export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Pr
     }
     if (fd >= 0) core.closeFd(fd)
     if (req.aborted()) throw new AttemptTimeoutError(`${k.rung}: the socket was destroyed while connecting`)
-    if (status === -ETIMEDOUT) {
+    if (status === ETIMEDOUT) {
       last = new AttemptTimeoutError(`${k.rung} connect to ${address}:${req.port} took longer than ${req.timeoutMs} ms`)
       break
     }
-    last = status === -ECONNREFUSED ? unserved(status, 'connect', `${address}:${req.port}`) : errnoError(status, 'connect', `${address}:${req.port}`)
+    last = status === ECONNREFUSED ? unserved(status, 'connect', `${address}:${req.port}`) : errnoError(status, 'connect', `${address}:${req.port}`)
     debug(k.rung, 'connect %s:%d failed: %s', address, req.port, last.message)
     if (Date.now() >= deadline) break
   }

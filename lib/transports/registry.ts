@@ -38,6 +38,19 @@ export function rungOf (name: TransportName): Rung {
   return byName.get(name)!
 }
 
+/**
+ * `names` in the order a socket that Node's TLS or HTTP/2 will wrap prefers: the rungs with a
+ * kernel handle first (TLSWrap and nghttp2 then drive the handle natively), then the handle-less
+ * ones (reached through JSStreamSocket), then Node's own TCP; stable within each group.
+ */
+export function kernelHandleFirst<T extends string> (names: readonly T[]): T[] {
+  const group = (n: T): number => {
+    const r = byName.get(n)
+    return r === undefined || r.nodeConnect ? 2 : r.handleless ? 1 : 0
+  }
+  return [...names].sort((a, b) => group(a) - group(b))
+}
+
 /** A rung's position in the chain (the order servers prefer). */
 export function rankOf (r: Rung): number {
   return RUNGS.indexOf(r as typeof RUNGS[number])

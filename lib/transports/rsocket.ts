@@ -17,7 +17,7 @@
 import * as net from 'net'
 import { native, nativeMissingReason, RsocketOutcome } from '../native'
 import { debug } from '../debug'
-import { errnoError, AttemptTimeoutError, NotOfferedError, unserved } from '../errors'
+import { errnoError, ERRNO, AttemptTimeoutError, NotOfferedError, unserved } from '../errors'
 import { familyName, unmapV4, TcpView } from '../address'
 import { handleOverFd } from '../handles'
 import { isLoopback, crossHostListenAddresses } from './remote'
@@ -29,8 +29,8 @@ const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, pipeStandIn: true
 
 /** The error of a failed attempt: a timeout, UnservedError when nobody listens there, else Node's system error. */
 function attemptError (o: RsocketOutcome, address: string, port: number): Error {
-  const errno = o.errno ?? -5
-  if (errno === -110) return new AttemptTimeoutError(`rsocket: ${address}:${port}: ${o.reason}`)
+  const errno = o.errno ?? ERRNO.EIO
+  if (errno === ERRNO.ETIMEDOUT) return new AttemptTimeoutError(`rsocket: ${address}:${port}: ${o.reason}`)
   const syscall = o.syscall ?? 'rconnect'
   const extra = `${address}:${port} (rsocket: ${o.reason})`
   return o.notOffered ? unserved(errno, syscall, extra) : errnoError(errno, syscall, extra)
@@ -74,7 +74,6 @@ function attempt (address: string, port: number, timeoutMs: number): Promise<Rso
  * refused (no RDMA route, an iWARP route, or REJECTED: no rsocket listener on that port).
  */
 async function connect (req: ConnectRequest): Promise<Channel> {
-  const started = Date.now()
   let last: Error | null = null
   for (const raw of req.addresses) {
     if (req.aborted()) break
@@ -83,7 +82,7 @@ async function connect (req: ConnectRequest): Promise<Channel> {
       last = new NotOfferedError(`rsocket: ${address} is a loopback address no RDMA device owns`)
       continue
     }
-    const left = req.timeoutMs - (Date.now() - started)
+    const left = req.deadline - Date.now()
     if (left <= 0) {
       last = new AttemptTimeoutError(`rsocket: no connection within ${req.timeoutMs} ms`)
       break

@@ -1,13 +1,13 @@
 /**
  * Rung `unix`: the verified side channel itself carries the application's bytes, on Node's own
  * pipe handle with a TCP view (docs/design.md, "Discovery"). Negotiated over the side channel
- * (lib/sidechannel/), which shm shares: one attempt may offer both.
+ * (lib/sidechannel/), which shm shares: one attempt may offer both. The rung is an endpoint
+ * factory: the side channel's connector attempts, skips and listens for it.
  */
 import { native, nativeMissingReason } from '../native'
 import * as wire from '../wire'
 import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle, ResetFlag } from './contract'
-import { connectSideChannel, skipSideChannel } from '../sidechannel/client'
-import { listenSideChannel } from '../sidechannel/serve'
+import { sideChannel } from '../sidechannel/connector'
 import { detachHandle } from '../handles'
 import { HandshakeError } from '../errors'
 
@@ -61,8 +61,7 @@ export const unix: Rung<'unix'> = {
     if (process.platform !== 'linux') return { available: false, reason: 'abstract UNIX sockets need Linux' }
     return { available: true, reason: 'verified side channel on an abstract UNIX socket (same host, same uid)' }
   },
-  skip: skipSideChannel,
-  connect (req, ctx) { return connectSideChannel(unix, req, ctx) },
+  connector: sideChannel,
   sideChannel: {
     cap: wire.CAP_UNIX,
     wireTransport: wire.TRANSPORT_UNIX,
@@ -88,6 +87,5 @@ export const unix: Rung<'unix'> = {
       detachHandle(side.raw)
       return c
     }
-  },
-  listen: listenSideChannel
+  }
 }

@@ -16,7 +16,7 @@
  * FASTSOCK_VERBS_CREDITS (32 receive buffers), FASTSOCK_RNDV_THRESHOLD (bytes; default chosen per
  * connection from the measured copy bandwidth and connection round trip),
  * FASTSOCK_VERBS_REG_CACHE_BYTES (64 MiB), FASTSOCK_VERBS_IWARP_PORT_OFFSET (10000). Busy polling
- * as on shm: `shmPollUs` (socket and server option) or FASTSOCK_SHM_POLL_US caps the window, 200 µs
+ * as on shm: `pollUs` (socket and server option) or FASTSOCK_POLL_US caps the window, 200 µs
  * unless set, 0 never polls.
  */
 import * as net from 'net'
@@ -79,14 +79,14 @@ function view (info: VerbsInfo, localPort: number | null, remotePort: number | n
 }
 
 /**
- * Protocol counters (`stats()`), no shared ring; a waiting connection is busy-polled (its
+ * Protocol counters (the endpoint's `stats()`: capability `stats`), no shared ring; a waiting connection is busy-polled (its
  * completion queue) by its loop's progress engine before it sleeps, as shm's ring is
- * (`shmPollUs` caps the window, docs/polling.md).
+ * (`pollUs` caps the window, docs/polling.md).
  */
-const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, stats: true, adaptivePolling: true })
+const CAPS: Capabilities = Object.freeze({ ...NO_CAPABILITIES, adaptivePolling: true })
 
 function verbsChannel (ep: VerbsEndpointNative, info: VerbsInfo, dialedPort: number | null, listenPort: number | null): Channel {
-  return channel({ transport: 'verbs', endpoint: ep, bindEvents: fn => ep.setOnEvent(fn), view: view(info, listenPort, dialedPort), caps: CAPS })
+  return channel({ transport: 'verbs', endpoint: ep, view: view(info, listenPort, dialedPort), caps: CAPS })
 }
 
 function connectOne (addr: string, port: number, timeoutMs: number): Promise<Channel> {
@@ -113,7 +113,7 @@ async function connect (req: ConnectRequest): Promise<Channel> {
   for (const addr of candidates) {
     if (req.aborted()) break
     try {
-      const c = await connectOne(addr, req.port, req.timeoutMs)
+      const c = await connectOne(addr, req.port, Math.max(1, req.deadline - Date.now()))
       if (req.aborted()) {
         c.endpoint!.close(true)
         break
@@ -151,6 +151,7 @@ function listen (req: ListenRequest): RungListener | null {
 
 export const verbs: Rung<'verbs'> = {
   name: 'verbs',
+  handleless: true,
   probe () {
     if (!native) return { available: false, reason: nativeMissingReason() }
     const why = rdmaMissing()

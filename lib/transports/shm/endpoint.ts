@@ -11,7 +11,7 @@
  * contiguous), then published with one native `commit(n)` (release store of
  * head, then the doorbell check), at least every PUBLISH_BYTES. A TypedArray.set of a small view
  * costs less than the two N-API calls per view a native writev spends on reading the array
- * (~13 ns against ~50 ns per 64 B view here); views larger than JS_COPY_MAX_BYTES, or not
+ * (docs/transports.md, "Set-up time", has the figures); views larger than JS_COPY_MAX_BYTES, or not
  * Uint8Arrays, go to the native writev, which publishes large copies in pieces as it goes.
  *
  * The views of the mapping are detached when the endpoint closes (it unmaps at once): every
@@ -71,6 +71,8 @@ export interface ShmEndpointCore extends ShmEndpointNative {
 }
 
 type ShmEndpointArgs = ConstructorParameters<NativeCore['ShmEndpoint']>
+/** The constructor's arguments but the last (`onevent`: newShmEndpoint routes it, setOnEvent). */
+type ShmEndpointSetupArgs = ShmEndpointArgs extends [...infer A, () => void] ? A : never
 type NativeShmEndpointClass = (new (...args: ShmEndpointArgs) => ShmEndpointCore) & { controlLayout: ControlLayout }
 
 /** Bytes of one receive slab (Node's stream reads allocate 64 KiB per read). */
@@ -202,4 +204,23 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
   }
   cls = JsShmEndpoint
   return cls
+}
+
+/** The shm endpoint as the stream core drives it: the whole StreamEndpoint table. */
+export type ShmEndpoint = ShmEndpointCore
+
+/** An endpoint's events before its stream core binds them (setOnEvent), and after it closed. */
+function noEvents (): void {}
+
+/**
+ * A connected shm endpoint (the constructor's arguments but `onevent`), with `setOnEvent`: the
+ * endpoint is made during the set-up, its stream core only when the socket adopts the channel,
+ * so the native `onevent` goes through one relay the stream core binds (contract.ts
+ * StreamEndpoint.setOnEvent). Throws as the constructor does (it owns the fds also then).
+ */
+export function newShmEndpoint (...args: ShmEndpointSetupArgs): ShmEndpoint {
+  let target: () => void = noEvents
+  const ep = new (shmEndpointClass())(...args, () => target()) as ShmEndpoint
+  ep.setOnEvent = fn => { target = fn }
+  return ep
 }

@@ -12,17 +12,15 @@
  * end gives up with ServerBusyError (REJECT Busy on the wire): the chain moves on to the next
  * rung (TCP) and caches nothing, as the shortage passes.
  */
-import { native, ShmEndpointNative } from '../../native'
-import { errnoError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../../errors'
+import { native } from '../../native'
+import { errnoError, ERRNO, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
 import { underFdPressure } from '../fd-pressure'
 import { takeSegment } from './pool'
-import { shmEndpointClass } from './endpoint'
+import { newShmEndpoint, ShmEndpoint } from './endpoint'
+import { readFrames } from '../../sidechannel/framed-read'
 
-const EAGAIN = -11
-const EPROTO = -71
-const ETIMEDOUT = -110
-
+const { EPROTO } = ERRNO
 
 /** `err` as the chain should see it: an fd shortage becomes ServerBusyError (fall back, cache nothing). */
 function fdShortage (err: unknown): unknown {
@@ -34,42 +32,25 @@ function fdShortage (err: unknown): unknown {
 }
 
 /**
- * The endpoint's `onevent` before its stream core exists: the endpoint is made during the
- * set-up, the stream (which needs the socket) only when it is adopted. `emit` goes to the
- * native side; `bind(fn)` routes it to the connection once there is one.
+ * Reads exactly one side-channel message (with at most maxFds fds) from a raw fd, with a timeout:
+ * one recvmsg holds it whole (the peer sends it in one sendmsg), anything else is malformed.
  */
-export function eventRelay (): { emit: () => void, bind: (fn: () => void) => void } {
-  let target: (() => void) | null = null
-  return { emit: () => target?.(), bind: fn => { target = fn } }
-}
-
-/** Reads exactly one side-channel message (with at most maxFds fds) from a raw fd, with a timeout. */
 function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ message: wire.Message, fds: number[] }> {
   return new Promise((resolve, reject) => {
-    native!.waitReadable(fd, timeoutMs, status => {
-      if (status === ETIMEDOUT) {
-        return reject(new AttemptTimeoutError(`shm setup took longer than ${timeoutMs} ms`))
-      }
-      const r = native!.recvFds(fd, wire.MAX_MESSAGE_BYTES, maxFds)
-      if (typeof r === 'number') {
-        if (r === EAGAIN) return reject(new HandshakeError('shm setup: spurious wake-up'))
-        // MSG_CTRUNC: the fds did not fit, often because this process has no fd numbers left.
-        if (r === EPROTO && underFdPressure()) return reject(new ServerBusyError(wire.RejectReason.Busy, 'shm setup: fds truncated (EMFILE)'))
-        return reject(new HandshakeError(`shm setup: ${errnoError(r, 'recvmsg').message}`))
-      }
-      const closeFds = (): void => { for (const f of r.fds) native!.closeFd(f) }
-      if (r.bytes.length === 0) {
-        closeFds()
-        return reject(new HandshakeError('shm setup: side channel closed'))
-      }
-      try {
-        const parsed = wire.decode(r.bytes)
-        if (!parsed || parsed.bytes !== r.bytes.length) throw new HandshakeError('shm setup: truncated message')
-        resolve({ message: parsed.message, fds: r.fds })
-      } catch (err) {
-        closeFds()
-        reject(err)
-      }
+    readFrames(fd, { maxFds, deadline: Date.now() + timeoutMs }, read => {
+      const parsed = wire.decode(read.acc)
+      if (!parsed || parsed.bytes !== read.acc.length) throw new HandshakeError('shm setup: truncated message')
+      resolve({ message: parsed.message, fds: read.fds })
+      return true
+    }, (why, read) => {
+      for (const f of read.fds) native!.closeFd(f)
+      if (why instanceof Error) return reject(why)
+      if (why === 'timeout') return reject(new AttemptTimeoutError(`shm setup took longer than ${timeoutMs} ms`))
+      if (why === 'closed') return reject(new HandshakeError('shm setup: side channel closed'))
+      if (why === 'aborted') return reject(new HandshakeError('shm setup: abandoned'))
+      // MSG_CTRUNC: the fds did not fit, often because this process has no fd numbers left.
+      if (why === EPROTO && underFdPressure()) return reject(new ServerBusyError(wire.RejectReason.Busy, 'shm setup: fds truncated (EMFILE)'))
+      reject(new HandshakeError(`shm setup: ${errnoError(why, 'recvmsg').message}`))
     })
   })
 }
@@ -99,8 +80,7 @@ export function clientSegment (ringBytes: number): ClientSegment {
  * anything else throws. Owns `fd` (the side channel), the segment's memfd and `fds` from the
  * call on: they end in the endpoint or are closed.
  */
-export function clientFinish (fd: number, seg: ClientSegment, message: wire.Message, fds: number[],
-  onevent: () => void): ShmEndpointNative {
+export function clientFinish (fd: number, seg: ClientSegment, message: wire.Message, fds: number[]): ShmEndpoint {
   const n = native!
   let memfd = seg.memfd
   try {
@@ -115,7 +95,7 @@ export function clientFinish (fd: number, seg: ClientSegment, message: wire.Mess
     const args = [memfd, doorbell, fd] as const
     memfd = fd = -1
     fds = []
-    return new (shmEndpointClass())(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2], onevent)
+    return newShmEndpoint(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2])
   } catch (err) {
     for (const f of [memfd, fd, ...fds]) if (f >= 0) n.closeFd(f)
     throw fdShortage(err)
@@ -129,8 +109,7 @@ export function clientFinish (fd: number, seg: ClientSegment, message: wire.Mess
  * ERR_FASTSOCK_REJECTED (ServerBusyError when either end is out of fds) / _HANDSHAKE /
  * _TRANSPORT_TIMEOUT.
  */
-export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number,
-  onevent: () => void): Promise<ShmEndpointNative> {
+export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number): Promise<ShmEndpoint> {
   const n = native!
   let seg: ClientSegment | null = null
   try {
@@ -150,7 +129,7 @@ export async function clientSetup (fd: number, ringBytes: number, timeoutMs: num
     n.closeFd(fd)
     throw fdShortage(err)
   }
-  return clientFinish(fd, seg, got.message, got.fds, onevent)
+  return clientFinish(fd, seg, got.message, got.fds)
 }
 
 /** A refused SHM_SETUP: what to tell the client, and the error the server's side rejects with. */
@@ -171,7 +150,7 @@ class Refusal extends Error {
  * `side` still the caller's) or, when the endpoint refused the segment, a HandshakeError (`side`
  * closed with it).
  */
-function serverEndpoint (side: number, m: wire.Message, fds: number[], onevent: () => void): { ep: ShmEndpointNative, ready: Buffer, readyFds: number[] } {
+function serverEndpoint (side: number, m: wire.Message, fds: number[]): { ep: ShmEndpoint, ready: Buffer, readyFds: number[] } {
   const n = native!
   try {
     if (m.type !== wire.MessageType.ShmSetup) throw new Refusal(wire.RejectReason.Malformed, `expected SHM_SETUP, got type ${m.type}`)
@@ -186,9 +165,9 @@ function serverEndpoint (side: number, m: wire.Message, fds: number[], onevent: 
     }
     const [memfd, clientDoorbell] = fds
     fds = [] // the endpoint constructor owns them and `side` now, also when it throws
-    let ep: ShmEndpointNative
+    let ep: ShmEndpoint
     try {
-      ep = new (shmEndpointClass())(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side, onevent)
+      ep = newShmEndpoint(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side)
     } catch (err) {
       throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
     }
@@ -205,7 +184,7 @@ function serverEndpoint (side: number, m: wire.Message, fds: number[], onevent: 
  * Out of fds it answers REJECT Busy (the client falls back to TCP) and rejects with
  * ServerBusyError.
  */
-export async function serverSetup (fd: number, timeoutMs: number, onevent: () => void): Promise<ShmEndpointNative> {
+export async function serverSetup (fd: number, timeoutMs: number): Promise<ShmEndpoint> {
   const n = native!
   let got: { message: wire.Message, fds: number[] }
   try {
@@ -221,7 +200,7 @@ export async function serverSetup (fd: number, timeoutMs: number, onevent: () =>
     n.closeFd(fd)
     throw fdShortage(err instanceof Refusal ? err.error : err)
   }
-  return answerSetup(fd, fd, Buffer.alloc(0), got.message, got.fds, onevent)
+  return answerSetup(fd, fd, Buffer.alloc(0), got.message, got.fds)
 }
 
 /**
@@ -230,8 +209,7 @@ export async function serverSetup (fd: number, timeoutMs: number, onevent: () =>
  * from the call on: the endpoint's liveness fd), `reply` the side channel itself (the caller's:
  * not closed here). Sends `accept` and then SHM_READY, or REJECT, in one sendmsg on `reply`.
  */
-export function serverEarlySetup (side: number, reply: number, accept: Buffer, setup: Buffer, fds: number[],
-  onevent: () => void): ShmEndpointNative {
+export function serverEarlySetup (side: number, reply: number, accept: Buffer, setup: Buffer, fds: number[]): ShmEndpoint {
   let m: wire.Message
   try {
     if (underFdPressure()) throw new Refusal(wire.RejectReason.Busy, 'the server is out of fds')
@@ -245,7 +223,7 @@ export function serverEarlySetup (side: number, reply: number, accept: Buffer, s
     native!.sendFds(reply, Buffer.concat([accept, wire.encodeReject(refusal.reason, refusal.text)]), [])
     throw refusal.error
   }
-  return answerSetup(side, reply, accept, m, fds, onevent)
+  return answerSetup(side, reply, accept, m, fds)
 }
 
 /**
@@ -253,13 +231,12 @@ export function serverEarlySetup (side: number, reply: number, accept: Buffer, s
  * with the endpoint made, or REJECT. `side` (owned) becomes the endpoint's liveness fd or is
  * closed; `fds` are owned. Rejects as serverSetup does.
  */
-function answerSetup (side: number, reply: number, prefix: Buffer, m: wire.Message, fds: number[],
-  onevent: () => void): ShmEndpointNative {
+function answerSetup (side: number, reply: number, prefix: Buffer, m: wire.Message, fds: number[]): ShmEndpoint {
   const n = native!
   const say = (bytes: Buffer, withFds: number[]): number => n.sendFds(reply, prefix.length ? Buffer.concat([prefix, bytes]) : bytes, withFds)
   let made
   try {
-    made = serverEndpoint(side, m, fds, onevent)
+    made = serverEndpoint(side, m, fds)
   } catch (err) {
     if (err instanceof Refusal) {
       say(wire.encodeReject(err.reason, err.text), [])

@@ -1,0 +1,82 @@
+/**
+ * L2, the one loop that reads handshake frames with their fds from a raw side-channel fd under a
+ * deadline (the client's reply, the listener's HELLO, the shm set-up's messages): recvmsg
+ * natively (a frame may carry fds, which a read through a handle would drop), busy-poll once if
+ * asked, else sleep until readable (`native.waitReadable`), and hand everything read so far to
+ * the caller until it says the frames it wants are complete. Nothing is read past what the
+ * caller allows (`wanted`): bytes after the handshake belong to whoever takes the fd over.
+ */
+import { native } from '../native'
+import { ERRNO } from '../errors'
+import * as wire from '../wire'
+
+const { EAGAIN, ETIMEDOUT } = ERRNO
+
+/** How a read ends without the caller's frames: the deadline, EOF, `aborted()`, or a -errno. */
+export type ReadEnd = 'timeout' | 'closed' | 'aborted' | number
+
+/** What was read so far: the bytes, the fds that came with them (the caller's), and whether a busy poll caught them. */
+export interface FramesRead {
+  acc: Buffer
+  fds: number[]
+  polled: boolean
+}
+
+export interface FramedReadOptions {
+  /** The most fds one recvmsg may take (more: EPROTO, MSG_CTRUNC). */
+  maxFds: number
+  /** Date.now() after which the read ends with 'timeout'. */
+  deadline: number
+  /** How many bytes the next recvmsg may take, given what was read (default: wire.MAX_MESSAGE_BYTES). */
+  wanted?: (acc: Buffer) => number
+  /** Before the first sleep, busy-poll until this process.hrtime.bigint() (`polled` says whether it caught bytes). */
+  spinUntil?: bigint
+  /** Checked before every read: true ends the read with 'aborted'. */
+  aborted?: () => boolean
+}
+
+/**
+ * Reads from `fd` until `onBytes(read)` returns true (the frames are complete; a throw ends the
+ * read with that error), or the read ends (`onEnd`, with the bytes and fds read so far: the
+ * caller closes or keeps them). Calls back synchronously when the bytes are already there.
+ */
+export function readFrames (fd: number, o: FramedReadOptions, onBytes: (read: FramesRead) => boolean,
+  onEnd: (why: ReadEnd | Error, read: FramesRead) => void): void {
+  const n = native!
+  const read: FramesRead = { acc: Buffer.alloc(0), fds: [], polled: false }
+  let spinUntil = o.spinUntil ?? null
+  const wanted = o.wanted ?? (() => wire.MAX_MESSAGE_BYTES)
+  const more = (): void => {
+    for (;;) {
+      if (o.aborted?.()) return onEnd('aborted', read)
+      let r = n.recvFds(fd, wanted(read.acc), o.maxFds)
+      if (r === EAGAIN && spinUntil !== null) {
+        const until = spinUntil
+        spinUntil = null
+        while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wanted(read.acc), o.maxFds)
+        read.polled = r !== EAGAIN
+      }
+      if (r === EAGAIN) {
+        const leftMs = o.deadline - Date.now()
+        if (leftMs <= 0) return onEnd('timeout', read)
+        n.waitReadable(fd, leftMs, status => {
+          if (status === ETIMEDOUT) return onEnd('timeout', read)
+          more()
+        })
+        return
+      }
+      if (typeof r === 'number') return onEnd(r, read)
+      if (r.bytes.length === 0) return onEnd('closed', read)
+      read.fds.push(...r.fds)
+      read.acc = read.acc.length ? Buffer.concat([read.acc, r.bytes]) : r.bytes
+      let done: boolean
+      try {
+        done = onBytes(read)
+      } catch (err) {
+        return onEnd(err as Error, read)
+      }
+      if (done) return
+    }
+  }
+  more()
+}
