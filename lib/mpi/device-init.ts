@@ -96,6 +96,9 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
     b.store.on('rankLost', (r: number) => device.lose(r, 'the store reported it lost'))
     // Another rank called abort(code): the job ends with that code.
     b.store.on('abort', (code: number) => process.exit(code))
+    // ... also when it came before these listeners (and so did the losses).
+    if (b.store.abortCode !== null) process.exit(b.store.abortCode)
+    for (const r of b.store.lostRanks) device.lose(r, 'the store reported it lost')
   }
   const shared: CommShared = { device, hosts, maxId: 0 }
   const world = new Comm(shared, Array.from({ length: b.size }, (_, r) => r), 0, b.localRank, b.localSize)

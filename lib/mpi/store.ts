@@ -397,6 +397,8 @@ export class StoreClient extends EventEmitter {
   observedAddress = ''
   /** Every rank reported lost so far (also those lost before this client registered). */
   readonly lostRanks = new Set<number>()
+  /** The code of an abort another rank relayed, null while none (kept for a listener that registers late). */
+  abortCode: number | null = null
   /** True once the server accepted HELLO (before that, a closed connection is retried, not lost). */
   private registered = false
   private nextId = 1
@@ -484,7 +486,7 @@ export class StoreClient extends EventEmitter {
     // Events go out on setImmediate: ones that came with the HELLO reply must reach listeners
     // attached after connect() resolved.
     if (op === Op.RANK_LOST) { const rank = r.i32(); this.lostRanks.add(rank); setImmediate(() => this.emit('rankLost', rank)); return }
-    if (op === Op.EVENT_ABORT) { const code = r.i32(); const from = r.i32(); setImmediate(() => this.emit('abort', code, from)); return }
+    if (op === Op.EVENT_ABORT) { const code = r.i32(); const from = r.i32(); this.abortCode = code; setImmediate(() => this.emit('abort', code, from)); return }
     const p = this.pending.get(id)
     if (p === undefined) return // a reply to a request that timed out
     this.pending.delete(id)

@@ -50,6 +50,9 @@ type TlsSocketInternals = tls.TLSSocket & {
 
 const EVENTS = ['data', 'end', 'close', 'error'] as const
 
+/** The rungs whose kernel handle TLS is moved onto at 'connect'. */
+const REWRAP_RUNGS = new Set(['unix', 'tcp'])
+
 /** The listeners `socket` has now for the events JSStreamSocket listens to. */
 export function listenersOf (socket: net.Socket): Map<string, AnyFn[]> {
   return new Map(EVENTS.map(e => [e, socket.listeners(e) as AnyFn[]]))
@@ -95,6 +98,13 @@ export function rewrapOnConnect (socket: net.Socket, tlssock: tls.TLSSocket, bef
     const rung = s.transport ?? 'none'
     if (!s._handle || s._handle.isStreamBase !== true) {
       debug('tls', 'client on %s (no kernel handle): TLS runs through Node\'s JSStreamSocket', rung)
+      return
+    }
+    // The rungs this is measured and tested on (docs/transparency.md); the cross-host kernel
+    // handles (smc, sdp) keep the JSStreamSocket path: over smc an unref() made before connect
+    // no longer let the process exit once re-wrapped (test/conformance/tls-unref.test.js, guest).
+    if (!REWRAP_RUNGS.has(rung)) {
+      debug('tls', 'client on %s: TLS stays on JSStreamSocket (re-wrapping is for unix and tcp)', rung)
       return
     }
     const why = t.destroyed ? 'the TLSSocket is destroyed'

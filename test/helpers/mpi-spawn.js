@@ -117,4 +117,16 @@ function describe (results) {
   return results.map(r => `rank ${r.rank}: code=${r.code} signal=${r.signal}${r.timedOut ? ' TIMEOUT' : ''}\n  stdout: ${r.stdout.trim().slice(-600)}\n  stderr: ${r.stderr.trim().slice(-1500)}`).join('\n')
 }
 
-module.exports = { spawnRanks, freePort, describe }
+/**
+ * Runs a fixture `scenario` on `np` ranks (`env` added, `timeoutMs` for the whole job) and asserts
+ * on `t` that every rank exited 0 having printed "ok <rank>" (the ranks' output when not).
+ * Resolves with the ranks' results.
+ */
+async function runScenario (t, fixture, scenario, np, { env = {}, timeoutMs = 30000 } = {}) {
+  const ranks = await spawnRanks(fixture, { np, args: [scenario], env, timeoutMs })
+  const bad = ranks.filter(r => r.code !== 0 || !new RegExp(`^ok ${r.rank}\\b`, 'm').test(r.stdout))
+  t.same(bad.map(r => r.rank), [], `${scenario} on ${np} rank(s): every rank ok${bad.length ? '\n' + describe(ranks) : ''}`)
+  return ranks
+}
+
+module.exports = { spawnRanks, freePort, describe, runScenario }

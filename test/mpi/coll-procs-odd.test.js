@@ -7,15 +7,12 @@
 // coll-fake-*.test.js.
 const t = require('tap')
 const path = require('path')
-const { spawnRanks, describe } = require('../helpers/mpi-spawn')
+const { runScenario } = require('../helpers/mpi-spawn')
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'mpi', 'coll-ranks.js')
 
-async function run (t, scenario, np, timeoutMs = 60000) {
-  const ranks = await spawnRanks(FIXTURE, { np, args: [scenario], timeoutMs })
-  const bad = ranks.filter(r => r.code !== 0 || !new RegExp(`^ok ${r.rank}\\b`, 'm').test(r.stdout))
-  t.same(bad.map(r => r.rank), [], `${scenario} on ${np} rank(s): every rank ok${bad.length ? '\n' + describe(ranks) : ''}`)
-}
+/** `scenario` on `np` ranks: every rank must exit 0 having printed "ok <rank>". */
+const run = (t, scenario, np, timeoutMs = 60000) => runScenario(t, FIXTURE, scenario, np, { timeoutMs })
 
 t.test('every collective and algorithm, every op × kind (allreduce), P = 5, 6, 7', async t => {
   for (const np of [5, 6, 7]) await run(t, 'all', np)

@@ -4,17 +4,12 @@
 // around the eager threshold; non-overtaking; ANY_SOURCE / ANY_TAG, probe / iprobe; P = 1..5.
 const t = require('tap')
 const path = require('path')
-const { spawnRanks, describe } = require('../helpers/mpi-spawn')
+const { runScenario } = require('../helpers/mpi-spawn')
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'mpi', 'p2p.js')
 
-/** Runs `scenario` on `np` ranks; every rank must exit 0 having printed "ok <rank>". */
-async function run (t, scenario, np, env = {}) {
-  const ranks = await spawnRanks(FIXTURE, { np, args: [scenario], env, timeoutMs: 45000 })
-  const bad = ranks.filter(r => r.code !== 0 || !new RegExp(`^ok ${r.rank}\\b`, 'm').test(r.stdout))
-  t.same(bad.map(r => r.rank), [], `${scenario} on ${np} rank(s): every rank ok\n${bad.length ? describe(ranks) : ''}`)
-  return ranks
-}
+/** `scenario` on `np` ranks (`env` added): every rank must exit 0 having printed "ok <rank>". */
+const run = (t, scenario, np, env = {}) => runScenario(t, FIXTURE, scenario, np, { env, timeoutMs: 45000 })
 
 t.test('every kind and size, ring of P ranks (P = 1, 3)', async t => {
   for (const np of [1, 3]) await run(t, 'kinds', np)

@@ -5,15 +5,12 @@
 // Node's codes; Request wait timeout / abort signal.
 const t = require('tap')
 const path = require('path')
-const { spawnRanks, describe } = require('../helpers/mpi-spawn')
+const { spawnRanks, describe, runScenario } = require('../helpers/mpi-spawn')
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'mpi', 'p2p.js')
 
-async function run (t, scenario, np, env = {}) {
-  const ranks = await spawnRanks(FIXTURE, { np, args: [scenario], env, timeoutMs: 30000 })
-  const bad = ranks.filter(r => r.code !== 0 || !new RegExp(`^ok ${r.rank}\\b`, 'm').test(r.stdout))
-  t.same(bad.map(r => r.rank), [], `${scenario} on ${np} rank(s): every rank ok\n${bad.length ? describe(ranks) : ''}`)
-}
+/** `scenario` on `np` ranks (`env` added): every rank must exit 0 having printed "ok <rank>". */
+const run = (t, scenario, np, env = {}) => runScenario(t, FIXTURE, scenario, np, { env, timeoutMs: 30000 })
 
 t.test('a receive too small rejects ERR_MPI_TRUNCATE; the message is received later whole', async t => {
   await run(t, 'truncate', 2)
