@@ -7,11 +7,9 @@
  * optional package it needs is missing, 2 for bad usage.
  */
 import { Command, InvalidArgumentError, Option } from 'commander'
-import * as fs from 'fs'
-import * as path from 'path'
 import { algorithmTable } from '../../mpi/coll'
 import { requireOptional } from '../optional'
-import { writeOut } from '../pipe/command'
+import { writeOut, writePlot } from '../pipe/command'
 import { table } from '../pipe/report'
 import { nonNegativeInt, parseBenchmark, parseImpls, parseMessageRange, parseNp, positiveInt, resolveOptions, type RawOsuOptions } from './options'
 import { renderSvg } from './plot'
@@ -99,15 +97,7 @@ async function osuAction (opts: ReturnType<typeof resolveOptions>): Promise<numb
   const progress = (msg: string): void => { if (process.stderr.isTTY) process.stderr.write(`${msg}\n`) }
   const result = await runOsu(opts, progress)
   const notes: string[] = []
-  if (opts.plot !== null) {
-    try {
-      fs.mkdirSync(path.dirname(path.resolve(opts.plot)), { recursive: true })
-      fs.writeFileSync(opts.plot, await renderSvg(result))
-      notes.push(`plot: ${opts.plot}`)
-    } catch (err) {
-      result.errors.push(`plot: ${(err as Error).message}`)
-    }
-  }
+  if (opts.plot !== null) await writePlot(opts.plot, () => renderSvg(result), notes, result.errors)
   if (opts.json !== null && opts.json !== '-') notes.push(`json: ${opts.json}`)
   const human = opts.json === '-' ? process.stderr : process.stdout
   const report = renderReport(result) + (notes.length > 0 ? `wrote ${notes.join(', ')}\n` : '')

@@ -85,6 +85,19 @@ export async function writeOut (file: string, text: string): Promise<void> {
   }
 }
 
+/**
+ * Writes the SVG `render()` makes to `file` (its directory created) and notes it in `notes`
+ * ("plot: <file>"); a failure goes to `errors` ("plot: <message>"), never thrown.
+ */
+export async function writePlot (file: string, render: () => Promise<string>, notes: string[], errors: string[]): Promise<void> {
+  try {
+    await writeOut(file, await render())
+    notes.push(`plot: ${file}`)
+  } catch (err) {
+    errors.push(`plot: ${(err as Error).message}`)
+  }
+}
+
 /** The packages fastsock pipe cannot measure or report without. */
 const PIPE_NEEDS = ['simple-statistics', 'cli-table3']
 
@@ -102,15 +115,7 @@ async function pipeAction (opts: ReturnType<typeof resolveOptions>, plotByDefaul
   // Tables go to stdout unless stdout carries the machine-readable output.
   const human = opts.json === '-' || opts.csv === '-' ? process.stderr : process.stdout
   const notes: string[] = []
-  if (opts.plot !== null) {
-    try {
-      fs.mkdirSync(path.dirname(path.resolve(opts.plot)), { recursive: true })
-      fs.writeFileSync(opts.plot, await renderSvg(result))
-      notes.push(`plot: ${opts.plot}`)
-    } catch (err) {
-      result.errors.push(`plot: ${(err as Error).message}`)
-    }
-  }
+  if (opts.plot !== null) await writePlot(opts.plot, () => renderSvg(result), notes, result.errors)
   if (opts.json !== null && opts.json !== '-') notes.push(`json: ${opts.json}`)
   if (opts.csv !== null && opts.csv !== '-') notes.push(`csv: ${opts.csv}`)
   const report = renderReport(result) + (notes.length > 0 ? `wrote ${notes.join(', ')}\n` : '')

@@ -5,10 +5,8 @@
  * written), 2 for bad flags or a bad configuration file.
  */
 import { Command, Option } from 'commander'
-import * as fs from 'fs'
-import * as path from 'path'
 import { MissingDependencyError } from '../optional'
-import { writeOut } from '../pipe/command'
+import { writeOut, writePlot } from '../pipe/command'
 import { byteCount, nonNegativeInt, positiveInt } from '../pipe/options'
 import { Progress } from '../pipe/progress'
 import { parseCache, parseDirections, parsePatterns, parsePeers, parseSizes, readConfigFile, resolveConfig } from './config'
@@ -138,15 +136,7 @@ async function rateAction (config: RateConfig, out: RateOutput): Promise<number>
   const result = await runRate(config, new Progress(out.progress, 'fastsock rate'))
   const human = out.json === '-' || out.csv === '-' ? process.stderr : process.stdout
   const notes: string[] = []
-  if (out.plot !== null && result.rows.length > 0) {
-    try {
-      fs.mkdirSync(path.dirname(path.resolve(out.plot)), { recursive: true })
-      fs.writeFileSync(out.plot, await renderSvg(result))
-      notes.push(`plot: ${out.plot}`)
-    } catch (err) {
-      result.errors.push(`plot: ${(err as Error).message}`)
-    }
-  }
+  if (out.plot !== null && result.rows.length > 0) await writePlot(out.plot, () => renderSvg(result), notes, result.errors)
   if (out.json !== null && out.json !== '-') notes.push(`json: ${out.json}`)
   if (out.csv !== null && out.csv !== '-') notes.push(`csv: ${out.csv}`)
   const report = renderReport(result) + (notes.length > 0 ? `wrote ${notes.join(', ')}\n` : '')
