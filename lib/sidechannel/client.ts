@@ -236,7 +236,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
       maxFds,
       deadline: req.deadline,
       wanted,
-      spinUntil: pollUs > 0 ? helloAt + BigInt(Math.round(pollUs * 1000)) : undefined,
+      spinUs: pollUs,
       aborted: req.aborted
     }, read => {
       acc = read.acc

@@ -29,8 +29,12 @@ export interface FramedReadOptions {
   deadline: number
   /** How many bytes the next recvmsg may take, given what was read (default: wire.MAX_MESSAGE_BYTES). */
   wanted?: (acc: Buffer) => number
-  /** Before the first sleep, busy-poll until this process.hrtime.bigint() (`polled` says whether it caught bytes). */
-  spinUntil?: bigint
+  /**
+   * Before the first sleep, busy-poll for this many µs, counted from the first read that found
+   * nothing (so the caller's own work after its request does not eat the budget); `polled` says
+   * whether the poll caught bytes.
+   */
+  spinUs?: number
   /** Checked before every read: true ends the read with 'aborted'. */
   aborted?: () => boolean
 }
@@ -44,15 +48,15 @@ export function readFrames (fd: number, o: FramedReadOptions, onBytes: (read: Fr
   onEnd: (why: ReadEnd | Error, read: FramesRead) => void): void {
   const n = native!
   const read: FramesRead = { acc: Buffer.alloc(0), fds: [], polled: false }
-  let spinUntil = o.spinUntil ?? null
+  let spinUs = o.spinUs !== undefined && o.spinUs > 0 ? o.spinUs : 0
   const wanted = o.wanted ?? (() => wire.MAX_MESSAGE_BYTES)
   const more = (): void => {
     for (;;) {
       if (o.aborted?.()) return onEnd('aborted', read)
       let r = n.recvFds(fd, wanted(read.acc), o.maxFds)
-      if (r === EAGAIN && spinUntil !== null) {
-        const until = spinUntil
-        spinUntil = null
+      if (r === EAGAIN && spinUs > 0) {
+        const until = process.hrtime.bigint() + BigInt(Math.round(spinUs * 1000))
+        spinUs = 0
         while (r === EAGAIN && process.hrtime.bigint() < until) r = n.recvFds(fd, wanted(read.acc), o.maxFds)
         read.polled = r !== EAGAIN
       }

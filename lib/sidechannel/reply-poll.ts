@@ -17,7 +17,8 @@ const SAMPLES = 8
 const recentUs: number[] = []
 
 /**
- * How long (µs) to busy-poll for the reply after HELLO: REPLY_POLL_CAP_US, bounded by the
+ * How long (µs) to busy-poll for the reply after HELLO (counted from the client's first read that
+ * finds nothing, lib/sidechannel/framed-read.ts): REPLY_POLL_CAP_US, bounded by the
  * socket's `pollUs` (0 turns polling off), when the median of recent replies came
  * within twice the bound (a reply seen after sleeping is seen a wake-up late), else 0.
  */
