@@ -16,6 +16,7 @@
 import type * as net from 'net'
 import type * as tls from 'tls'
 import { debug } from '../debug'
+import { tlsOnHandle } from '../transports/registry'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -49,9 +50,6 @@ type TlsSocketInternals = tls.TLSSocket & {
 }
 
 const EVENTS = ['data', 'end', 'close', 'error'] as const
-
-/** The rungs whose kernel handle TLS is moved onto at 'connect'. */
-const REWRAP_RUNGS = new Set(['unix', 'tcp'])
 
 /** The listeners `socket` has now for the events JSStreamSocket listens to. */
 export function listenersOf (socket: net.Socket): Map<string, AnyFn[]> {
@@ -100,11 +98,9 @@ export function rewrapOnConnect (socket: net.Socket, tlssock: tls.TLSSocket, bef
       debug('tls', 'client on %s (no kernel handle): TLS runs through Node\'s JSStreamSocket', rung)
       return
     }
-    // The rungs this is measured and tested on (docs/transparency.md); the cross-host kernel
-    // handles (smc, sdp) keep the JSStreamSocket path: over smc an unref() made before connect
-    // no longer let the process exit once re-wrapped (test/conformance/tls-unref.test.js, guest).
-    if (!REWRAP_RUNGS.has(rung)) {
-      debug('tls', 'client on %s: TLS stays on JSStreamSocket (re-wrapping is for unix and tcp)', rung)
+    // Only where it is tested (Rung.tlsOnHandle, lib/transports/contract.ts).
+    if (!tlsOnHandle(s.transport)) {
+      debug('tls', 'client on %s: TLS stays on JSStreamSocket (the rung does not take TLS on its handle)', rung)
       return
     }
     const why = t.destroyed ? 'the TLSSocket is destroyed'

@@ -460,6 +460,14 @@ export interface Rung<N extends string = string> {
    */
   readonly handleless?: true
   /**
+   * A `tls.connect` client that lands on this rung has its TLS moved onto the socket's kernel
+   * handle at 'connect' (TLSWrap then drives it natively: lib/socket/wrapped.ts). Set where that
+   * is tested (unix, tcp); the kernel handles over other families (smc, sdp) keep Node's
+   * JSStreamSocket: over smc an unref() made before connect no longer let the process exit once
+   * re-wrapped (test/conformance/tls-unref.test.js in the RDMA guest).
+   */
+  readonly tlsOnHandle?: true
+  /**
    * Why this rung will not attempt this destination now (no attempt, no event, no error), or
    * null: not on this host, a shared set-up already tried in this connect, cached elsewhere.
    */

@@ -51,6 +51,11 @@ export function kernelHandleFirst<T extends string> (names: readonly T[]): T[] {
   return [...names].sort((a, b) => group(a) - group(b))
 }
 
+/** True when TLS may be moved onto the kernel handle of the rung called `name` (Rung.tlsOnHandle). */
+export function tlsOnHandle (name: string | null | undefined): boolean {
+  return name != null && byName.get(name as TransportName)?.tlsOnHandle === true
+}
+
 /** A rung's position in the chain (the order servers prefer). */
 export function rankOf (r: Rung): number {
   return RUNGS.indexOf(r as typeof RUNGS[number])

@@ -8,5 +8,6 @@ import type { Rung } from './contract'
 export const tcp: Rung<'tcp'> = {
   name: 'tcp',
   nodeConnect: true,
+  tlsOnHandle: true,
   probe: () => ({ available: true, reason: "Node's own TCP, always available" })
 }

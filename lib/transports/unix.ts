@@ -56,6 +56,7 @@ function pipeChannel (handle: KernelHandle, rest: Pick<Channel, 'view' | 'handsh
 export const unix: Rung<'unix'> = {
   name: 'unix',
   unixPath: true,
+  tlsOnHandle: true,
   probe () {
     if (!native) return { available: false, reason: nativeMissingReason() }
     if (process.platform !== 'linux') return { available: false, reason: 'abstract UNIX sockets need Linux' }
