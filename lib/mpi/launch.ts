@@ -190,6 +190,22 @@ class EnvReader {
   }
 }
 
+/**
+ * A launcher's rank, size, local rank and local size from its variables `names` (rank, size,
+ * local rank, local size; the rank already read as `rank`), checked consistent. Without both local
+ * variables the local pair is a guess (`known` false: bootstrap derives it through the store).
+ * Throws ERR_MPI_LAUNCH for a missing size or inconsistent values.
+ */
+function launcherRanks<L extends string> (e: EnvReader, rank: number, launcher: L, names: [string, string, string, string]): { info: { rank: number, size: number, localRank: number, localSize: number, launcher: L }, known: boolean } {
+  const size = e.need(names[1], 1, `${names[0]}=${rank}`)
+  const lr = e.int(names[2], 0)
+  const ls = e.int(names[3], 1)
+  const known = lr !== undefined && ls !== undefined
+  const info = { rank, size, localRank: known ? lr : rank, localSize: known ? ls : size, launcher }
+  checkConsistent(info, names)
+  return { info, known }
+}
+
 /** Checks rank < size and localRank < localSize <= size; ERR_MPI_LAUNCH naming the variables. */
 function checkConsistent (r: { rank: number, size: number, localRank: number, localSize: number }, names: [string, string, string, string]): void {
   const [rn, sn, lrn, lsn] = names
@@ -367,12 +383,8 @@ export function detectLaunch (options?: InitOptions, env: NodeJS.ProcessEnv = pr
   const ompiRank = e.int('OMPI_COMM_WORLD_RANK', 0)
   if (ompiRank !== undefined) {
     const because = `OMPI_COMM_WORLD_RANK=${ompiRank}`
-    const size = e.need('OMPI_COMM_WORLD_SIZE', 1, because)
-    const lr = e.int('OMPI_COMM_WORLD_LOCAL_RANK', 0)
-    const ls = e.int('OMPI_COMM_WORLD_LOCAL_SIZE', 1)
-    const known = lr !== undefined && ls !== undefined
-    const info = { rank: ompiRank, size, localRank: known ? lr : ompiRank, localSize: known ? ls : size, launcher: 'openmpi' as const }
-    checkConsistent(info, ['OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE'])
+    const { info, known } = launcherRanks(e, ompiRank, 'openmpi', ['OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE'])
+    const size = info.size
     const jobId = e.get('PMIX_NAMESPACE') ?? e.get('OMPI_MCA_ess_base_jobid') ?? e.get('OMPI_MCA_orte_ess_jobid')
     if (jobId === undefined && size > 1 && masterStore(opts, e) === undefined) {
       throw launchError(`${because} is set but no job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, OMPI_MCA_orte_ess_jobid) to find the store by: set MASTER_ADDR and MASTER_PORT`)
@@ -389,13 +401,8 @@ export function detectLaunch (options?: InitOptions, env: NodeJS.ProcessEnv = pr
   const hydraLocal = e.get('MPI_LOCALRANKID')
   const inStep = env.SLURM_STEP_ID !== undefined && env.SLURM_STEP_ID !== '' && env.SLURM_PROCID !== undefined && env.SLURM_PROCID !== ''
   if (pmiRank !== undefined && (hydraLocal !== undefined || !inStep)) {
-    const because = `PMI_RANK=${pmiRank}`
-    const size = e.need('PMI_SIZE', 1, because)
-    const lr = e.int('MPI_LOCALRANKID', 0)
-    const ls = e.int('MPI_LOCALNRANKS', 1)
-    const known = lr !== undefined && ls !== undefined
-    const info = { rank: pmiRank, size, localRank: known ? lr : pmiRank, localSize: known ? ls : size, launcher: 'hydra' as const }
-    checkConsistent(info, ['PMI_RANK', 'PMI_SIZE', 'MPI_LOCALRANKID', 'MPI_LOCALNRANKS'])
+    const { info, known } = launcherRanks(e, pmiRank, 'hydra', ['PMI_RANK', 'PMI_SIZE', 'MPI_LOCALRANKID', 'MPI_LOCALNRANKS'])
+    const size = info.size
     // Hydra gives its ranks no job id in the environment (the KVS name is asked over PMI_FD);
     // every rank on a host descends from the same hydra_pmi_proxy, so its pid names the job.
     let jobId = e.get('PMI_KVSNAME') ?? e.get('PMI_JOBID') ?? e.get('PMI_PORT')

@@ -19,12 +19,8 @@ export type Benchmark = typeof BENCHMARKS[number]
 /** The implementations measured side by side in one run. */
 export type ImplId = 'fastsock' | 'node-net' | 'openmpi'
 
-/**
- * What one job of P ranks measures: the same for the Node ranks (JSON in the environment
- * variable FASTSOCK_OSU_CONFIG) and, as arguments, for the C program.
- */
-export interface JobConfig {
-  benchmark: Benchmark
+/** The sizes and iteration counts of a run (OSU's), shared by the options and each job. */
+export interface Sweep {
   /** Message sizes in bytes, ascending. */
   sizes: number[]
   /** Timed iterations and warm-up iterations for sizes ≤ `largeBytes`, and above it. */
@@ -37,6 +33,14 @@ export interface JobConfig {
   window: number
   /** The most measurements the sextile is taken over (JMB: 150): batches of timed iterations. */
   measurements: number
+}
+
+/**
+ * What one job of P ranks measures: the same for the Node ranks (JSON in the environment
+ * variable FASTSOCK_OSU_CONFIG) and, as arguments, for the C program.
+ */
+export interface JobConfig extends Sweep {
+  benchmark: Benchmark
   /** fastsock rungs for the mesh (null: fastsock's default chain; ['tcp']: the Node net baseline). */
   transports: string[] | null
   /** Collectives: force this algorithm (H4's names), or null for the library's choice. */
@@ -138,18 +142,10 @@ export interface OsuFit extends FitRow {
 }
 
 /** The options of one `fastsock osu` run, after parsing and presets. */
-export interface OsuOptions {
+export interface OsuOptions extends Sweep {
   benchmark: Benchmark
   /** Rank counts to run, each a job per implementation. */
   np: number[]
-  sizes: number[]
-  iterations: number
-  warmup: number
-  iterationsLarge: number
-  warmupLarge: number
-  largeBytes: number
-  window: number
-  measurements: number
   /** OSU's -f: print min/max/iterations columns. */
   full: boolean
   quick: boolean
