@@ -25,8 +25,9 @@ export class Request {
   /** @internal the operation's detail for the device (posted receive, send record) */
   _op: unknown = null
   /**
-   * @internal the device's fast path for this request (a receive on shm): called by wait()
-   * before it blocks, it may complete the request synchronously (device-conn.ts pollFrames).
+   * @internal the device's fast path for this request (a receive on shm): run for wait() once
+   * the caller's synchronous code is over (spinLater), or by waitAll at once, it may complete the
+   * request synchronously (device-conn.ts pollFrames).
    */
   _spin: ((req: Request, limitUs: number) => void) | null = null
   /** @internal a send's Status, given when its bytes are written */
@@ -89,15 +90,12 @@ export class Request {
    */
   wait (options?: { signal?: AbortSignal, timeout?: number }): Promise<Status> {
     if (options === undefined) {
-      // The hot path (recv, send): the bounded fast path, then one promise per request, settled by fire().
-      if (this._status === null && this._error === null && this._spin !== null) {
-        const spin = this._spin
-        this._spin = null
-        spin(this, Infinity)
-      }
+      // The hot path (recv, send): one promise per request, settled by fire(); the bounded fast
+      // path runs once this tick's synchronous code is over (see spinLater).
       if (this._status !== null) return Promise.resolve(this._status)
       if (this._error !== null) return Promise.reject(this._error)
       if (this.promise === null) this.promise = new Promise<Status>((resolve, reject) => { this.res = resolve; this.rej = reject })
+      if (this._spin !== null) spinLater(this, Infinity)
       return this.promise
     }
     const signal = options?.signal
@@ -107,9 +105,7 @@ export class Request {
     if (this._status === null && this._error === null && signal?.aborted !== true && this._spin !== null) {
       // The fast path, bounded by the polling window and by the wait's own timeout (a spin is
       // synchronous: the timer could not fire inside it).
-      const spin = this._spin
-      this._spin = null
-      spin(this, timeout === undefined ? Infinity : timeout * 1000)
+      spinLater(this, timeout === undefined ? Infinity : timeout * 1000)
     }
     if (this._status !== null) return Promise.resolve(this._status)
     if (this._error !== null) return Promise.reject(this._error)
@@ -139,6 +135,40 @@ export class Request {
   test (): Status | null {
     if (this._error !== null) throw this._error
     return this._status
+  }
+}
+
+/**
+ * Requests whose wait() was called and whose receive fast path (Request._spin) has not run yet,
+ * with each wait's bound (µs). wait() does not spin at once: it queues the request and the queue
+ * runs in a microtask, once the caller's synchronous code is over, i.e. when it awaits. Code that
+ * posts a receive, waits on it, and only then sends (`const p = r.wait(); s = isend(...); await
+ * p`, the collectives' pattern) would otherwise spin for a message its peer cannot send yet,
+ * because the peer spins the same way before its own send: each rank then lost a whole polling
+ * slice per step (measured: a 2-rank barrier took 195 µs with the spin on, 48 µs with it off).
+ * The queue runs last first, as waitAll: a spin on the last of a window of receives from one
+ * peer reads the frames of the ones before it.
+ */
+const spinQueue: Request[] = []
+const spinLimits: number[] = []
+let spinScheduled = false
+
+function spinLater (req: Request, limitUs: number): void {
+  spinQueue.push(req)
+  spinLimits.push(limitUs)
+  if (!spinScheduled) { spinScheduled = true; queueMicrotask(runSpins) }
+}
+
+function runSpins (): void {
+  spinScheduled = false
+  while (spinQueue.length > 0) {
+    const r = spinQueue.pop()!
+    const limitUs = spinLimits.pop()!
+    const spin = r._spin
+    if (spin !== null && r._status === null && r._error === null) {
+      r._spin = null
+      spin(r, limitUs)
+    }
   }
 }
 

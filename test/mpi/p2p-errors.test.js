@@ -47,6 +47,10 @@ t.test('the fast path\'s spin is bounded: timers, wait timeout and signal run wh
   await run(t, 'spinbound', 2, { FASTSOCK_MPI_SPIN_US: '200' })
 })
 
+t.test('wait() spins after the caller\'s synchronous code: a send issued after wait() is not held behind the spin', async t => {
+  await run(t, 'waitfirst', 2, { FASTSOCK_MPI_SPIN_US: '500000' })
+})
+
 t.test('FASTSOCK_MPI_SPIN_US=0 (no fast path): every kind and size, non-overtaking', async t => {
   await run(t, 'kinds', 2, { FASTSOCK_MPI_SPIN_US: '0' })
   await run(t, 'order', 2, { FASTSOCK_MPI_SPIN_US: '0' })
