@@ -103,6 +103,18 @@ t.test('Open MPI absent from PATH: skipped with the reason', async (t) => {
   t.match(res.stderr, /Open MPI \(C\) skipped: mpicc and mpirun not found/, 'the reason in the report')
 })
 
+t.test('--jit-warmup-ms: untimed passes over every size before the first timed one (allreduce, P = 2)', async (t) => {
+  const res = await run(['allreduce', '--quick', '-m', '4:64', '--impls', 'fastsock', '--jit-warmup-ms', '300', '--json', '-'])
+  t.equal(res.code, 0, res.code === 0 ? 'status 0' : `status ${res.code}: ${res.stderr.slice(-800)}`)
+  const doc = JSON.parse(res.stdout)
+  t.equal(doc.options.jitWarmupMs, 300, 'recorded in the options')
+  const run0 = doc.runs.find((r) => r.impl === 'fastsock')
+  t.ok(run0.ran && run0.jitWarmupPasses >= 1, `the ranks made ${run0.jitWarmupPasses} warm-up pass(es)`)
+  t.ok(run0.durationMs >= 300, `the job lasted at least the warm-up (${run0.durationMs} ms)`)
+  t.same(doc.rows.map((r) => r.bytes), [4, 16, 64], 'every size timed once after it')
+  t.match(res.stderr, /Node ranks: 300 ms JIT warm-up/, 'the method line says so')
+})
+
 t.test('Open MPI present: the C program is compiled and run (bw, 2 sizes)', { skip: !haveOpenMpi && !ci ? 'mpicc/mpirun not on PATH' : false }, async (t) => {
   t.ok(haveOpenMpi, 'mpicc and mpirun on PATH')
   const res = await run(['bw', '--quick', '-m', '4:64', '--impls', 'openmpi', '--json', '-'])

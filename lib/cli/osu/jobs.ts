@@ -16,7 +16,7 @@ import { startRanks, type RankExit } from './spawn'
 import type { JobConfig, RawRow } from './types'
 
 /** What a Node job reports: its rows, and the transport rank 0 used to each peer. */
-export interface NodeJobResult { rows: RawRow[], transports: Record<string, string> }
+export interface NodeJobResult { rows: RawRow[], transports: Record<string, string>, jitWarmupPasses: number }
 
 /** The rank script next to this file (dist/cli/osu/rank.js). */
 export function rankScript (): string {
@@ -49,6 +49,7 @@ export async function runNodeJob (np: number, config: Omit<JobConfig, 'out'>, ti
   const full: JobConfig = { ...config, out }
   const rows: RawRow[] = []
   let transports: Record<string, string> = {}
+  let jitWarmupPasses = 0
   let done = false
   let consumed = 0
   const readNew = (): void => {
@@ -56,7 +57,7 @@ export async function runNodeJob (np: number, config: Omit<JobConfig, 'out'>, ti
     const end = text.lastIndexOf('\n') + 1
     for (const line of text.slice(consumed, end).split('\n')) {
       if (line.trim() === '') continue
-      const msg = JSON.parse(line) as { row?: RawRow, done?: boolean, transports?: Record<string, string> }
+      const msg = JSON.parse(line) as { row?: RawRow, done?: boolean, transports?: Record<string, string>, jitWarmupPasses?: number }
       if (msg.row !== undefined) {
         rows.push(msg.row)
         onRow?.(msg.row)
@@ -64,6 +65,7 @@ export async function runNodeJob (np: number, config: Omit<JobConfig, 'out'>, ti
       if (msg.done === true) {
         done = true
         transports = msg.transports ?? {}
+        jitWarmupPasses = msg.jitWarmupPasses ?? 0
       }
     }
     consumed = end
@@ -103,7 +105,7 @@ export async function runNodeJob (np: number, config: Omit<JobConfig, 'out'>, ti
     if (!done || rows.length !== config.sizes.length) {
       throw failure(`the job of ${np} ranks ended after ${rows.length} of ${config.sizes.length} sizes`, 'ERR_OSU_RANK_FAILED')
     }
-    return { rows, transports }
+    return { rows, transports, jitWarmupPasses }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }

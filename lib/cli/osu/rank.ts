@@ -36,11 +36,44 @@ export function readConfig (env: NodeJS.ProcessEnv = process.env): JobConfig {
   return config
 }
 
+/** The tag of jitWarmup's go/stop message (the bodies' tags are small). */
+const TAG_WARMUP = 9000
+
+/**
+ * Untimed passes of `body` over every size (a few iterations each, OSU's warm-up counts, rows
+ * dropped) until rank 0 has spent `ms`: V8 optimizes the data path before anything is timed.
+ * After each pass rank 0 tells every rank whether another follows, so all make the same calls.
+ * Returns the passes made (0 when `ms` is 0).
+ */
+export async function jitWarmup (ctx: BodyContext, body: typeof collective, ms: number): Promise<number> {
+  if (!(ms > 0)) return 0
+  const { comm, config } = ctx
+  const quick: BodyContext = {
+    ...ctx,
+    config: { ...config, iterations: Math.max(1, config.warmup), iterationsLarge: Math.max(1, config.warmupLarge), warmup: 0, warmupLarge: 0 }
+  }
+  const go = new Uint8Array(1)
+  const t0 = performance.now()
+  let passes = 0
+  do {
+    for (const bytes of config.sizes) await body(quick, bytes)
+    passes++
+    if (comm.rank === 0) {
+      go[0] = performance.now() - t0 < ms ? 1 : 0
+      for (let r = 1; r < comm.size; r++) await comm.send(go, r, TAG_WARMUP)
+    } else {
+      await comm.recv(go, 0, TAG_WARMUP)
+    }
+  } while (go[0] === 1)
+  return passes
+}
+
 /** Runs the job's benchmark on this rank. */
 export async function runRank (config: JobConfig, lib: MpiModule): Promise<void> {
   const comm = await lib.init(config.transports === null ? undefined : { transports: config.transports })
   const ctx: BodyContext = { comm, sum: lib.SUM, config, waitAll: lib.waitAll }
   const body = isCollective(config.benchmark) ? collective : pointToPoint
+  const jitWarmupPasses = await jitWarmup(ctx, body, config.jitWarmupMs ?? 0)
   for (const bytes of config.sizes) {
     const row = await body(ctx, bytes)
     if (row !== null) fs.appendFileSync(config.out, JSON.stringify({ row }) + '\n')
@@ -51,7 +84,7 @@ export async function runRank (config: JobConfig, lib: MpiModule): Promise<void>
       const t = comm.transportOf(r)
       if (typeof t === 'string') transports[String(r)] = t
     }
-    fs.appendFileSync(config.out, JSON.stringify({ done: true, transports }) + '\n')
+    fs.appendFileSync(config.out, JSON.stringify({ done: true, transports, jitWarmupPasses }) + '\n')
   }
   await lib.finalize()
 }

@@ -36,7 +36,8 @@ function jobConfig (opts: OsuOptions, impl: ImplId): Omit<JobConfig, 'out'> {
     window: opts.window,
     measurements: opts.measurements,
     transports: impl === 'node-net' ? ['tcp'] : null,
-    algorithm: impl === 'openmpi' ? null : opts.algorithm
+    algorithm: impl === 'openmpi' ? null : opts.algorithm,
+    jitWarmupMs: impl === 'openmpi' ? 0 : opts.jitWarmupMs
   }
 }
 
@@ -72,7 +73,7 @@ export async function runOsu (opts: OsuOptions, progress: ProgressFn, env: NodeJ
   for (const np of opts.np) {
     for (const impl of opts.impls) {
       const config = jobConfig(opts, impl)
-      const run: ImplRun = { impl, np, algorithm: config.algorithm, label: implLabel(impl, ompi.version), transports: {}, ran: false, skipped: null, error: null, durationMs: 0 }
+      const run: ImplRun = { impl, np, algorithm: config.algorithm, label: implLabel(impl, ompi.version), transports: {}, ran: false, skipped: null, error: null, durationMs: 0, jitWarmupPasses: null }
       runs.push(run)
       if (impl === 'openmpi' && (ompi.skipped !== null || bin === null)) {
         run.skipped = ompi.skipped ?? 'not built'
@@ -90,6 +91,7 @@ export async function runOsu (opts: OsuOptions, progress: ProgressFn, env: NodeJ
           const res = await runNodeJob(np, config, opts.timeoutMs, onRow)
           raw = res.rows
           run.transports = res.transports
+          run.jitWarmupPasses = res.jitWarmupPasses
           run.label = implLabel(impl, ompi.version, res.transports)
           const used = Object.values(res.transports)
           if (impl === 'node-net' && used.some((t) => t !== 'tcp')) warnings.push(`the Node net baseline ran over ${used.join(', ')}, not tcp`)

@@ -45,6 +45,11 @@ export interface JobConfig extends Sweep {
   transports: string[] | null
   /** Collectives: force this algorithm (H4's names), or null for the library's choice. */
   algorithm: string | null
+  /**
+   * The Node ranks' JIT warm-up before the first timed size, ms (0: none): untimed passes over
+   * every size until rank 0 has spent this long (rank.ts jitWarmup). The C program ignores it.
+   */
+  jitWarmupMs: number
   /** Where rank 0 appends its JSON lines (one per size, then a final `done` line). */
   out: string
 }
@@ -115,6 +120,8 @@ export interface ImplRun {
   skipped: string | null
   error: string | null
   durationMs: number
+  /** The Node ranks' untimed JIT warm-up passes over every size (0: none; null: Open MPI). */
+  jitWarmupPasses: number | null
 }
 
 /** Per size: the ratios the targets of issues 17 and 18 are stated in. */
@@ -146,6 +153,8 @@ export interface OsuOptions extends Sweep {
   benchmark: Benchmark
   /** Rank counts to run, each a job per implementation. */
   np: number[]
+  /** See JobConfig.jitWarmupMs. */
+  jitWarmupMs: number
   /** OSU's -f: print min/max/iterations columns. */
   full: boolean
   quick: boolean
