@@ -9,9 +9,11 @@
  * fastsock (its defaults: shm): memory (RssAnon + RssShmem after a GC, minus before connecting)
  * of the server and of the client, fds of each, and the median round trip (µs) of 200 64-byte
  * echoes on one connection with all the others idle, against the same with that connection
- * alone (the cost of the idle ones on a busy one: e.g. a doorbell scan per ring).
+ * alone (the cost of the idle ones on a busy one: e.g. a doorbell scan per ring), each measured
+ * after `--warmup` (default 1000) round trips, so that both medians are of a warm process (the
+ * memory measures run a full GC in both processes just before the second).
  *
- *   node bench/many-idle.js [--connections 10000] [--idle-ms 1000] [--nofile 40000] [--only net|fastsock]
+ *   node bench/many-idle.js [--connections 10000] [--idle-ms 1000] [--nofile 40000] [--warmup 1000] [--only net|fastsock]
  *
  * (Raising the hard limit needs CAP_SYS_RESOURCE: `prlimit --nofile=40000 -- node bench/many-idle.js`.)
  */
@@ -26,6 +28,7 @@ const IDLE_MS = Number(opt('idle-ms', 1000))
 const hardNofile = () => Number(spawnSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).stdout.trim()) || 0
 const NOFILE = Number(opt('nofile', Math.min(40000, hardNofile() || 40000)))
 const ONLY = opt('only', null)
+const WARMUP = Number(opt('warmup', 1000))
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const median = xs => { const v = [...xs].sort((a, b) => a - b); return v[v.length >> 1] }
@@ -58,6 +61,7 @@ async function run (kind) {
     c.once('connect', () => resolve(c)).once('error', reject)
   })
   const first = await connect()
+  await rttMedian(first, WARMUP) // the JIT and the polling window warm
   const aloneUs = await rttMedian(first)
   const sockets = [first]
   const t0 = Date.now()
@@ -70,6 +74,7 @@ async function run (kind) {
   await sleep(IDLE_MS)
   const s1 = await server.mem()
   const c1 = memOf()
+  await rttMedian(first, WARMUP) // warm again: the full GCs of the memory measures above flush code
   const busyUs = await rttMedian(first)
   const transports = {}
   for (const c of sockets) transports[c.transport ?? 'tcp'] = (transports[c.transport ?? 'tcp'] || 0) + 1

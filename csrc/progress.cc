@@ -243,6 +243,14 @@ uint32_t ProgressEngine::AdoptToken(Pollable* p) {
   }
   if (t != 0) tokens_[t] = p;
   p->ready_token = t;
+  // Stamps order endpoints found ready together: needed from the second endpoint on.
+  size_t live = tokens();
+  if (live == 2) {
+    for (Pollable* q : tokens_)
+      if (q) q->WantStamps(true);
+  } else if (live > 2) {
+    p->WantStamps(true);
+  }
   return t;
 }
 
@@ -256,6 +264,10 @@ void ProgressEngine::DropToken(Pollable* p) {
   // peer finds it claimed and never pushes it; once the loop took it, it is free.
   if (list_->Claimed(t)) quarantine_.push_back(t);
   else free_tokens_.push_back(t);
+  if (tokens() == 1) {
+    for (Pollable* q : tokens_)
+      if (q) q->WantStamps(false);  // alone again: its messages need no stamp
+  }
 }
 
 void ProgressEngine::Undue(Pollable* p, bool woken_only) {

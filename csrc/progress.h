@@ -117,11 +117,15 @@ class Pollable {
   // loop; no JS. True: stop watching.
   virtual bool OnIdleTick() { return true; }
 
-  // When what it waits for became ready (CLOCK_MONOTONIC ns, as its peer stamped it: shm's
-  // RingControl::ready_ns), UINT64_MAX when unknown (space to write; verbs): the order in which
-  // the engine hands endpoints found ready at once to JS. Called only for those, before any of
-  // them goes to JS (it reads what Poll()/Woken() found). Cheap, as Poll().
+  // When what it waits for became ready (the host's ticks, csrc/clock.h ReadyTicks, as its peer
+  // stamped it: shm's RingControl::ready_ticks), UINT64_MAX when unknown (space to write;
+  // verbs): the order in which the engine hands endpoints found ready at once to JS. Called only
+  // for those, before any of them goes to JS (it reads what Poll()/Woken() found). Cheap, as
+  // Poll().
   virtual uint64_t ReadyStamp() { return UINT64_MAX; }
+  // Whether ReadyStamp() orders anything: on while its loop has more than one endpoint with a
+  // token (shm asks its peer to stamp only then: a lone connection's messages cost no clock read).
+  virtual void WantStamps(bool) {}
 
   PollWindow poll_window;
   uint32_t ready_token = 0;  // its token in the loop's ready list (AdoptToken); 0: none

@@ -354,7 +354,7 @@ bool ShmEndpoint::Await(bool read) {
 
 uint64_t ShmEndpoint::ReadyStamp() {
   if (!closed_ && (poll_read_ || sleep_read_) && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0))
-    return rx_.control()->ready_ns.load(std::memory_order_relaxed);
+    return rx_.control()->ready_ticks.load(std::memory_order_relaxed);
   return UINT64_MAX;
 }
 
@@ -520,7 +520,7 @@ Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
   if (closed_ || n == 0) return Napi::Number::New(info.Env(), 0);
   uint64_t w = tx_.Writable();
   if (n > w) return Napi::Number::New(info.Env(), 0);
-  if (w == tx_.size()) tx_.Stamp();
+  if (w == tx_.size()) tx_.StampIfWanted();
   tx_.Commit(n);
   if (tx_.ConsumerNeedsWake()) RingPeer();
   WroteTx();

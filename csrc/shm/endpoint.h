@@ -99,8 +99,12 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   // Asleep on the loop's doorbell (csrc/progress.h).
   bool Woken() override;
   void OnWake() override;
-  // The receive ring's ready_ns when it waits for bytes and they (or a flag) are there.
+  // The receive ring's ready_ticks when it waits for bytes and they (or a flag) are there.
   uint64_t ReadyStamp() override;
+  // Asks the peer to stamp the receive ring (RingControl::want_ticks).
+  void WantStamps(bool on) override {
+    if (!closed_) rx_.WantTicks(on);
+  }
   // The peer's CPU hint (wire::SideHint) is this thread's CPU and the transmit ring holds bytes
   // it has not taken: it needs this CPU to answer.
   bool PartnerNeedsCpu() override { return PeerNeeds(CpuHint()); }

@@ -44,7 +44,7 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   uint64_t done = 0, pending = 0;
   bool empty = room == tx_.size();  // the first publish makes the ring ready: stamped
   auto publish = [&] {
-    if (empty) tx_.Stamp(), empty = false;
+    if (empty) tx_.StampIfWanted(), empty = false;
     tx_.Commit(pending);
     pending = 0;
     if (tx_.ConsumerNeedsWake()) RingPeer();

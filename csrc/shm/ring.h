@@ -17,7 +17,7 @@
 // was cleared is always named there, and its loop checks only the sleepers named.
 //
 // Order across rings: a producer that publishes into an empty ring (bytes, or a flag) stamps
-// ready_ns first (Stamp()), so that a loop finding several rings ready at once hands them to JS
+// ready_ticks first (Stamp()), so that a loop finding several rings ready at once hands them to JS
 // in the order they became ready (docs/polling.md, "Order across connections").
 #pragma once
 
@@ -62,7 +62,7 @@ class RingView {
   uint64_t Push(const uint8_t* src, uint64_t n, OnPublish on_publish) {
     uint64_t w = Writable();
     if (n > w) n = w;
-    if (n > 0 && w == size_) Stamp();
+    if (n > 0 && w == size_) StampIfWanted();
     uint64_t done = 0;
     while (done < n) {
       uint64_t k = n - done > kPublishChunk ? kPublishChunk : n - done;
@@ -77,9 +77,15 @@ class RingView {
     ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
   // Before the Commit (or the flag) that makes an empty ring ready: when it became ready. The
-  // release store of head (or of the flags) publishes it with the bytes. One clock read (vDSO,
-  // ~25 ns here) per message that finds the ring empty, none while the ring holds bytes.
-  void Stamp() { ctl_->ready_ns.store(NowNs(), std::memory_order_relaxed); }
+  // release store of head (or of the flags) publishes it with the bytes. One read of the host's
+  // tick counter (ReadyTicks: rdtsc, ~10 ns) per message that finds the ring empty, none while
+  // the ring holds bytes.
+  void Stamp() { ctl_->ready_ticks.store(ReadyTicks(), std::memory_order_relaxed); }
+  // Stamp() when the consumer's loop orders several connections (want_ticks, read from tail's
+  // line, which the caller just read).
+  void StampIfWanted() {
+    if (ctl_->want_ticks.load(std::memory_order_relaxed) != 0) Stamp();
+  }
   // After producing: true when the consumer was asleep (flag cleared): ring its doorbell.
   bool ConsumerNeedsWake() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -107,7 +113,7 @@ class RingView {
   }
   // A flag (EOF, RESET) published into an empty ring makes it ready: stamped as bytes are.
   void SetProducerFlag(uint32_t f) {
-    if (InFlight() == 0) Stamp();
+    if (InFlight() == 0) StampIfWanted();
     ctl_->producer_flags.fetch_or(f, std::memory_order_release);
   }
   // Gives the whole pages of the free space [head, tail + size) back to the kernel
@@ -184,6 +190,8 @@ class RingView {
     return Readable() == 0 && ProducerFlags() == 0;
   }
   uint32_t ProducerFlags() const { return ctl_->producer_flags.load(std::memory_order_acquire); }
+  // Whether the producer should stamp ready_ticks (this consumer's loop has several connections).
+  void WantTicks(bool on) { ctl_->want_ticks.store(on ? 1 : 0, std::memory_order_relaxed); }
 
  private:
   // MADV_REMOVE over ring positions [from, from + len), len <= size: one or two runs of the

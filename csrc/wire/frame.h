@@ -37,15 +37,20 @@ struct alignas(kCacheLine) RingControl {
   std::atomic<uint64_t> head;            // bytes produced
   std::atomic<uint32_t> producer_flags;  // kRingEof | kRingReset
   uint32_t pad0;
-  // CLOCK_MONOTONIC (ns) when the producer last made the ring ready from empty: stored before the
-  // head (or flag) that published into an empty ring. The consumer's loop orders connections it
-  // finds ready at once by it (docs/polling.md, "Order across connections"); 0: never written.
-  // Only an ordering hint: any value is harmless.
-  std::atomic<uint64_t> ready_ns;
+  // When the producer last made the ring ready from empty, in the host's ticks (csrc/clock.h
+  // ReadyTicks: the TSC on x86-64): stored before the head (or flag) that published into an
+  // empty ring. The consumer's loop orders connections it finds ready at once by it
+  // (docs/polling.md, "Order across connections"); 0: never written. Only an ordering hint: any
+  // value is harmless.
+  std::atomic<uint64_t> ready_ticks;
   char pad1[kCacheLine - 24];
   /* 2nd cacheline: written by the consumer */
   std::atomic<uint64_t> tail;  // bytes consumed
-  char pad2[kCacheLine - 8];
+  // 1 while the consumer's loop has more than one connection, so that ready_ticks orders
+  // something: the producer stamps only then (a lone connection's messages cost no clock read).
+  // Read with tail, from the same line.
+  std::atomic<uint32_t> want_ticks;
+  char pad2[kCacheLine - 12];
   /* 3rd cacheline: doorbell flags, set by the side about to sleep, cleared by the side that
      rings its doorbell (an eventfd write) */
   std::atomic<uint32_t> consumer_waiting;  // the consumer sleeps until head moves (or EOF)
@@ -53,8 +58,9 @@ struct alignas(kCacheLine) RingControl {
   char pad3[kCacheLine - 8];
 };
 static_assert(sizeof(RingControl) == 3 * kCacheLine, "RingControl is three cache lines");
-static_assert(offsetof(RingControl, ready_ns) == 16, "ready_ns beside head");
+static_assert(offsetof(RingControl, ready_ticks) == 16, "ready_ticks beside head");
 static_assert(offsetof(RingControl, tail) == kCacheLine, "tail on the 2nd cache line");
+static_assert(offsetof(RingControl, want_ticks) == kCacheLine + 8, "want_ticks beside tail");
 static_assert(offsetof(RingControl, consumer_waiting) == 2 * kCacheLine, "flags on the 3rd line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free 64-bit atomics in shared memory");
 

@@ -355,20 +355,20 @@ export class EndpointStream {
     // pump that is not the endpoint's own event, may have arrived after another connection of
     // the loop became ready: the endpoint says whether to leave them for the loop to hand over
     // in their turn (yieldRead; docs/polling.md, "Order across connections"). Once it did,
-    // nothing more is read or armed for reading in this pump: its event comes.
+    // nothing more is read or armed for reading in this pump: its event comes. (Plain locals,
+    // no closure over them: this loop runs for every message.)
     let ask = !turn
-    const yielded = (): boolean => {
-      if (!ask || ep.yieldRead === undefined || !ep.yieldRead()) return false
-      reads = false
-      return true
-    }
     for (;;) {
       if (this.closed || owner.destroyed) return
       let progress = false
       // 1. readInto requests, straight from the ring into the caller's arrays.
       const q = reads ? this.st.readQueue : null
       if (q !== null) settleFull(q)
-      while (q !== null && q.length > 0 && owner.readableLength === 0 && !yielded()) {
+      while (q !== null && q.length > 0 && owner.readableLength === 0) {
+        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
+          reads = false
+          break
+        }
         const r = q[0]
         const n = ep.readInto(r.bytes.subarray(r.filled))
         if (n === 0) break
@@ -382,7 +382,11 @@ export class EndpointStream {
       }
       // 2a. onread: straight into the caller's buffer, as libuv does for Node's onread.
       const ob = reads ? this.st.onread : null
-      while (reads && ob !== null && this.reading && !yielded()) {
+      while (reads && ob !== null && this.reading) {
+        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
+          reads = false
+          break
+        }
         const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
         const n = ep.readInto(u8)
         if (n === 0) break
@@ -395,7 +399,11 @@ export class EndpointStream {
         if (this.closed || owner.destroyed) return
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
-      while (reads && ob === null && this.reading && chunksLeft > 0 && !(q !== null && q.length > 0) && !yielded()) {
+      while (reads && ob === null && this.reading && chunksLeft > 0 && !(q !== null && q.length > 0)) {
+        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
+          reads = false
+          break
+        }
         // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
         // without copying (Readable's _uint8ArrayToBuffer).
         const buf = ep.read(READ_CHUNK_BYTES)

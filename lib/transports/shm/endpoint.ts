@@ -190,7 +190,8 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
      * connection of the loop is ready first). Without bytes there is nothing to order: no call.
      */
     override yieldRead (): boolean {
-      return this.readable() !== 0 && super.yieldRead()
+      if (this.local[0] & S.CLOSED) return false
+      return Atomics.load(this.ctl, this.rxHead) !== this.ctl[this.rxTail] && super.yieldRead()
     }
 
     /** At most maxBytes of what is there, in pooled memory when small; null when empty. */
