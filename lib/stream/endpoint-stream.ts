@@ -365,9 +365,12 @@ export class EndpointStream {
       const q = reads ? this.st.readQueue : null
       if (q !== null) settleFull(q)
       while (q !== null && q.length > 0 && owner.readableLength === 0) {
-        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
-          reads = false
-          break
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
         }
         const r = q[0]
         const n = ep.readInto(r.bytes.subarray(r.filled))
@@ -383,9 +386,12 @@ export class EndpointStream {
       // 2a. onread: straight into the caller's buffer, as libuv does for Node's onread.
       const ob = reads ? this.st.onread : null
       while (reads && ob !== null && this.reading) {
-        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
-          reads = false
-          break
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
         }
         const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
         const n = ep.readInto(u8)
@@ -400,9 +406,12 @@ export class EndpointStream {
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
       while (reads && ob === null && this.reading && chunksLeft > 0 && !(q !== null && q.length > 0)) {
-        if (ask && ep.yieldRead !== undefined && ep.yieldRead()) {
-          reads = false
-          break
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
         }
         // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
         // without copying (Readable's _uint8ArrayToBuffer).
