@@ -45,11 +45,15 @@ function serve (kind) {
   server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n'))
 }
 
-/** Starts the echo server of `kind` in its own process: { port, mem(), close() }. */
-async function startServer (kind, { nofile } = {}) {
+/**
+ * Starts the echo server of `kind` in its own process: { port, mem(), close() }. `nofile`: its
+ * RLIMIT_NOFILE; `cpu`: the CPU it runs on (taskset), when given.
+ */
+async function startServer (kind, { nofile, cpu } = {}) {
   const argv = [__filename, '--serve', kind]
-  const child = nofile
-    ? spawn('sh', ['-c', `ulimit -n ${nofile} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const pin = cpu === undefined ? '' : `taskset -c ${cpu} `
+  const child = nofile || pin
+    ? spawn('sh', ['-c', `${nofile ? `ulimit -n ${nofile} && ` : ''}exec ${pin}"$0" "$@"`, process.execPath, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] })
     : spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] })
   const lines = readline.createInterface({ input: child.stdout })
   const next = () => new Promise((resolve, reject) => {

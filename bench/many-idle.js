@@ -9,9 +9,14 @@
  * fastsock (its defaults: shm): memory (RssAnon + RssShmem after a GC, minus before connecting)
  * of the server and of the client, fds of each, and the median round trip (µs) of 200 64-byte
  * echoes on one connection with all the others idle, against the same with that connection
- * alone (the cost of the idle ones on a busy one: e.g. a doorbell scan per ring).
+ * alone (the cost of the idle ones on a busy one: e.g. a doorbell scan per ring), each measured
+ * after `--warmup` (default 1000) round trips, so that both medians are of a warm process (the
+ * memory measures run a full GC in both processes just before the second). `--pin`: this process
+ * on CPU 0 and the server on CPU 1 (taskset): without it the round trips follow the scheduler's
+ * placement (both processes on one CPU: the server's waits are held, docs/polling.md, and each
+ * request wakes it through its doorbell).
  *
- *   node bench/many-idle.js [--connections 10000] [--idle-ms 1000] [--nofile 40000] [--only net|fastsock]
+ *   node bench/many-idle.js [--connections 10000] [--idle-ms 1000] [--nofile 40000] [--warmup 1000] [--pin] [--only net|fastsock]
  *
  * (Raising the hard limit needs CAP_SYS_RESOURCE: `prlimit --nofile=40000 -- node bench/many-idle.js`.)
  */
@@ -26,6 +31,8 @@ const IDLE_MS = Number(opt('idle-ms', 1000))
 const hardNofile = () => Number(spawnSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).stdout.trim()) || 0
 const NOFILE = Number(opt('nofile', Math.min(40000, hardNofile() || 40000)))
 const ONLY = opt('only', null)
+const WARMUP = Number(opt('warmup', 1000))
+const PIN = args.includes('--pin')
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const median = xs => { const v = [...xs].sort((a, b) => a - b); return v[v.length >> 1] }
@@ -49,7 +56,7 @@ async function rttMedian (c, n = 200) {
 
 async function run (kind) {
   const lib = kind === 'fastsock' ? require('..') : net
-  const server = await startServer(kind, { nofile: NOFILE })
+  const server = await startServer(kind, { nofile: NOFILE, cpu: PIN ? 1 : undefined })
   await sleep(200)
   const s0 = await server.mem()
   const c0 = memOf()
@@ -58,6 +65,7 @@ async function run (kind) {
     c.once('connect', () => resolve(c)).once('error', reject)
   })
   const first = await connect()
+  await rttMedian(first, WARMUP) // the JIT and the polling window warm
   const aloneUs = await rttMedian(first)
   const sockets = [first]
   const t0 = Date.now()
@@ -70,6 +78,7 @@ async function run (kind) {
   await sleep(IDLE_MS)
   const s1 = await server.mem()
   const c1 = memOf()
+  await rttMedian(first, WARMUP) // warm again: the full GCs of the memory measures above flush code
   const busyUs = await rttMedian(first)
   const transports = {}
   for (const c of sockets) transports[c.transport ?? 'tcp'] = (transports[c.transport ?? 'tcp'] || 0) + 1
@@ -89,7 +98,7 @@ async function run (kind) {
 }
 
 async function main () {
-  console.log(`${CONNECTIONS} concurrent idle connections (one 64 B round trip each, then ${IDLE_MS} ms idle), server in its own process, ulimit -n ${NOFILE}`)
+  console.log(`${CONNECTIONS} concurrent idle connections (one 64 B round trip each, then ${IDLE_MS} ms idle), server in its own process, ulimit -n ${NOFILE}${PIN ? ', this process on CPU 0 and the server on CPU 1' : ''}`)
   const res = {}
   for (const kind of ['net', 'fastsock']) {
     if (ONLY && ONLY !== kind) continue
@@ -109,10 +118,10 @@ function currentNofile () {
   return Number(r.stdout.trim()) || 0
 }
 
-if (!process.env.FASTSOCK_MANY_IDLE_CHILD && currentNofile() < NOFILE) {
+if (!process.env.FASTSOCK_MANY_IDLE_CHILD && (currentNofile() < NOFILE || PIN)) {
   // Raise this process's own limit: re-execute under the shell's ulimit (needs the hard limit,
-  // or root, for values above it).
-  const r = spawnSync('sh', ['-c', `ulimit -n ${NOFILE} && exec "$0" "$@"`, process.execPath, __filename, ...args],
+  // or root, for values above it), and under taskset with --pin.
+  const r = spawnSync('sh', ['-c', `ulimit -n ${NOFILE} && exec ${PIN ? 'taskset -c 0 ' : ''}"$0" "$@"`, process.execPath, __filename, ...args],
     { stdio: 'inherit', env: { ...process.env, FASTSOCK_MANY_IDLE_CHILD: '1' } })
   process.exit(r.status ?? 1)
 } else {

@@ -142,8 +142,9 @@ void PollWindow::EndWait(uint64_t now_ns) {
   }
 }
 
-ProgressEngine::ProgressEngine(uv_loop_t* loop, int doorbell_fd)
-    : loop_(loop), prepare_(new uv_prepare_t), kick_(new uv_idle_t), doorbell_fd_(doorbell_fd) {
+ProgressEngine::ProgressEngine(uv_loop_t* loop, int doorbell_fd, std::unique_ptr<ReadyList> list)
+    : loop_(loop), prepare_(new uv_prepare_t), kick_(new uv_idle_t), doorbell_fd_(doorbell_fd), list_(std::move(list)),
+      tokens_(1, nullptr) {
   uv_prepare_init(loop, prepare_);
   prepare_->data = this;
   uv_unref(reinterpret_cast<uv_handle_t*>(prepare_));
@@ -189,6 +190,7 @@ void ProgressEngine::CloseHandles() {
   }
   if (doorbell_fd_ >= 0) close(doorbell_fd_);
   doorbell_fd_ = -1;
+  list_->CloseFd();  // no more set-ups: the mapping stays (peers may still push) until the engine goes
 }
 
 void ProgressEngine::RingSelf() {
@@ -204,10 +206,78 @@ void ProgressEngine::DrainDoorbell() {
   (void)r;
 }
 
+void ProgressEngine::WakeSelf(Pollable* p) {
+  if (p->sleep_index < 0) return RingSelf();
+  list_->Push(p->ready_token);  // 0 (no token): a check of every sleeper
+  RingSelf();
+}
+
+bool ProgressEngine::OthersReady(const Pollable* self) {
+  if (list_->Pending()) return true;
+  for (const DueEntry& d : due_)
+    if (d.p && d.p != self && d.how != Due::kExpired) return true;
+  for (Pollable* p : hot_)
+    if (p != self && p->Poll()) return true;
+  return false;
+}
+
+bool ProgressEngine::Requeue(Pollable* p) {
+  if (!prepare_ || !doorbell_poll_) return false;
+  Sleep(p);
+  list_->Push(p->ready_token);  // 0 (no token): a check of every sleeper
+  // No doorbell write: the next prepare (Run's first Sweep) takes the list, and the kick keeps
+  // the loop from blocking before it.
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(prepare_))) uv_prepare_start(prepare_, OnPrepare);
+  uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+  return true;
+}
+
+uint32_t ProgressEngine::AdoptToken(Pollable* p) {
+  uint32_t t = 0;
+  if (!free_tokens_.empty()) {
+    t = free_tokens_.back();
+    free_tokens_.pop_back();
+  } else if (tokens_.size() < list_->nodes()) {
+    t = static_cast<uint32_t>(tokens_.size());
+    tokens_.push_back(nullptr);
+  }
+  if (t != 0) tokens_[t] = p;
+  p->ready_token = t;
+  // Stamps order endpoints found ready together: needed from the second endpoint on.
+  size_t live = tokens();
+  if (live == 2) {
+    for (Pollable* q : tokens_)
+      if (q) q->WantStamps(true);
+  } else if (live > 2) {
+    p->WantStamps(true);
+  }
+  return t;
+}
+
+void ProgressEngine::DropToken(Pollable* p) {
+  uint32_t t = p->ready_token;
+  if (t == 0) return;
+  p->ready_token = 0;
+  tokens_[t] = nullptr;
+  // Claimed: on the list (a peer may push it while the connection closes), or claimed by a
+  // producer that stopped before linking it. Reused now, it would name another endpoint whose
+  // peer finds it claimed and never pushes it; once the loop took it, it is free.
+  if (list_->Claimed(t)) quarantine_.push_back(t);
+  else free_tokens_.push_back(t);
+  if (tokens() == 1) {
+    for (Pollable* q : tokens_)
+      if (q) q->WantStamps(false);  // alone again: its messages need no stamp
+  }
+}
+
+void ProgressEngine::Undue(Pollable* p, bool woken_only) {
+  for (auto& d : due_)
+    if (d.p == p && (!woken_only || d.how == Due::kWoken)) d.p = nullptr;
+}
+
 void ProgressEngine::Sleep(Pollable* p) {
   if (!doorbell_poll_ || p->sleep_index >= 0) return;
-  for (auto& w : woken_)
-    if (w == p) w = nullptr;  // asleep again: not handed over
+  Undue(p, true);  // asleep again: not handed over as woken
   Append<&Pollable::sleep_index>(sleepers_, p);
 }
 
@@ -215,8 +285,7 @@ void ProgressEngine::Unsleep(Pollable* p) { Erase<&Pollable::sleep_index>(sleepe
 
 void ProgressEngine::Hold(Pollable* p) {
   stats_.holds++;
-  for (auto& d : due_)
-    if (d.first == p) d.first = nullptr;  // waits again: not handed over
+  Undue(p);  // waits again: not handed over
   if (p->hot_index >= 0) Remove(p);
   if (p->held_index < 0) Append<&Pollable::held_index>(held_, p);
 }
@@ -234,29 +303,75 @@ bool ProgressEngine::Holding() {
   return !held_.empty();
 }
 
-// The doorbell rang: one read, one scan of the sleeping endpoints (shared memory only), then the
-// ready ones go to JS; JS may close, arm or put to sleep any endpoint meanwhile (Disarm and Sleep
-// clear its entry in woken_).
+// The doorbell rang: one read, then the ready list (and the hot endpoints: what became ready at
+// once is handed over in one order) to JS; JS may close, arm or put to sleep any endpoint
+// meanwhile (Disarm, Arm and Sleep clear its entry in due_).
 void ProgressEngine::OnDoorbell(uv_poll_t* h, int, int) {
   auto* self = static_cast<ProgressEngine*>(h->data);
   if (!self) return;
   self->DrainDoorbell();
-  for (size_t i = 0; i < self->sleepers_.size();) {
-    Pollable* p = self->sleepers_[i];
-    if (p->Woken()) {
-      self->Unsleep(p);
-      self->woken_.push_back(p);
+  self->CollectReady();
+  self->Dispatch(0, false);
+}
+
+bool ProgressEngine::TakeList() {
+  if (!list_->Pending()) return false;
+  taken_.clear();
+  bool scan = list_->Take(static_cast<uint32_t>(tokens_.size()), &taken_);
+  stats_.listed += taken_.size();
+  bool found = false;
+  // In push order; a token named twice (a peer's scribble) finds its endpoint awake already.
+  for (uint32_t t : taken_) {
+    Pollable* p = tokens_[t];
+    if (!p || p->sleep_index < 0 || !p->Woken()) continue;  // hot, free, or a stale ring (re-armed)
+    Unsleep(p);
+    due_.push_back({p, Due::kWoken, 0});
+    found = true;
+  }
+  if (scan) {
+    stats_.scans++;
+    for (size_t i = 0; i < sleepers_.size();) {
+      Pollable* p = sleepers_[i];
+      if (p->Woken()) {
+        Unsleep(p);  // sleepers_[i] is now another endpoint
+        due_.push_back({p, Due::kWoken, 0});
+        found = true;
+        continue;
+      }
+      i++;
+    }
+  }
+  for (size_t i = 0; i < quarantine_.size();) {
+    if (!list_->Claimed(quarantine_[i])) {
+      free_tokens_.push_back(quarantine_[i]);
+      quarantine_[i] = quarantine_.back();
+      quarantine_.pop_back();
       continue;
     }
     i++;
   }
-  for (size_t i = 0; i < self->woken_.size(); i++) {
-    Pollable* p = self->woken_[i];
-    if (!p) continue;
-    self->woken_[i] = nullptr;
-    p->OnWake();
+  return found;
+}
+
+// A look at the hot endpoints and the list, again while a look finds something: whatever was
+// made ready before an endpoint this found is visible by the next look (each producer stamps and
+// publishes a ring, then pushes a token, in order; a later load sees an earlier store of theirs),
+// so it is handed over in the same batch, in its place, not in a later one.
+void ProgressEngine::CollectReady() {
+  for (;;) {
+    size_t before = due_.size();
+    for (size_t i = 0; i < hot_.size();) {
+      Pollable* p = hot_[i];
+      if (p->Poll()) {
+        Remove(p);  // hot_[i] is now another endpoint
+        due_.push_back({p, Due::kReady, 0});
+        continue;
+      }
+      i++;
+    }
+    TakeList();
+    if (due_.size() == before) return;
   }
-  self->woken_.clear();
 }
 
 void ProgressEngine::StartWatchIdle(Pollable* p) {
@@ -297,7 +412,14 @@ std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env, int* err) {
     if (err) *err = errno;
     return nullptr;
   }
-  std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop, fd));
+  int lerr = 0;
+  std::unique_ptr<ReadyList> list = ReadyList::Create(&lerr);
+  if (!list) {
+    close(fd);
+    if (err) *err = lerr;
+    return nullptr;
+  }
+  std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop, fd, std::move(list)));
   engines.emplace(loop, e);
   napi_add_env_cleanup_hook(env, CleanupHook, loop);
   return e;
@@ -326,7 +448,6 @@ void ProgressEngine::CleanupHook(void* arg) {
   e->hot_.clear();
   e->due_.clear();
   e->sleepers_.clear();
-  e->woken_.clear();
 }
 
 bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
@@ -338,8 +459,7 @@ bool ProgressEngine::Arm(Pollable* p, uint64_t now_ns) {
     cap.throttles.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  for (auto& d : due_)
-    if (d.first == p) d.first = nullptr;  // hot again: not handed over
+  Undue(p);  // hot again: not handed over
   if (p->sleep_index >= 0) Unsleep(p);
   if (p->hot_index < 0) Append<&Pollable::hot_index>(hot_, p);
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(prepare_))) uv_prepare_start(prepare_, OnPrepare);
@@ -352,10 +472,7 @@ void ProgressEngine::Disarm(Pollable* p) {
   if (p->hot_index >= 0) Remove(p);
   if (p->held_index >= 0) Unhold(p);
   if (p->sleep_index >= 0) Unsleep(p);
-  for (auto& d : due_)
-    if (d.first == p) d.first = nullptr;
-  for (auto& w : woken_)
-    if (w == p) w = nullptr;
+  Undue(p);
 }
 
 void ProgressEngine::OnPrepare(uv_prepare_t* h) {
@@ -364,14 +481,14 @@ void ProgressEngine::OnPrepare(uv_prepare_t* h) {
 }
 
 uint64_t ProgressEngine::Sweep(uint64_t now_ns) {
+  CollectReady();
   uint64_t next = UINT64_MAX;
   for (size_t i = 0; i < hot_.size();) {
     Pollable* p = hot_[i];
-    bool ready = p->Poll();
     uint64_t end = p->poll_window.armed_at_ns + p->poll_window.window_ns;
-    if (ready || now_ns >= end) {
+    if (now_ns >= end) {
       Remove(p);
-      due_.emplace_back(p, ready);
+      due_.push_back({p, Due::kExpired, 0});
       continue;  // hot_[i] is now another endpoint
     }
     if (end < next) next = end;
@@ -382,23 +499,39 @@ uint64_t ProgressEngine::Sweep(uint64_t now_ns) {
 }
 
 // Hands every due endpoint over. JS runs here: it may arm, disarm or close any endpoint, which
-// Arm/Disarm reflect in due_ (a cleared entry is skipped).
+// Arm/Disarm/Sleep reflect in due_ (a cleared entry is skipped). The ready entries come first
+// (CollectReady appends them before any expiry); two or more are put in the order they became
+// ready, stably (equal or unknown stamps keep the list's order), before any JS runs.
 void ProgressEngine::Dispatch(uint64_t now_ns, bool throttled) {
+  size_t ready = 0;
+  while (ready < due_.size() && due_[ready].how != Due::kExpired) ready++;
+  if (ready > 1) {
+    for (size_t i = 0; i < ready; i++) due_[i].key = due_[i].p->ReadyStamp();
+    std::stable_sort(due_.begin(), due_.begin() + static_cast<std::ptrdiff_t>(ready),
+                     [](const DueEntry& a, const DueEntry& b) { return a.key < b.key; });
+  }
   for (size_t i = 0; i < due_.size(); i++) {
-    Pollable* p = due_[i].first;
+    Pollable* p = due_[i].p;
     if (!p) continue;
-    due_[i].first = nullptr;
-    if (due_[i].second) {
-      stats_.hits++;
-      p->poll_window.hits++;
-      p->poll_window.EndWait(now_ns);
-      p->OnPollReady();
-    } else {
-      if (!throttled) {
-        stats_.misses++;
-        p->poll_window.misses++;
-      }
-      p->OnPollExpired();
+    due_[i].p = nullptr;
+    switch (due_[i].how) {
+      case Due::kReady:
+        if (now_ns == 0) now_ns = NowNs();
+        stats_.hits++;
+        p->poll_window.hits++;
+        p->poll_window.EndWait(now_ns);
+        p->OnPollReady();
+        break;
+      case Due::kWoken:
+        p->OnWake();
+        break;
+      case Due::kExpired:
+        if (!throttled) {
+          stats_.misses++;
+          p->poll_window.misses++;
+        }
+        p->OnPollExpired();
+        break;
     }
   }
   due_.clear();
@@ -408,7 +541,7 @@ void ProgressEngine::ExpireAll(uint64_t now_ns) {
   while (!hot_.empty()) {
     Pollable* p = hot_.back();
     Remove(p);
-    due_.emplace_back(p, false);
+    due_.push_back({p, Due::kExpired, 0});
   }
   Dispatch(now_ns, true);
 }
@@ -457,6 +590,9 @@ void ProgressEngine::Run() {
           break;
         }
       }
+      // A sleeper a peer woke: served now, in its place among the hot ones (Sweep), not after
+      // this slice (up to kYieldNs) when the loop reads the doorbell.
+      if (!found && list_->Pending()) found = true;
       if (found || pass % kPassesPerClockRead == 0) {
         uint64_t t = NowNs();
         if (t - now > kPreemptedNs) preempted = true;
@@ -475,7 +611,14 @@ void ProgressEngine::Run() {
     deadline = Sweep(now);
     now = NowNs();
   }
-  if (prepare_) uv_prepare_stop(prepare_);
+  if (!prepare_) return;
+  if (!list_->Pending()) {
+    uv_prepare_stop(prepare_);
+  } else {
+    // Named on the list while JS ran (Requeue, or a peer that rang): another turn of the loop
+    // without blocking, whose prepare takes it.
+    uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+  }
 }
 
 Napi::Object PollStatsObject(Napi::Env env, const Pollable& p) {
@@ -495,8 +638,8 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   ProgressEngine::Stats s;
-  size_t hot = 0, sleeping = 0, held = 0, idle = 0;
-  int doorbell = -1;
+  size_t hot = 0, sleeping = 0, held = 0, idle = 0, tokens = 0;
+  int doorbell = -1, ready = -1;
   {
     std::lock_guard<std::mutex> lock(g_engines_mu);
     auto& engines = Engines();
@@ -508,6 +651,8 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
       held = it->second->held();
       idle = it->second->idle_watched();
       doorbell = it->second->doorbell_fd();
+      ready = it->second->ready_fd();
+      tokens = it->second->tokens();
     }
   }
   SpinCap& cap = Cap();
@@ -516,12 +661,16 @@ Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
   o.Set("held", static_cast<double>(held));
   o.Set("idleWatched", static_cast<double>(idle));
   o.Set("doorbellFd", doorbell);
+  o.Set("readyFd", ready);
+  o.Set("tokens", static_cast<double>(tokens));
   o.Set("spinNs", static_cast<double>(s.spin_ns));
   o.Set("hits", static_cast<double>(s.hits));
   o.Set("misses", static_cast<double>(s.misses));
   o.Set("throttles", static_cast<double>(s.throttles));
   o.Set("slices", static_cast<double>(s.slices));
   o.Set("holds", static_cast<double>(s.holds));
+  o.Set("listed", static_cast<double>(s.listed));
+  o.Set("scans", static_cast<double>(s.scans));
   o.Set("processSpinNs", static_cast<double>(cap.total_ns.load(std::memory_order_relaxed)));
   o.Set("processThrottles", static_cast<double>(cap.throttles.load(std::memory_order_relaxed)));
   o.Set("processContended", static_cast<double>(cap.contended.load(std::memory_order_relaxed)));

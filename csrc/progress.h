@@ -32,11 +32,20 @@
 //   an idle CPU; this is what user space can know of its own CPU's run queue.
 //
 // The loop's doorbell (docs/wire-protocol.md, "Doorbells"): one eventfd per loop, on one uv_poll,
-// shared by every shm endpoint of the loop, so a connection costs no doorbell fd of its own. An
-// endpoint about to sleep registers with Sleep(); a peer rings the loop's doorbell (once per
-// peer loop, csrc/shm/peer_doorbell.h) after it saw that endpoint's "waiting" flag in the shared
-// control block; one read of the doorbell then scans the sleeping endpoints (Woken(), a read of
-// shared memory each) and hands the ready ones to JS.
+// shared by every shm endpoint of the loop, so a connection costs no doorbell fd of its own, and
+// beside it the loop's ready list (csrc/ready_list.h: a memfd peers map). An endpoint about to
+// sleep registers with Sleep(); a peer that saw that endpoint's "waiting" flag in the shared
+// control block pushes the endpoint's token (AdoptToken) onto the ready list, then rings the
+// loop's doorbell (once per peer loop, csrc/shm/peer_doorbell.h); one read of the doorbell then
+// takes the list and checks the endpoints it names (Woken(), a read of shared memory each): a
+// wake-up costs O(endpoints woken), not O(endpoints asleep). Every sleeping endpoint is checked
+// only when a peer asked for it (an endpoint without a token) or the list was scribbled on.
+//
+// Order (docs/polling.md, "Order across connections"): the endpoints found ready at once (a
+// doorbell's, or one pass of the engine over its hot endpoints) are handed to JS in the order
+// they became ready: the ready list's order, and the peers' stamps of when each ring became
+// ready (ReadyStamp(); the list and the hot endpoints are looked at again until a look finds
+// nothing new, so that anything made ready before an endpoint found is found with it).
 //
 // Threading: an engine is used only on its loop's thread; the registry (loop -> engine) and the
 // process cap are shared by all threads.
@@ -47,6 +56,8 @@
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "ready_list.h"
 
 namespace fastsock {
 
@@ -106,7 +117,18 @@ class Pollable {
   // loop; no JS. True: stop watching.
   virtual bool OnIdleTick() { return true; }
 
+  // When what it waits for became ready (the host's ticks, csrc/clock.h ReadyTicks, as its peer
+  // stamped it: shm's RingControl::ready_ticks), UINT64_MAX when unknown (space to write;
+  // verbs): the order in which the engine hands endpoints found ready at once to JS. Called only
+  // for those, before any of them goes to JS (it reads what Poll()/Woken() found). Cheap, as
+  // Poll().
+  virtual uint64_t ReadyStamp() { return UINT64_MAX; }
+  // Whether ReadyStamp() orders anything: on while its loop has more than one endpoint with a
+  // token (shm asks its peer to stamp only then: a lone connection's messages cost no clock read).
+  virtual void WantStamps(bool) {}
+
   PollWindow poll_window;
+  uint32_t ready_token = 0;  // its token in the loop's ready list (AdoptToken); 0: none
   int hot_index = -1;    // the engine's bookkeeping: index in its hot list, -1 when not hot
   int sleep_index = -1;  // index in its sleeping list, -1 when not asleep
   int idle_index = -1;   // index in its idle-watch list, -1 when not watched
@@ -141,6 +163,30 @@ class ProgressEngine {
   // random 64-bit id, which peers use to keep one copy per loop (SHM_SETUP / SHM_READY).
   int doorbell_fd() const { return doorbell_fd_; }
   uint64_t doorbell_id() const { return doorbell_id_; }
+  // The loop's ready list, sent with the doorbell: its memfd (owned by the engine, -1 once the
+  // loop went away) and its node count.
+  int ready_fd() const { return list_->fd(); }
+  uint32_t ready_nodes() const { return list_->nodes(); }
+  // A token naming `p` in the loop's ready list (also set in p->ready_token), which its peer
+  // pushes when it wakes p; 0 when every token is taken (its peer then asks for a check of every
+  // sleeping endpoint). DropToken before p goes away: a token whose node is still claimed waits
+  // until the loop took it before it names another endpoint.
+  uint32_t AdoptToken(Pollable* p);
+  void DropToken(Pollable* p);
+  // Names `p` on the loop's own ready list and rings the doorbell: the loop checks p at its next
+  // turn (a synchronous wait on p's rings may have cleared the waiting flags p sleeps on, and
+  // taken a ring owed to the loop).
+  void WakeSelf(Pollable* p);
+  // True when an endpoint other than `self` is ready and not yet handed to JS: collected for the
+  // current hand-over, named on the ready list, or hot with its Poll() true. Cheap: a load, and
+  // a Poll() per hot endpoint.
+  bool OthersReady(const Pollable* self);
+  // `p` (which JS is handling, neither hot nor asleep) has more of what it waited for, but other
+  // endpoints became ready first: it sleeps, already woken, behind them (its token on the ready
+  // list, as a peer would push it), and the loop's next turn (prepare) takes the list without
+  // blocking: p's Woken() is checked and it is handed over in its turn. The caller sets what p
+  // sleeps for first (its Woken() must see it). False (nothing done) once the loop went away.
+  bool Requeue(Pollable* p);
   // The idle timer (one unref'd uv_timer per loop, running only while anything is watched): calls
   // p->OnIdleTick() every kIdleTickMs until it returns true (shm: gives a drained ring's pages
   // back). WatchIdle is cheap when already watched (one compare); UnwatchIdle before p goes away.
@@ -158,14 +204,26 @@ class ProgressEngine {
   struct Stats {
     uint64_t spin_ns = 0, hits = 0, misses = 0, throttles = 0, slices = 0;
     uint64_t holds = 0;  // waits that slept because their peer needed this CPU (Hold)
+    uint64_t listed = 0;  // tokens taken from the ready list
+    uint64_t scans = 0;   // checks of every sleeping endpoint (a peer without a token asked, or a scribbled list)
   };
   const Stats& stats() const { return stats_; }
   size_t hot() const { return hot_.size(); }
   size_t sleeping() const { return sleepers_.size(); }
   size_t held() const { return held_.size(); }
+  size_t tokens() const { return tokens_.size() - 1 - free_tokens_.size() - quarantine_.size(); }
 
  private:
-  ProgressEngine(uv_loop_t* loop, int doorbell_fd);
+  // How an endpoint in due_ is handed over: ready while hot (OnPollReady), ready while asleep
+  // (OnWake), its window ran out (OnPollExpired).
+  enum class Due : uint8_t { kReady, kWoken, kExpired };
+  struct DueEntry {
+    Pollable* p;  // nullptr once cleared (JS armed, slept, disarmed or closed it meanwhile)
+    Due how;
+    uint64_t key;  // ReadyStamp(), read just before ordering
+  };
+
+  ProgressEngine(uv_loop_t* loop, int doorbell_fd, std::unique_ptr<ReadyList> list);
   static void OnPrepare(uv_prepare_t* h);
   static void OnDoorbell(uv_poll_t* h, int status, int events);
   void Unsleep(Pollable* p);
@@ -181,7 +239,15 @@ class ProgressEngine {
   // Takes ready and expired endpoints off the hot list and hands them over; returns the
   // earliest window end of the endpoints still hot (UINT64_MAX: none).
   uint64_t Sweep(uint64_t now_ns);
+  // Moves every ready endpoint to due_: hot ones whose Poll() is true, sleepers the ready list
+  // names (all sleepers when asked) whose Woken() is true; again until a look finds nothing new.
+  void CollectReady();
+  // Takes the ready list; true when it found any endpoint ready.
+  bool TakeList();
+  // Hands every due endpoint over, the ready ones first in the order they became ready.
   void Dispatch(uint64_t now_ns, bool throttled);
+  // Clears `p`'s entries in due_ (all, or only those handed over as woken).
+  void Undue(Pollable* p, bool woken_only = false);
   // The process cap is reached: every hot endpoint sleeps.
   void ExpireAll(uint64_t now_ns);
   void Remove(Pollable* p);
@@ -193,17 +259,23 @@ class ProgressEngine {
   uint64_t doorbell_id_ = 0;
   uv_poll_t* doorbell_poll_ = nullptr;  // unref'd: a sleeping connection's side channel refs the loop
   std::vector<Pollable*> sleepers_;
-  std::vector<Pollable*> woken_;  // taken off sleepers_ by a ring, being handed over (nullptr: cleared)
+  std::unique_ptr<ReadyList> list_;
+  // token -> endpoint (index 0 unused; nullptr: free, or dropped while its node was claimed)
+  std::vector<Pollable*> tokens_;
+  std::vector<uint32_t> free_tokens_;
+  std::vector<uint32_t> quarantine_;  // dropped while claimed: free once the loop took them
+  std::vector<uint32_t> taken_;       // scratch: what one TakeList took
   std::vector<Pollable*> hot_;
   std::vector<Pollable*> held_;  // waits on a peer that needs this CPU (Hold): nobody spins
   uv_timer_t* idle_timer_ = nullptr;  // unref'd; active while idle_ is not empty
   std::vector<Pollable*> idle_;
-  // Taken off hot_ by Sweep, being handed over: (endpoint or nullptr once cleared, ready).
-  std::vector<std::pair<Pollable*, bool>> due_;
+  // Taken off hot_ or sleepers_, being handed over.
+  std::vector<DueEntry> due_;
   Stats stats_;
 };
 
-// progressStats() -> { hot, sleeping, held, idleWatched, doorbellFd, spinNs, hits, misses, throttles, slices, holds } of this thread's loop
+// progressStats() -> { hot, sleeping, held, idleWatched, doorbellFd, readyFd, tokens, spinNs, hits, misses, throttles, slices,
+// holds, listed, scans } of this thread's loop
 // engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
 // processContended, capPercent, periodNs }.
 Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);

@@ -37,15 +37,20 @@ export interface NativeCore {
    */
   ringPingPongNs (iterations: number, bytes: number): number
   /**
-   * One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the three fds (the
-   * memfd is closed once mapped, the peer loop's doorbell kept once per `peerDoorbellId`).
+   * One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the four fds (the
+   * memfd is closed once mapped, the peer loop's doorbell and ready list kept once per
+   * `peerDoorbellId`).
    */
   ShmEndpoint: new (memfd: number, c2sBytes: number, s2cBytes: number, isClient: boolean,
-    peerDoorbell: number, peerDoorbellId: string, sideFd: number, onevent: () => void) => ShmEndpointNative
+    peerDoorbell: number, peerDoorbellId: string, peerReadyFd: number, peerReadyNodes: number, sideFd: number,
+    onevent: () => void) => ShmEndpointNative
   /** A sealed memfd for the rings. Throws (with `code`, EMFILE...) on failure. */
   shmCreateSegment (c2sBytes: number, s2cBytes: number): { memfd: number }
-  /** This loop's doorbell eventfd (never close it) and its id (16 hex digits). Throws with `code`. */
-  shmLoopDoorbell (): { fd: number, id: string }
+  /**
+   * This loop's doorbell eventfd and ready list memfd (never close them), the doorbell's id (16 hex
+   * digits) and the list's node count. Throws with `code`.
+   */
+  shmLoopDoorbell (): { fd: number, id: string, readyFd: number, readyNodes: number }
   /** Fd numbers left below RLIMIT_NOFILE's soft limit above the lowest free one (1e9: no limit). */
   shmFdRoom (): number
   isEventfd (fd: number): boolean
@@ -176,6 +181,8 @@ export interface ShmEndpointNative extends StreamEndpoint {
   txHeadOffset (): number
   /** Publishes n bytes already placed at txHeadOffset(); 0 when n bytes are not free. */
   commit (n: number): number
+  /** True: another connection of the loop is ready first; this one is queued behind it. */
+  yieldRead (): boolean
 }
 
 /** What this JS needs from the binary: a binary without all of it is stale, and not used. */

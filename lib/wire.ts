@@ -79,8 +79,8 @@ export interface Reject {
   text: string
 }
 /**
- * SHM_SETUP: the client's rings and its loop's doorbell; travels with SCM_RIGHTS [memfd,
- * client loop doorbell].
+ * SHM_SETUP (its third layout: docs/wire-protocol.md): the client's rings, its loop's doorbell
+ * and ready list; travels with SCM_RIGHTS [memfd, client loop doorbell, client loop ready list].
  */
 export interface ShmSetup {
   type: MessageType.ShmSetup
@@ -89,19 +89,21 @@ export interface ShmSetup {
   s2cBytes: number
   /** The client loop doorbell's id: 16 hex digits (a u64 on the wire). */
   doorbellId: string
+  /** The node count of the client loop's ready list (checked against the memfd when mapped). */
+  readyNodes: number
 }
 /**
- * SHM_READY: the server mapped the segment; the rings are live. Travels with SCM_RIGHTS
- * [server loop doorbell].
+ * SHM_READY (its second layout): the server mapped the segment; the rings are live. Travels with
+ * SCM_RIGHTS [server loop doorbell, server loop ready list].
  */
-export interface ShmReady { type: MessageType.ShmReady, version: number, doorbellId: string }
+export interface ShmReady { type: MessageType.ShmReady, version: number, doorbellId: string, readyNodes: number }
 export type Message = Hello | Accept | Reject | ShmSetup | ShmReady
-export const SHM_SETUP_BYTES = 24
-export const SHM_READY_BYTES = 16
-/** How many fds travel with SHM_SETUP, in this order: memfd, client loop doorbell. */
-export const SHM_SETUP_FDS = 2
-/** How many fds travel with SHM_READY: the server loop doorbell. */
-export const SHM_READY_FDS = 1
+export const SHM_SETUP_BYTES = 32
+export const SHM_READY_BYTES = 24
+/** How many fds travel with SHM_SETUP, in this order: memfd, client loop doorbell, client loop ready list. */
+export const SHM_SETUP_FDS = 3
+/** How many fds travel with SHM_READY, in this order: server loop doorbell, server loop ready list. */
+export const SHM_READY_FDS = 2
 
 /** The most fds that may travel with the bytes of a handshake before ACCEPT (a pipelined set-up's). */
 export const MAX_HELLO_FDS = SHM_SETUP_FDS
@@ -159,22 +161,25 @@ function readDoorbellId (b: Buffer, offset: number): string {
 
 /**
  * SHM_SETUP: header, u32 ring bytes client->server, u32 ring bytes server->client, u64 id of
- * the client loop's doorbell (`doorbellId`: 16 hex digits).
+ * the client loop's doorbell (`doorbellId`: 16 hex digits), u32 node count of the client loop's
+ * ready list, u32 0.
  */
-export function encodeShmSetup (c2sBytes: number, s2cBytes: number, doorbellId: string): Buffer {
+export function encodeShmSetup (c2sBytes: number, s2cBytes: number, doorbellId: string, readyNodes: number): Buffer {
   const b = Buffer.alloc(SHM_SETUP_BYTES)
   header(b, MessageType.ShmSetup, SHM_SETUP_BYTES)
   b.writeUInt32LE(c2sBytes, 8)
   b.writeUInt32LE(s2cBytes, 12)
   writeDoorbellId(b, doorbellId, 16)
+  b.writeUInt32LE(readyNodes >>> 0, 24)
   return b
 }
 
-/** SHM_READY: header, u64 id of the server loop's doorbell (16 hex digits). */
-export function encodeShmReady (doorbellId: string): Buffer {
+/** SHM_READY: header, u64 id of the server loop's doorbell (16 hex digits), u32 node count of its ready list, u32 0. */
+export function encodeShmReady (doorbellId: string, readyNodes: number): Buffer {
   const b = Buffer.alloc(SHM_READY_BYTES)
   header(b, MessageType.ShmReady, SHM_READY_BYTES)
   writeDoorbellId(b, doorbellId, 8)
+  b.writeUInt32LE(readyNodes >>> 0, 16)
   return b
 }
 
@@ -232,10 +237,17 @@ export function decode (buf: Buffer): { message: Message, bytes: number } | null
     case MessageType.ShmSetup:
       return {
         bytes: length,
-        message: { type, version, c2sBytes: buf.readUInt32LE(8), s2cBytes: buf.readUInt32LE(12), doorbellId: readDoorbellId(buf, 16) }
+        message: {
+          type,
+          version,
+          c2sBytes: buf.readUInt32LE(8),
+          s2cBytes: buf.readUInt32LE(12),
+          doorbellId: readDoorbellId(buf, 16),
+          readyNodes: buf.readUInt32LE(24)
+        }
       }
     case MessageType.ShmReady:
-      return { bytes: length, message: { type, version, doorbellId: readDoorbellId(buf, 8) } }
+      return { bytes: length, message: { type, version, doorbellId: readDoorbellId(buf, 8), readyNodes: buf.readUInt32LE(16) } }
     case MessageType.Accept:
       return { bytes: length, message: { type, version, transport: buf.readUInt8(8), clientPort: buf.readUInt16LE(10), flags: buf.readUInt32LE(12) } }
     default: {

@@ -104,8 +104,8 @@ t.test('every proper prefix of a message needs more bytes; extra bytes are left'
     wire.encodeAccept({ transport: 1, clientPort: 5 }),
     wire.encodeReject(1, 'version')
   ]
-  if (wire.encodeShmSetup) msgs.push(wire.encodeShmSetup(1 << 20, 1 << 20, '0123456789abcdef'))
-  if (wire.encodeShmReady) msgs.push(wire.encodeShmReady('fedcba9876543210'))
+  if (wire.encodeShmSetup) msgs.push(wire.encodeShmSetup(1 << 20, 1 << 20, '0123456789abcdef', 1 << 18))
+  if (wire.encodeShmReady) msgs.push(wire.encodeShmReady('fedcba9876543210', 1 << 18))
   for (const m of msgs) {
     for (let i = 0; i < m.length; i++) t.equal(wire.decode(m.subarray(0, i)), null, `type ${m[5]}: ${i} of ${m.length} bytes -> null`)
     const d = wire.decode(Buffer.concat([m, Buffer.from('application bytes')]))
@@ -188,14 +188,18 @@ t.test('fuzz: one corrupted byte in a valid message', async t => {
   t.pass('decode fails only with ERR_FASTSOCK_HANDSHAKE')
 })
 
-t.test('SHM_SETUP and SHM_READY carry the loop doorbell ids byte for byte', async t => {
-  const s = wire.encodeShmSetup(1 << 16, 1 << 20, '0123456789abcdef')
-  t.equal(s.length, 24)
-  t.equal(s.subarray(16).toString('hex'), 'efcdab8967452301', 'u64 little-endian at offset 16')
-  t.same(wire.decode(s).message, { type: 4, version: 1, c2sBytes: 1 << 16, s2cBytes: 1 << 20, doorbellId: '0123456789abcdef' })
-  const r = wire.encodeShmReady('00000000000000ff')
-  t.equal(r.length, 16)
-  t.equal(r.subarray(8).toString('hex'), 'ff00000000000000')
-  t.same(wire.decode(r).message, { type: 5, version: 1, doorbellId: '00000000000000ff' })
-  t.throws(() => wire.encodeShmReady('xyz'), TypeError, 'a malformed id is refused')
+t.test('SHM_SETUP and SHM_READY carry the loop doorbell ids and ready-list node counts byte for byte', async t => {
+  const s = wire.encodeShmSetup(1 << 16, 1 << 20, '0123456789abcdef', 0x40000)
+  t.equal(s.length, 32)
+  t.equal(s.subarray(16, 24).toString('hex'), 'efcdab8967452301', 'u64 little-endian at offset 16')
+  t.equal(s.subarray(24).toString('hex'), '0000040000000000', 'u32 node count at offset 24, then u32 0')
+  t.same(wire.decode(s).message, { type: 4, version: 1, c2sBytes: 1 << 16, s2cBytes: 1 << 20, doorbellId: '0123456789abcdef', readyNodes: 0x40000 })
+  const r = wire.encodeShmReady('00000000000000ff', 0x40000)
+  t.equal(r.length, 24)
+  t.equal(r.subarray(8, 16).toString('hex'), 'ff00000000000000')
+  t.equal(r.subarray(16).toString('hex'), '0000040000000000')
+  t.same(wire.decode(r).message, { type: 5, version: 1, doorbellId: '00000000000000ff', readyNodes: 0x40000 })
+  t.throws(() => wire.encodeShmReady('xyz', 1), TypeError, 'a malformed id is refused')
+  t.throws(() => wire.decode(Buffer.concat([s.subarray(0, 6), Buffer.from([24, 0]), s.subarray(8, 24)])), { code: 'ERR_FASTSOCK_HANDSHAKE' },
+    'the previous SHM_SETUP (24 bytes) is malformed')
 })

@@ -2,6 +2,7 @@
 #include "loop_util.h"
 
 #include "callback.h"
+#include "errors.h"
 #include "stream_state.h"
 
 #include <errno.h>
@@ -46,28 +47,20 @@ Napi::Function ShmEndpoint::Define(Napi::Env env) {
                          InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
                          InstanceMethod("commit", &ShmEndpoint::Commit),
                          InstanceMethod("memStats", &ShmEndpoint::MemStats),
+                         InstanceMethod("yieldRead", &ShmEndpoint::YieldRead),
                          StaticValue("controlLayout", ShmControlLayout(env)),
                      });
 }
 
-namespace {
-// An Error with `code` set to errno's name (EMFILE...), as Node's system errors.
-Napi::Error ErrnoError(Napi::Env env, const std::string& what, int err) {
-  Napi::Error e = Napi::Error::New(env, what + ": " + strerror(err));
-  const char* name = err == EMFILE ? "EMFILE" : err == ENFILE ? "ENFILE" : err == ENOMEM ? "ENOMEM" : "EIO";
-  e.Set("code", Napi::String::New(env, name));
-  e.Set("errno", Napi::Number::New(env, -err));
-  return e;
-}
-}  // namespace
-
-// new ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, sideFd, onevent)
-// Takes ownership of the three fds, also when it throws.
+// new ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, peerReadyFd,
+//                 peerReadyNodes, sideFd, onevent)
+// Takes ownership of the four fds, also when it throws.
 ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmEndpoint>(info) {
   Napi::Env env = info.Env();
-  int fds[3] = {-1, -1, -1};
-  const int fd_args[3] = {0, 4, 6};
-  for (int i = 0; i < 3; i++)
+  enum { kMemfd, kDoorbell, kReady, kSide };
+  int fds[4] = {-1, -1, -1, -1};
+  const int fd_args[4] = {0, 4, 6, 8};
+  for (int i = 0; i < 4; i++)
     if (info.Length() > static_cast<size_t>(fd_args[i]) && info[fd_args[i]].IsNumber())
       fds[i] = info[fd_args[i]].As<Napi::Number>().Int32Value();
   auto close_all = [&] {
@@ -75,37 +68,44 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
       if (fd >= 0) close(fd), fd = -1;
   };
   uint64_t peer_id = 0;
-  if (info.Length() < 8 || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsBoolean() || !info[5].IsString() ||
-      !info[7].IsFunction() || fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ||
-      !ParseDoorbellId(info[5].As<Napi::String>().Utf8Value(), &peer_id)) {
+  if (info.Length() < 10 || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsBoolean() || !info[5].IsString() ||
+      !info[7].IsNumber() || !info[9].IsFunction() || fds[kMemfd] < 0 || fds[kDoorbell] < 0 || fds[kReady] < 0 ||
+      fds[kSide] < 0 || !ParseDoorbellId(info[5].As<Napi::String>().Utf8Value(), &peer_id)) {
     close_all();
-    throw Napi::TypeError::New(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, sideFd, onevent)");
+    throw Napi::TypeError::New(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, "
+                                    "peerReadyFd, peerReadyNodes, sideFd, onevent)");
   }
   int eerr = 0;
   engine_ = ProgressEngine::ForEnv(env, &eerr);
   if (!engine_) {
     close_all();
-    throw ErrnoError(env, "the loop's doorbell (eventfd)", eerr);
+    throw ErrnoError(env, eerr, "eventfd", std::string("the loop's doorbell and ready list: ") + strerror(eerr));
   }
   bool client = info[3].As<Napi::Boolean>().Value();
   std::string err;
-  seg_ = Segment::Attach(fds[0], info[1].As<Napi::Number>().Uint32Value(), info[2].As<Napi::Number>().Uint32Value(), &err);
+  seg_ = Segment::Attach(fds[kMemfd], info[1].As<Napi::Number>().Uint32Value(), info[2].As<Napi::Number>().Uint32Value(), &err);
   if (!seg_) {
     close_all();
-    Napi::Error e = Napi::Error::New(env, "shared-memory segment refused: " + err);
-    e.Set("code", Napi::String::New(env, "ERR_FASTSOCK_HANDSHAKE"));
-    throw e;
+    throw FastsockError(env, "ERR_FASTSOCK_HANDSHAKE", "shared-memory segment refused: " + err);
   }
-  fds[0] = -1;  // Attach closed it: the mappings keep the memory
-  peer_ = PeerDoorbell::Adopt(fds[1], peer_id);
-  side_fd_ = fds[2];
+  fds[kMemfd] = -1;  // Attach closed it: the mappings keep the memory
+  peer_ = PeerDoorbell::Adopt(fds[kDoorbell], fds[kReady], info[7].As<Napi::Number>().Uint32Value(), peer_id, &err);
+  fds[kDoorbell] = fds[kReady] = -1;  // kept, or closed by Adopt
+  if (!peer_) {
+    close_all();
+    throw FastsockError(env, "ERR_FASTSOCK_HANDSHAKE", "the peer loop's ready list refused: " + err);
+  }
+  side_fd_ = fds[kSide];
   tx_ = seg_->Tx(client);
   rx_ = seg_->Rx(client);
   own_hint_ = seg_->Hint(client);
   peer_hint_ = seg_->Hint(!client);
   tx_start_ = tx_.control()->head.load(std::memory_order_acquire);
   rx_start_ = rx_.control()->tail.load(std::memory_order_acquire);
-  onevent_ = Napi::Persistent(info[7].As<Napi::Function>());
+  // Before any waiting flag is raised (ArmConsumerWait/ArmProducerWait store them with release):
+  // the peer that clears one reads this to push onto this loop's ready list.
+  own_hint_->ready_token.store(engine_->AdoptToken(this), std::memory_order_release);
+  onevent_ = Napi::Persistent(info[9].As<Napi::Function>());
   async_ = std::make_unique<Napi::AsyncContext>(env, "FASTSOCK_SHM");
 
   uv_loop_t* loop = nullptr;
@@ -129,6 +129,7 @@ void ShmEndpoint::Teardown() {
   if (engine_) {
     engine_->UnwatchIdle(this);
     engine_->Disarm(this);
+    engine_->DropToken(this);
     engine_.reset();
   }
   if (side_poll_) {
@@ -145,16 +146,22 @@ void ShmEndpoint::Teardown() {
   PublishLocal(kStateClosed);
 }
 
+// The peer's token is read on every wake-up (not kept): it is written once, when the peer's
+// endpoint is made, which for the server is before the client's exists.
 void ShmEndpoint::RingPeer() {
-  if (peer_) peer_->Ring();
+  if (peer_) peer_->Wake(peer_hint_->ready_token.load(std::memory_order_acquire));
 }
 
-// A synchronous wait that consumed a doorbell may have taken a wake-up the loop's side was
-// owed (a write waiting for space): ring our own doorbell so the loop looks once more.
+// After a synchronous call: its waits may have consumed a doorbell ring owed to another endpoint
+// of the loop (whose token is still on the list: ringing again is enough), and their Arm*Wait
+// may have cleared a waiting flag this endpoint sleeps on in the loop without any peer pushing
+// its token (then the loop is told to check it).
 void ShmEndpoint::RestoreDoorbell() {
-  if (!drained_doorbell_) return;
+  bool drained = drained_doorbell_;
   drained_doorbell_ = false;
-  if (engine_) engine_->RingSelf();
+  if (!engine_) return;
+  if (sleep_index >= 0) engine_->WakeSelf(this);
+  else if (drained) engine_->RingSelf();
 }
 
 bool ShmEndpoint::CheckSide() {
@@ -345,6 +352,12 @@ bool ShmEndpoint::Await(bool read) {
   return armed;
 }
 
+uint64_t ShmEndpoint::ReadyStamp() {
+  if (!closed_ && (poll_read_ || sleep_read_) && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0))
+    return rx_.control()->ready_ticks.load(std::memory_order_relaxed);
+  return UINT64_MAX;
+}
+
 bool ShmEndpoint::Poll() {
   return (poll_read_ && (rx_.Readable() > 0 || rx_.ProducerFlags() != 0)) || (poll_write_ && tx_.Writable() > 0);
 }
@@ -362,6 +375,21 @@ void ShmEndpoint::OnPollExpired() {
     poll_window.EndWait(NowNs());
     Notify();
   }
+}
+
+// yieldRead() -> true when another endpoint of this loop is ready and not handed to JS yet:
+// this one is queued behind it (asleep for bytes, its token on the loop's ready list) and
+// onevent() comes in its turn; false (nothing else waits, or closed): read on.
+Napi::Value ShmEndpoint::YieldRead(const Napi::CallbackInfo& info) {
+  bool yield = !closed_ && engine_ && engine_->OthersReady(this);
+  if (yield && hot_index >= 0) {
+    poll_read_ = true;  // polled already (for space): the engine finds the bytes in their turn
+  } else if (yield) {
+    bool was = sleep_read_;
+    sleep_read_ = true;
+    if (!engine_->Requeue(this)) sleep_read_ = was, yield = false;
+  }
+  return Napi::Boolean::New(info.Env(), yield);
 }
 
 // setPollUs(us): the polling window's upper bound in µs, in [0, 1e6]; 0 (the default) never
@@ -489,7 +517,10 @@ Napi::Value ShmEndpoint::TxHeadOffset(const Napi::CallbackInfo& info) {
 // commit(n) -> n, or 0 when fewer than n bytes are free (nothing published)
 Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
   uint64_t n = info.Length() > 0 ? static_cast<uint64_t>(info[0].ToNumber().Int64Value()) : 0;
-  if (closed_ || n == 0 || n > tx_.Writable()) return Napi::Number::New(info.Env(), 0);
+  if (closed_ || n == 0) return Napi::Number::New(info.Env(), 0);
+  uint64_t w = tx_.Writable();
+  if (n > w) return Napi::Number::New(info.Env(), 0);
+  if (w == tx_.size()) tx_.StampIfWanted();
   tx_.Commit(n);
   if (tx_.ConsumerNeedsWake()) RingPeer();
   WroteTx();
@@ -556,7 +587,7 @@ Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {
     throw Napi::TypeError::New(env, "shmCreateSegment(c2sBytes, s2cBytes)");
   std::string err;
   int memfd = Segment::Create(info[0].As<Napi::Number>().Uint32Value(), info[1].As<Napi::Number>().Uint32Value(), &err);
-  if (memfd < 0) throw ErrnoError(env, "shm setup: " + err, -memfd);
+  if (memfd < 0) throw ErrnoError(env, -memfd, "memfd_create", "shm setup: " + err);
   Napi::Object o = Napi::Object::New(env);
   o.Set("memfd", memfd);
   return o;
@@ -566,10 +597,12 @@ Napi::Value ShmLoopDoorbell(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int eerr = 0;
   auto engine = ProgressEngine::ForEnv(env, &eerr);
-  if (!engine) throw ErrnoError(env, "the loop's doorbell (eventfd)", eerr);
+  if (!engine) throw ErrnoError(env, eerr, "eventfd", std::string("the loop's doorbell and ready list: ") + strerror(eerr));
   Napi::Object o = Napi::Object::New(env);
   o.Set("fd", engine->doorbell_fd());
   o.Set("id", FormatDoorbellId(engine->doorbell_id()));
+  o.Set("readyFd", engine->ready_fd());
+  o.Set("readyNodes", static_cast<double>(engine->ready_nodes()));
   return o;
 }
 

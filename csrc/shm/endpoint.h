@@ -2,10 +2,11 @@
 //
 // Contract (in the manner of Node's stream_base.h):
 // - Construction takes ownership of the segment's memfd (closed once mapped), the peer loop's
-//   doorbell eventfd (kept once per peer loop: csrc/shm/peer_doorbell.h) and the side-channel
-//   socket (the liveness signal, on a uv_poll). Its own doorbell is its loop's, shared by every
-//   endpoint of the loop (the progress engine's, csrc/progress.h): one connection end holds one
-//   fd of its own, the side channel.
+//   doorbell eventfd and ready list (kept once per peer loop: csrc/shm/peer_doorbell.h) and the
+//   side-channel socket (the liveness signal, on a uv_poll). Its own doorbell and ready list are
+//   its loop's, shared by every endpoint of the loop (the progress engine's, csrc/progress.h):
+//   one connection end holds one fd of its own, the side channel. It takes a token in its loop's
+//   ready list and writes it in its side's hint line, where the peer reads it to wake it.
 // - `onevent()` (a JS function given at construction) is called from the loop whenever the
 //   doorbell rang or the side channel changed; it is level-free: JS then asks what is
 //   available (readable(), writable(), eof(), peerGone()) and does the work.
@@ -38,6 +39,10 @@
 //   request/response loops with a peer in another thread or process. The first call defines the
 //   object's own writeSync/readIntoSync, which reach this endpoint without napi_unwrap
 //   (csrc/shm/endpoint_sync.cc); they throw once it is gone.
+// - yieldRead(): asked by JS before it reads more bytes after it handed some to JS in the same
+//   turn (a handler ran meanwhile): true when another endpoint of the loop became ready in the
+//   meantime, and this one is then queued behind it (onevent() comes in its turn): bytes are
+//   handed to JS across connections in the order they became ready (docs/polling.md).
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
 //   closes, which the peer sees at once.
@@ -84,6 +89,7 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
   Napi::Value Commit(const Napi::CallbackInfo& info);
   Napi::Value MemStats(const Napi::CallbackInfo& info);
+  Napi::Value YieldRead(const Napi::CallbackInfo& info);
 
   static void OnSide(uv_poll_t* h, int status, int events);
   // Pollable (csrc/progress.h): the ring's control block, read by the loop's engine.
@@ -93,6 +99,12 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   // Asleep on the loop's doorbell (csrc/progress.h).
   bool Woken() override;
   void OnWake() override;
+  // The receive ring's ready_ticks when it waits for bytes and they (or a flag) are there.
+  uint64_t ReadyStamp() override;
+  // Asks the peer to stamp the receive ring (RingControl::want_ticks).
+  void WantStamps(bool on) override {
+    if (!closed_) rx_.WantTicks(on);
+  }
   // The peer's CPU hint (wire::SideHint) is this thread's CPU and the transmit ring holds bytes
   // it has not taken: it needs this CPU to answer.
   bool PartnerNeedsCpu() override { return PeerNeeds(CpuHint()); }
@@ -190,8 +202,9 @@ Napi::Object ShmControlLayout(Napi::Env env);
 
 // shmCreateSegment(c2sBytes, s2cBytes) -> { memfd }; throws with `code` (EMFILE...) on failure
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info);
-// shmLoopDoorbell() -> { fd, id }: this loop's doorbell eventfd (owned by the loop's engine; send
-// it, never close it) and its id (16 hex digits); throws with `code` (EMFILE...) on failure
+// shmLoopDoorbell() -> { fd, id, readyFd, readyNodes }: this loop's doorbell eventfd and ready
+// list memfd (owned by the loop's engine; send them, never close them), the doorbell's id (16 hex
+// digits) and the list's node count; throws with `code` (EMFILE...) on failure
 Napi::Value ShmLoopDoorbell(const Napi::CallbackInfo& info);
 // shmFdRoom() -> how many fd numbers are left below the RLIMIT_NOFILE soft limit above the
 // lowest free one (the next fd any call would get): 0 when none is free, 1e9 without a limit.

@@ -42,7 +42,9 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   const uint64_t room = tx_.Writable();
   uint8_t* dst = tx_.WritePtr();  // contiguous for `room` bytes (the mirror)
   uint64_t done = 0, pending = 0;
+  bool empty = room == tx_.size();  // the first publish makes the ring ready: stamped
   auto publish = [&] {
+    if (empty) tx_.StampIfWanted(), empty = false;
     tx_.Commit(pending);
     pending = 0;
     if (tx_.ConsumerNeedsWake()) RingPeer();

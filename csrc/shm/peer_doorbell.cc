@@ -17,17 +17,24 @@ std::unordered_map<uint64_t, std::weak_ptr<PeerDoorbell>>& Registry() {
 }
 }  // namespace
 
-std::shared_ptr<PeerDoorbell> PeerDoorbell::Adopt(int fd, uint64_t id) {
+std::shared_ptr<PeerDoorbell> PeerDoorbell::Adopt(int fd, int list_fd, uint32_t nodes, uint64_t id, std::string* err) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto& reg = Registry();
   auto it = reg.find(id);
   if (it != reg.end()) {
     if (auto kept = it->second.lock()) {
       close(fd);
+      close(list_fd);
       return kept;
     }
   }
-  std::shared_ptr<PeerDoorbell> d(new PeerDoorbell(fd, id));
+  std::unique_ptr<ReadyList> list = ReadyList::Map(list_fd, nodes, err);
+  if (!list) {
+    close(fd);
+    close(list_fd);
+    return nullptr;
+  }
+  std::shared_ptr<PeerDoorbell> d(new PeerDoorbell(fd, std::move(list), id));
   reg[id] = d;
   return d;
 }

@@ -12,6 +12,13 @@
 // read the bytes and slept again (flag raised), then the producer saw that new flag, cleared it
 // and rang. The sleeper that finds nothing on a ring must therefore raise its flag again, with
 // the same re-check (Rearm*Wait), or it sleeps with no flag while the peer never rings again.
+// The producer that clears a consumer's flag (or a consumer, a producer's) pushes that side's
+// token onto its loop's ready list before it rings (csrc/ready_list.h): so a sleeper whose flag
+// was cleared is always named there, and its loop checks only the sleepers named.
+//
+// Order across rings: a producer that publishes into an empty ring (bytes, or a flag) stamps
+// ready_ticks first (Stamp()), so that a loop finding several rings ready at once hands them to JS
+// in the order they became ready (docs/polling.md, "Order across connections").
 #pragma once
 
 #include <errno.h>
@@ -21,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "clock.h"
 #include "wire/frame.h"
 
 namespace fastsock {
@@ -54,6 +62,7 @@ class RingView {
   uint64_t Push(const uint8_t* src, uint64_t n, OnPublish on_publish) {
     uint64_t w = Writable();
     if (n > w) n = w;
+    if (n > 0 && w == size_) StampIfWanted();
     uint64_t done = 0;
     while (done < n) {
       uint64_t k = n - done > kPublishChunk ? kPublishChunk : n - done;
@@ -67,6 +76,16 @@ class RingView {
   void Commit(uint64_t n) {
     ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
+  // Before the Commit (or the flag) that makes an empty ring ready: when it became ready. The
+  // release store of head (or of the flags) publishes it with the bytes. One read of the host's
+  // tick counter (ReadyTicks: rdtsc, ~10 ns) per message that finds the ring empty, none while
+  // the ring holds bytes.
+  void Stamp() { ctl_->ready_ticks.store(ReadyTicks(), std::memory_order_relaxed); }
+  // Stamp() when the consumer's loop orders several connections (want_ticks, read from tail's
+  // line, which the caller just read).
+  void StampIfWanted() {
+    if (ctl_->want_ticks.load(std::memory_order_relaxed) != 0) Stamp();
+  }
   // After producing: true when the consumer was asleep (flag cleared): ring its doorbell.
   bool ConsumerNeedsWake() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -74,8 +93,10 @@ class RingView {
            ctl_->consumer_waiting.exchange(0, std::memory_order_acq_rel) != 0;
   }
   // The producer is about to sleep waiting for space: returns false if space appeared.
+  // The store is a release: the side's ready token (written when its endpoint was made) is
+  // visible to the peer that exchanges the flag and pushes the token.
   bool ArmProducerWait() {
-    ctl_->producer_waiting.store(1, std::memory_order_relaxed);
+    ctl_->producer_waiting.store(1, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (Writable() > 0) {
       ctl_->producer_waiting.store(0, std::memory_order_relaxed);
@@ -90,7 +111,11 @@ class RingView {
     if (ctl_->producer_waiting.load(std::memory_order_acquire) == 0) return ArmProducerWait();
     return Writable() == 0;
   }
-  void SetProducerFlag(uint32_t f) { ctl_->producer_flags.fetch_or(f, std::memory_order_release); }
+  // A flag (EOF, RESET) published into an empty ring makes it ready: stamped as bytes are.
+  void SetProducerFlag(uint32_t f) {
+    if (InFlight() == 0) StampIfWanted();
+    ctl_->producer_flags.fetch_or(f, std::memory_order_release);
+  }
   // Gives the whole pages of the free space [head, tail + size) back to the kernel
   // (madvise MADV_REMOVE: a hole punched in the memfd, so both mirror views and the peer's
   // mappings lose them too; a later write faults in zeroed pages). Pages that hold unread bytes
@@ -149,7 +174,7 @@ class RingView {
   }
   // The consumer is about to sleep waiting for data: returns false if data (or EOF) appeared.
   bool ArmConsumerWait() {
-    ctl_->consumer_waiting.store(1, std::memory_order_relaxed);
+    ctl_->consumer_waiting.store(1, std::memory_order_release);  // (as ArmProducerWait's)
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (Readable() > 0 || ProducerFlags() != 0) {
       ctl_->consumer_waiting.store(0, std::memory_order_relaxed);
@@ -165,6 +190,8 @@ class RingView {
     return Readable() == 0 && ProducerFlags() == 0;
   }
   uint32_t ProducerFlags() const { return ctl_->producer_flags.load(std::memory_order_acquire); }
+  // Whether the producer should stamp ready_ticks (this consumer's loop has several connections).
+  void WantTicks(bool on) { ctl_->want_ticks.store(on ? 1 : 0, std::memory_order_relaxed); }
 
  private:
   // MADV_REMOVE over ring positions [from, from + len), len <= size: one or two runs of the

@@ -26,6 +26,9 @@ uint64_t PushSeenTail(RingView& tx, uint64_t* tail_seen, const uint8_t* src, uin
     if (used >= size) return 0;  // full, or a peer scribbled on tail
   }
   if (n > size - used) n = size - used;
+  // Stamped only when the tail seen says empty: a stale tail (a lower bound) may hide an empty
+  // ring, and reading tail again for the stamp would cost the line transfer this function avoids.
+  if (n > 0 && used == 0) tx.StampIfWanted();
   for (uint64_t done = 0; done < n;) {
     uint64_t k = n - done > RingView::kPublishChunk ? RingView::kPublishChunk : n - done;
     memcpy(tx.WritePtr(), src + done, k);

@@ -37,10 +37,20 @@ struct alignas(kCacheLine) RingControl {
   std::atomic<uint64_t> head;            // bytes produced
   std::atomic<uint32_t> producer_flags;  // kRingEof | kRingReset
   uint32_t pad0;
-  char pad1[kCacheLine - 16];
+  // When the producer last made the ring ready from empty, in the host's ticks (csrc/clock.h
+  // ReadyTicks: the TSC on x86-64): stored before the head (or flag) that published into an
+  // empty ring. The consumer's loop orders connections it finds ready at once by it
+  // (docs/polling.md, "Order across connections"); 0: never written. Only an ordering hint: any
+  // value is harmless.
+  std::atomic<uint64_t> ready_ticks;
+  char pad1[kCacheLine - 24];
   /* 2nd cacheline: written by the consumer */
   std::atomic<uint64_t> tail;  // bytes consumed
-  char pad2[kCacheLine - 8];
+  // 1 while the consumer's loop has more than one connection, so that ready_ticks orders
+  // something: the producer stamps only then (a lone connection's messages cost no clock read).
+  // Read with tail, from the same line.
+  std::atomic<uint32_t> want_ticks;
+  char pad2[kCacheLine - 12];
   /* 3rd cacheline: doorbell flags, set by the side about to sleep, cleared by the side that
      rings its doorbell (an eventfd write) */
   std::atomic<uint32_t> consumer_waiting;  // the consumer sleeps until head moves (or EOF)
@@ -48,17 +58,24 @@ struct alignas(kCacheLine) RingControl {
   char pad3[kCacheLine - 8];
 };
 static_assert(sizeof(RingControl) == 3 * kCacheLine, "RingControl is three cache lines");
+static_assert(offsetof(RingControl, ready_ticks) == 16, "ready_ticks beside head");
 static_assert(offsetof(RingControl, tail) == kCacheLine, "tail on the 2nd cache line");
+static_assert(offsetof(RingControl, want_ticks) == kCacheLine + 8, "want_ticks beside tail");
 static_assert(offsetof(RingControl, consumer_waiting) == 2 * kCacheLine, "flags on the 3rd line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free 64-bit atomics in shared memory");
 
 // One line per side of the connection, written by that side only (docs/wire-protocol.md, "CPU
 // hints"): the CPU it last ran on when it began a wait or took an event, so that the other side
-// does not busy-poll for a reply that needs its own CPU (csrc/progress.h, "holds"). A hint, never
-// trusted for memory safety: any value is harmless.
+// does not busy-poll for a reply that needs its own CPU (csrc/progress.h, "holds"); and the token
+// of this side's endpoint in its loop's ready list, which the other side pushes there when it
+// wakes this side (ReadyListHeader below). Never trusted for memory safety: any value is harmless
+// (a wrong token wakes the wrong endpoint of the writer's own peer loop, which finds nothing).
 struct alignas(kCacheLine) SideHint {
   std::atomic<uint32_t> cpu;  // 1 + the CPU number; 0: unknown (not yet written, or an older peer)
-  char pad[kCacheLine - 4];
+  // This side's token in its loop's ready list, written once when its endpoint is made (before
+  // it raises any waiting flag); 0: none (its loop's list is full): the waker asks for a scan.
+  std::atomic<uint32_t> ready_token;
+  char pad[kCacheLine - 8];
 };
 
 struct SegmentHeader {
@@ -78,6 +95,48 @@ static_assert(offsetof(SegmentHeader, s2c) == 256, "s2c control at 256");
 static_assert(offsetof(SegmentHeader, client_hint) == 448, "client hint at 448");
 static_assert(offsetof(SegmentHeader, server_hint) == 512, "server hint at 512");
 static_assert(sizeof(SegmentHeader) <= kSegmentHeaderBytes, "header fits its page");
+
+// The ready list of one event loop (docs/wire-protocol.md, "The ready list"): a sealed memfd the
+// loop's progress engine makes with its doorbell and sends with it (SHM_SETUP / SHM_READY), mapped
+// by every peer process. A peer that wakes one of this loop's endpoints (it cleared a waiting flag,
+// or it closes) pushes that endpoint's token (SideHint::ready_token) onto the list, then rings the
+// doorbell; the loop takes the whole list at once and wakes the endpoints it names in the order
+// they were pushed, instead of checking every sleeping endpoint. An intrusive multi-producer
+// stack (Linux's llist: llist_add / llist_del_all): node i belongs to token i; a producer claims
+// a node with `queued` (0 -> 1: pushed at most once until taken), links it with a CAS on `head`;
+// the consumer exchanges `head` with 0 and reverses what it took (FIFO). Lock-free: a producer
+// stopped at any instruction never blocks another, and one killed before its CAS leaves only
+// its own node claimed. Everything here is written by peers: the loop checks every index it reads.
+constexpr uint32_t kReadyMagic = 0x4c525346;  // 'FSRL' read as a little-endian u32
+constexpr uint32_t kReadyVersion = 1;
+constexpr uint32_t kReadyNodes = 1u << 18;  // tokens 1 .. kReadyNodes - 1 (0: none / end of list)
+
+struct ReadyNode {
+  std::atomic<uint32_t> next;    // the token pushed before this one (0: the end)
+  std::atomic<uint32_t> queued;  // 1 from a producer's claim until the loop takes the node
+};
+static_assert(sizeof(ReadyNode) == 8, "a ready node is 8 bytes");
+
+struct ReadyListHeader {
+  /* 1st cache line: written once by the owner */
+  uint32_t magic;    // kReadyMagic
+  uint32_t version;  // kReadyVersion
+  uint32_t nodes;    // kReadyNodes: the node array's length
+  uint32_t reserved[13];
+  /* 2nd cache line: written by producers (CAS) and the owning loop (exchange) */
+  std::atomic<uint32_t> head;  // the token pushed last (0: empty)
+  // A producer had no usable token (0, or out of range): the loop checks every sleeping endpoint.
+  std::atomic<uint32_t> scan;
+  char pad[kCacheLine - 8];
+  // then, at kReadyNodesOffset: ReadyNode node[nodes], node i for token i (node 0 unused)
+};
+constexpr uint64_t kReadyNodesOffset = 2 * kCacheLine;
+static_assert(offsetof(ReadyListHeader, head) == kCacheLine, "head on the 2nd cache line");
+static_assert(sizeof(ReadyListHeader) == kReadyNodesOffset, "nodes right after the header");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "lock-free 32-bit atomics in shared memory");
+
+// The ready list's memfd size for `nodes` nodes.
+constexpr uint64_t ReadyListBytes(uint32_t nodes) { return kReadyNodesOffset + sizeof(ReadyNode) * nodes; }
 
 }  // namespace wire
 }  // namespace fastsock

@@ -316,14 +316,15 @@ export class EndpointStream {
   /** Called by the endpoint's doorbell and liveness watchers, and after any state change. */
   onevent (): void {
     this.recentData = false // a new loop turn's event
-    this.pump()
+    this.pump(true, true)
   }
 
   /**
    * Moves everything that can move now, then arms the doorbells it needs. Re-entrancy safe.
-   * `reads` false: the pending write only (no reader code runs; see write()).
+   * `reads` false: the pending write only (no reader code runs; see write()). `turn`: called
+   * for the endpoint's own event, i.e. in its turn among the loop's ready connections.
    */
-  pump (reads = true): void {
+  pump (reads = true, turn = false): void {
     if (this.closed) return
     if (this.pumping) {
       // A running full pump goes round again and sees this; a write-only one defers it.
@@ -332,7 +333,7 @@ export class EndpointStream {
     }
     this.pumping = true
     try {
-      this.pumpLoop(reads)
+      this.pumpLoop(reads, turn)
     } finally {
       this.pumping = false
     }
@@ -345,11 +346,18 @@ export class EndpointStream {
     this.syncRef()
   }
 
-  private pumpLoop (reads: boolean): void {
+  private pumpLoop (reads: boolean, turn: boolean): void {
     const ep = this.ep
     const owner = this.owner
     // In Node's _read with nothing buffered: one chunk (see read()).
     let chunksLeft = this.syncRead ? 1 : Infinity
+    // Bytes read once a reader ran (a readInto settled, onread or 'data' was called), or in a
+    // pump that is not the endpoint's own event, may have arrived after another connection of
+    // the loop became ready: the endpoint says whether to leave them for the loop to hand over
+    // in their turn (yieldRead; docs/polling.md, "Order across connections"). Once it did,
+    // nothing more is read or armed for reading in this pump: its event comes. (Plain locals,
+    // no closure over them: this loop runs for every message.)
+    let ask = !turn
     for (;;) {
       if (this.closed || owner.destroyed) return
       let progress = false
@@ -357,6 +365,13 @@ export class EndpointStream {
       const q = reads ? this.st.readQueue : null
       if (q !== null) settleFull(q)
       while (q !== null && q.length > 0 && owner.readableLength === 0) {
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
+        }
         const r = q[0]
         const n = ep.readInto(r.bytes.subarray(r.filled))
         if (n === 0) break
@@ -365,11 +380,19 @@ export class EndpointStream {
         if (r.filled === r.bytes.length) {
           q.shift()
           r.settle(null)
+          ask = true
         }
       }
       // 2a. onread: straight into the caller's buffer, as libuv does for Node's onread.
       const ob = reads ? this.st.onread : null
-      while (ob !== null && this.reading) {
+      while (reads && ob !== null && this.reading) {
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
+        }
         const u8 = ob.current ?? (ob.current = ob.gen ? ob.gen() : ob.buffer!)
         const n = ep.readInto(u8)
         if (n === 0) break
@@ -378,10 +401,18 @@ export class EndpointStream {
         if (ob.gen) ob.current = null
         // Node calls it as the socket's method (stream[kBufferCb](nread, buf)): `this` is the socket.
         if (ob.callback.call(owner, n) === false) this.reading = false
+        ask = true
         if (this.closed || owner.destroyed) return
       }
       // 2b. 'data' for the stream, one Buffer per chunk.
       while (reads && ob === null && this.reading && chunksLeft > 0 && !(q !== null && q.length > 0)) {
+        if (ask && ep.yieldRead !== undefined) {
+          if (ep.readable() === 0) break // nothing to read (the read below would say so)
+          if (ep.yieldRead()) {
+            reads = false
+            break
+          }
+        }
         // A Buffer, or (verbs) a view into a rendezvous Buffer: push() makes a Buffer of a view
         // without copying (Readable's _uint8ArrayToBuffer).
         const buf = ep.read(READ_CHUNK_BYTES)
@@ -390,6 +421,7 @@ export class EndpointStream {
         chunksLeft--
         owner._unrefTimer()
         if (!owner.push(buf)) this.reading = false
+        ask = true
         if (this.closed || owner.destroyed) return
       }
       // 3. The write in progress into the ring.

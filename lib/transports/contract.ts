@@ -70,6 +70,15 @@ export interface StreamEndpoint {
   writable (): number
   armRead (): boolean
   armWrite (): boolean
+  /**
+   * Optional: asked before the stream core reads more bytes once a reader ran (it handed bytes
+   * to JS in this turn, or the read was not started by the endpoint's own event). True: other
+   * connections of the event loop became ready first, and this one is queued behind them: read
+   * nothing more now, arm nothing for reading, `onevent` comes in its turn. So bytes reach JS
+   * across connections in the order they became ready (docs/polling.md, "Order across
+   * connections"). Without it the stream core reads on.
+   */
+  yieldRead? (): boolean
   /** Bits: 1 peer EOF, 2 peer reset, 4 peer gone, 8 closed, 16 unread bytes waiting. */
   state (): number
   shutdown (): void

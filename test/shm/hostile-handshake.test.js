@@ -28,7 +28,7 @@ for (const mode of ['garbage', 'close', 'silent']) {
     t.ok(failures.some(f => f.transport === 'shm' && /ERR_FASTSOCK_(HANDSHAKE|TRANSPORT_TIMEOUT)/.test(f.error.code)),
       `shm failed with a clear error: ${failures.map(f => `${f.transport}: ${f.error.code}`).join('; ')}`)
     const setup = await peer.waitFor(m => m.event === 'setup')
-    t.equal(setup.fds, 2, 'the segment and the client loop\'s doorbell were offered')
+    t.equal(setup.fds, 3, 'the segment and the client loop\'s doorbell and ready list were offered')
     c.write('over tcp')
     const [d] = await once(c, 'data')
     t.equal(String(d), 'over tcp', 'data flows over the fallback')
@@ -74,36 +74,57 @@ const tmpFile = () => {
   return fd
 }
 
-// This loop's doorbell: its id, and a dup of it (the loop owns the original; a case closes what
-// it sends).
-const bell = { get id () { return native.shmLoopDoorbell().id }, get fd () { return native.dupFd(native.shmLoopDoorbell().fd) } }
+// This loop's doorbell: its id, a dup of it, and a dup of its ready list (the loop owns the
+// originals; a case closes what it sends).
+const bell = {
+  get id () { return native.shmLoopDoorbell().id },
+  get fd () { return native.dupFd(native.shmLoopDoorbell().fd) },
+  get nodes () { return native.shmLoopDoorbell().readyNodes },
+  get ready () { return native.dupFd(native.shmLoopDoorbell().readyFd) }
+}
+/** SHM_SETUP for rings of c2s/s2c bytes, announcing this loop's doorbell and ready list. */
+const setup = (c2s, s2c) => wire.encodeShmSetup(c2s, s2c, bell.id, bell.nodes)
 
 const cases = {
   'a plain file instead of a sealed memfd': () => {
     const f = tmpFile()
-    return { bytes: wire.encodeShmSetup(4096, 4096, bell.id), fds: [f, bell.fd] }
+    return { bytes: setup(4096, 4096), fds: [f, bell.fd, bell.ready] }
   },
   'ring sizes that do not fit the memfd': () => {
     const a = native.shmCreateSegment(8192, 8192)
-    return { bytes: wire.encodeShmSetup(1 << 20, 1 << 20, bell.id), fds: [a.memfd, bell.fd] }
+    return { bytes: setup(1 << 20, 1 << 20), fds: [a.memfd, bell.fd, bell.ready] }
   },
   'ring sizes that are not powers of two': () => {
     const a = native.shmCreateSegment(8192, 8192)
-    return { bytes: wire.encodeShmSetup(12288, 4096, bell.id), fds: [a.memfd, bell.fd] }
+    return { bytes: setup(12288, 4096), fds: [a.memfd, bell.fd, bell.ready] }
   },
   'a doorbell that is not an eventfd': () => {
     const a = native.shmCreateSegment(4096, 4096)
-    return { bytes: wire.encodeShmSetup(4096, 4096, bell.id), fds: [a.memfd, tmpFile()] }
+    return { bytes: setup(4096, 4096), fds: [a.memfd, tmpFile(), bell.ready] }
   },
   'a corrupted segment header': () => {
     const a = native.shmCreateSegment(4096, 4096)
     fs.writeSync(a.memfd, Buffer.from([0xde, 0xad, 0xbe, 0xef]), 0, 4, 0)
-    return { bytes: wire.encodeShmSetup(4096, 4096, bell.id), fds: [a.memfd, bell.fd] }
+    return { bytes: setup(4096, 4096), fds: [a.memfd, bell.fd, bell.ready] }
   },
-  'SHM_SETUP without its fds': () => ({ bytes: wire.encodeShmSetup(4096, 4096, bell.id), fds: [] }),
-  'a truncated SHM_SETUP': () => ({ bytes: wire.encodeShmSetup(4096, 4096, bell.id).subarray(0, 10), fds: [] }),
+  'a ready list that is not a sealed memfd': () => {
+    const a = native.shmCreateSegment(4096, 4096)
+    return { bytes: setup(4096, 4096), fds: [a.memfd, bell.fd, tmpFile()] }
+  },
+  'a ready list smaller than it says': () => {
+    const a = native.shmCreateSegment(4096, 4096)
+    return { bytes: wire.encodeShmSetup(4096, 4096, bell.id, bell.nodes * 2), fds: [a.memfd, bell.fd, bell.ready] }
+  },
+  'SHM_SETUP with the previous layout (24 bytes, 2 fds)': () => {
+    const a = native.shmCreateSegment(4096, 4096)
+    const b = setup(4096, 4096).subarray(0, 24)
+    b.writeUInt16LE(24, 6)
+    return { bytes: b, fds: [a.memfd, bell.fd] }
+  },
+  'SHM_SETUP without its fds': () => ({ bytes: setup(4096, 4096), fds: [] }),
+  'a truncated SHM_SETUP': () => ({ bytes: setup(4096, 4096).subarray(0, 10), fds: [] }),
   'a wrong protocol version': () => {
-    const b = wire.encodeShmSetup(4096, 4096, bell.id)
+    const b = setup(4096, 4096)
     b[4] = 9
     return { bytes: b, fds: [] }
   }

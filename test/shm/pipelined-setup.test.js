@@ -79,8 +79,9 @@ async function roundTrip (port, transports) {
 }
 
 const myFds = () => fs.readdirSync('/proc/self/fd').length
+// Segments only: the loop's ready list (memfd:fastsock-ready) stays open with its loop.
 const myMemfds = () => fs.readdirSync('/proc/self/fd').filter(f => {
-  try { return fs.readlinkSync(`/proc/self/fd/${f}`).includes('memfd:') } catch { return false }
+  try { return fs.readlinkSync(`/proc/self/fd/${f}`).includes('memfd:fastsock-shm') } catch { return false }
 }).length
 
 t.test('the first connect learns the flag, the next ones pipeline SHM_SETUP', { skip }, async t => {
@@ -188,7 +189,7 @@ const hello = (port, capabilities) => wire.encodeHello({ capabilities, family: 4
 const setup = () => {
   const memfd = native.shmCreateSegment(8192, 8192).memfd
   const bell = native.shmLoopDoorbell()
-  return { bytes: wire.encodeShmSetup(8192, 8192, bell.id), fds: [memfd, native.dupFd(bell.fd)] }
+  return { bytes: wire.encodeShmSetup(8192, 8192, bell.id, bell.readyNodes), fds: [memfd, native.dupFd(bell.fd), native.dupFd(bell.readyFd)] }
 }
 const closeAll = fds => { for (const f of fds) native.closeFd(f) }
 
@@ -207,7 +208,7 @@ t.test('a client of the previous protocol (HELLO alone, SHM_SETUP after ACCEPT) 
   closeAll(su.fds)
   const r = await readMessages(fd, 1)
   t.equal(r.messages[0].type, wire.MessageType.ShmReady, 'SHM_READY')
-  t.equal(r.fds.length, 1, 'with the server loop\'s doorbell')
+  t.equal(r.fds.length, 2, 'with the server loop\'s doorbell and ready list')
   t.ok(native.isEventfd(r.fds[0]))
   await s.peer.waitFor(m => m.event === 'connection' && m.transport === 'shm')
   closeAll(r.fds)
@@ -231,7 +232,7 @@ t.test('pipelined by hand: one reply (ACCEPT + SHM_READY), also when SHM_SETUP c
     closeAll(su.fds)
     const r = await readMessages(fd, 2)
     t.same(r.messages.map(m => m.type), [wire.MessageType.Accept, wire.MessageType.ShmReady], `${split ? 'split' : 'one write'}: ACCEPT then SHM_READY`)
-    t.equal(r.fds.length, 1, 'the doorbell came with them')
+    t.equal(r.fds.length, 2, 'the doorbell and the ready list came with them')
     closeAll(r.fds)
     native.closeFd(fd)
   }

@@ -185,6 +185,15 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
       return done
     }
 
+    /**
+     * Whether to leave the bytes there for the loop to hand over in their turn (native: another
+     * connection of the loop is ready first). Without bytes there is nothing to order: no call.
+     */
+    override yieldRead (): boolean {
+      if (this.local[0] & S.CLOSED) return false
+      return Atomics.load(this.ctl, this.rxHead) !== this.ctl[this.rxTail] && super.yieldRead()
+    }
+
     /** At most maxBytes of what is there, in pooled memory when small; null when empty. */
     override read (maxBytes: number): Buffer | null {
       const avail = this.readable()

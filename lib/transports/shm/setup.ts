@@ -1,10 +1,11 @@
 /**
  * The shm rung's set-up over the verified side channel (docs/wire-protocol.md, SHM_SETUP /
  * SHM_READY): the client makes a sealed memfd for two SPSC byte rings (one per direction) and
- * hands it to the server with its loop's doorbell (SCM_RIGHTS); the server answers with its own
- * loop's doorbell. Each end closes the memfd once mapped and keeps one copy of a peer loop's
- * doorbell however many connections share it, so a connection end holds one fd of its own: the
- * side-channel socket, which stays open, silent, as the liveness signal. Both ends end with a
+ * hands it to the server with its loop's doorbell and ready list (SCM_RIGHTS); the server answers
+ * with its own loop's. Each end closes the memfd once mapped and keeps one copy of a peer loop's
+ * doorbell (and one mapping of its ready list) however many connections share it, so a
+ * connection end holds one fd of its own: the side-channel socket, which stays open, silent, as
+ * the liveness signal. Both ends end with a
  * native ShmEndpoint (csrc/shm/endpoint.h) that the stream core (lib/stream/endpoint-stream.ts)
  * drives.
  *
@@ -55,11 +56,11 @@ function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ 
   })
 }
 
-/** A client's segment, made before SHM_SETUP goes out: its memfd and this loop's doorbell. */
+/** A client's segment, made before SHM_SETUP goes out: its memfd and this loop's doorbell and ready list. */
 export interface ClientSegment {
   memfd: number
   ringBytes: number
-  /** SHM_SETUP for it (the fds to send with it: memfd, then the doorbell). */
+  /** SHM_SETUP for it (the fds to send with it: memfd, the doorbell, the ready list). */
   bytes: Buffer
   fds: number[]
 }
@@ -71,7 +72,12 @@ export interface ClientSegment {
 export function clientSegment (ringBytes: number): ClientSegment {
   const bell = native!.shmLoopDoorbell()
   const memfd = takeSegment(ringBytes)
-  return { memfd, ringBytes, bytes: wire.encodeShmSetup(ringBytes, ringBytes, bell.id), fds: [memfd, bell.fd] }
+  return {
+    memfd,
+    ringBytes,
+    bytes: wire.encodeShmSetup(ringBytes, ringBytes, bell.id, bell.readyNodes),
+    fds: [memfd, bell.fd, bell.readyFd]
+  }
 }
 
 /**
@@ -89,13 +95,16 @@ export function clientFinish (fd: number, seg: ClientSegment, message: wire.Mess
       throw new Err(message.reason, `server refused the shm segment: ${message.text}`)
     }
     if (message.type !== wire.MessageType.ShmReady) throw new HandshakeError(`expected SHM_READY, got type ${message.type}`)
-    if (fds.length !== wire.SHM_READY_FDS || !n.isEventfd(fds[0])) throw new HandshakeError('SHM_READY must carry the server loop\'s doorbell (an eventfd)')
-    // The endpoint owns the memfd, the doorbell and the side channel from here on, also when it throws.
-    const [doorbell] = fds
-    const args = [memfd, doorbell, fd] as const
+    if (fds.length !== wire.SHM_READY_FDS || !n.isEventfd(fds[0])) {
+      throw new HandshakeError('SHM_READY must carry the server loop\'s doorbell (an eventfd) and ready list')
+    }
+    // The endpoint owns the memfd, the doorbell, the ready list and the side channel from here
+    // on, also when it throws (it checks the ready list: a memfd sealed, of its announced size).
+    const [doorbell, ready] = fds
+    const args = [memfd, doorbell, ready, fd] as const
     memfd = fd = -1
     fds = []
-    return newShmEndpoint(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2])
+    return newShmEndpoint(args[0], seg.ringBytes, seg.ringBytes, true, args[1], message.doorbellId, args[2], message.readyNodes, args[3])
   } catch (err) {
     for (const f of [memfd, fd, ...fds]) if (f >= 0) n.closeFd(f)
     throw fdShortage(err)
@@ -157,21 +166,21 @@ function serverEndpoint (side: number, m: wire.Message, fds: number[]): { ep: Sh
     if (m.version !== wire.PROTOCOL_VERSION) throw new Refusal(wire.RejectReason.Malformed, `protocol version ${m.version} unsupported; this server speaks ${wire.PROTOCOL_VERSION}`)
     if (fds.length !== wire.SHM_SETUP_FDS) throw new Refusal(wire.RejectReason.Malformed, `SHM_SETUP carries ${fds.length} fds, not ${wire.SHM_SETUP_FDS}`)
     if (!n.isEventfd(fds[1])) throw new Refusal(wire.RejectReason.Malformed, 'the doorbell must be an eventfd')
-    let bell: { fd: number, id: string }
+    let bell: { fd: number, id: string, readyFd: number, readyNodes: number }
     try {
       bell = n.shmLoopDoorbell()
     } catch (err) {
       throw new Refusal(wire.RejectReason.Busy, `the server is out of fds (${(err as Error).message})`)
     }
-    const [memfd, clientDoorbell] = fds
+    const [memfd, clientDoorbell, clientReady] = fds
     fds = [] // the endpoint constructor owns them and `side` now, also when it throws
     let ep: ShmEndpoint
     try {
-      ep = newShmEndpoint(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, side)
+      ep = newShmEndpoint(memfd, m.c2sBytes, m.s2cBytes, false, clientDoorbell, m.doorbellId, clientReady, m.readyNodes, side)
     } catch (err) {
       throw new HandshakeError(`shm setup refused: ${(err as Error).message}`, { cause: err })
     }
-    return { ep, ready: wire.encodeShmReady(bell.id), readyFds: [bell.fd] }
+    return { ep, ready: wire.encodeShmReady(bell.id, bell.readyNodes), readyFds: [bell.fd, bell.readyFd] }
   } finally {
     for (const f of fds) n.closeFd(f)
   }
