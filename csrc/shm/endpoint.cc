@@ -155,12 +155,14 @@ void ShmEndpoint::RingPeer() {
 // After a synchronous call: its waits may have consumed a doorbell ring owed to another endpoint
 // of the loop (whose token is still on the list: ringing again is enough), and their Arm*Wait
 // may have cleared a waiting flag this endpoint sleeps on in the loop without any peer pushing
-// its token (then the loop is told to check it).
+// its token (then the loop is told to check it). A call that found its bytes or room while
+// spinning armed nothing and costs nothing here: telling the loop after every call (an eventfd
+// write) took the synchronous pair from 0.21 to 0.65 µs RTT/2.
 void ShmEndpoint::RestoreDoorbell() {
-  bool drained = drained_doorbell_;
-  drained_doorbell_ = false;
+  bool drained = drained_doorbell_, armed = sync_armed_;
+  drained_doorbell_ = sync_armed_ = false;
   if (!engine_) return;
-  if (sleep_index >= 0) engine_->WakeSelf(this);
+  if (armed && sleep_index >= 0) engine_->WakeSelf(this);
   else if (drained) engine_->RingSelf();
 }
 

@@ -173,6 +173,9 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
   bool closed_ = false;
   napi_env cleanup_env_ = nullptr;
   bool peer_gone_ = false;
+  // A synchronous call armed a waiting flag (Arm*Wait): the flag this endpoint may sleep on in
+  // its loop was then raised and lowered again without a peer pushing its token (RestoreDoorbell).
+  bool sync_armed_ = false;
   bool drained_doorbell_ = false;
   SyncEntry* sync_entry_ = nullptr;  // the own writeSync/readIntoSync functions' (InstallSyncEntry)
   uint64_t sync_tail_seen_ = 0;       // the transmit ring's tail as writeSync saw it last (PushSeenTail)

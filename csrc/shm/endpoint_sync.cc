@@ -88,6 +88,7 @@ int ShmEndpoint::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t d
   for (;;) {
     if (cond()) return 0;
     if (CheckSide()) return -ECONNRESET;
+    sync_armed_ = true;
     bool armed = arm_read ? rx_.ArmConsumerWait() : tx_.ArmProducerWait();
     if (!armed) continue;
     int timeout = -1;

@@ -81,8 +81,8 @@ class RingView {
   // tick counter (ReadyTicks: rdtsc, ~10 ns) per message that finds the ring empty, none while
   // the ring holds bytes.
   void Stamp() { ctl_->ready_ticks.store(ReadyTicks(), std::memory_order_relaxed); }
-  // Stamp() when the consumer's loop orders several connections (want_ticks, read from tail's
-  // line, which the caller just read).
+  // Stamp() when the consumer's loop orders several connections (want_ticks, on the flags line
+  // the producer reads after the publish anyway: ConsumerNeedsWake).
   void StampIfWanted() {
     if (ctl_->want_ticks.load(std::memory_order_relaxed) != 0) Stamp();
   }

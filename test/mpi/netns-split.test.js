@@ -44,6 +44,17 @@ else if (!IS_ROOT) {
         ip('-n', NS[s], 'link', 'set', DEV[s], 'up')
         ip('-n', NS[s], 'link', 'set', 'lo', 'up')
       }
+      // A veth end set up is not running until its peer is up too (carrier): libuv's interface
+      // list, which tells a rank its own addresses, leaves out interfaces without IFF_RUNNING:
+      // a rank started before then does not find its own address (its endpoint card and the
+      // side channel's "is this address mine" check go wrong).
+      const until = Date.now() + 10000
+      for (;;) {
+        const down = ['A', 'B'].filter(s => !/\bLOWER_UP\b/.test(ip('-n', NS[s], 'link', 'show', DEV[s])))
+        if (down.length === 0) break
+        if (Date.now() > until) throw new Error(`veth ${down.map(s => DEV[s]).join(', ')} not running after 10 s`)
+        await new Promise(resolve => setTimeout(resolve, 20))
+      }
     } catch (err) {
       if (IN_CI) throw err
       t.skip(`cannot build the namespaces here: ${err.message}`)
