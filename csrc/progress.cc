@@ -193,6 +193,9 @@ void ProgressEngine::CloseHandles() {
   list_->CloseFd();  // no more set-ups: the mapping stays (peers may still push) until the engine goes
 }
 
+// One non-blocking turn of the loop (the kick idle handle stops itself on that turn).
+void ProgressEngine::Kick() { uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); }); }
+
 void ProgressEngine::RingSelf() {
   if (doorbell_fd_ < 0) return;
   uint64_t one = 1;
@@ -228,7 +231,7 @@ bool ProgressEngine::Requeue(Pollable* p) {
   // No doorbell write: the next prepare (Run's first Sweep) takes the list, and the kick keeps
   // the loop from blocking before it.
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(prepare_))) uv_prepare_start(prepare_, OnPrepare);
-  uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+  Kick();
   return true;
 }
 
@@ -565,7 +568,7 @@ void ProgressEngine::Run() {
         uint64_t back = NowNs();
         if (back - now > kPreemptedNs) cap.BackOff(back);
       }
-      uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+      Kick();
       return;
     }
     if (!held_.empty() && Holding()) {
@@ -617,7 +620,7 @@ void ProgressEngine::Run() {
   } else {
     // Named on the list while JS ran (Requeue, or a peer that rang): another turn of the loop
     // without blocking, whose prepare takes it.
-    uv_idle_start(kick_, [](uv_idle_t* k) { uv_idle_stop(k); });
+    Kick();
   }
 }
 

@@ -214,6 +214,7 @@ class ProgressEngine {
   size_t tokens() const { return tokens_.size() - 1 - free_tokens_.size() - quarantine_.size(); }
 
  private:
+  void Kick();  // one non-blocking turn of the loop
   // How an endpoint in due_ is handed over: ready while hot (OnPollReady), ready while asleep
   // (OnWake), its window ran out (OnPollExpired).
   enum class Due : uint8_t { kReady, kWoken, kExpired };

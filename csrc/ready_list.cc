@@ -9,11 +9,8 @@
 
 #include <algorithm>
 
-#ifndef F_SEAL_SEAL
-#define F_SEAL_SEAL 0x0001
-#define F_SEAL_SHRINK 0x0002
-#define F_SEAL_GROW 0x0004
-#endif
+#include "sealed_memfd.h"
+
 
 namespace fastsock {
 namespace {
@@ -44,9 +41,10 @@ bool ReadyList::MapFd(int fd, std::string* err) {
 }
 
 std::unique_ptr<ReadyList> ReadyList::Create(int* err) {
-  int fd = memfd_create("fastsock-ready", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  // The pages exist only once touched: a node's page when its token is first pushed.
+  int fd = CreateSealedMemfd("fastsock-ready", wire::ReadyListBytes(wire::kReadyNodes));
   if (fd < 0) {
-    *err = errno;
+    *err = -fd;
     return nullptr;
   }
   std::unique_ptr<ReadyList> l(new ReadyList());
@@ -54,10 +52,7 @@ std::unique_ptr<ReadyList> ReadyList::Create(int* err) {
   l->nodes_ = wire::kReadyNodes;
   l->bytes_ = wire::ReadyListBytes(l->nodes_);
   std::string why;
-  // Sealed before any peer sees it: neither end can shrink it under the other (SIGBUS). The
-  // pages exist only once touched: a node's page when its token is first pushed.
-  if (ftruncate(fd, static_cast<off_t>(l->bytes_)) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 || !l->MapFd(fd, &why)) {
+  if (!l->MapFd(fd, &why)) {
     *err = errno ? errno : ENOMEM;
     return nullptr;
   }
@@ -72,14 +67,8 @@ std::unique_ptr<ReadyList> ReadyList::Map(int fd, uint32_t nodes, std::string* e
     *err = "the ready list's node count is out of range";
     return nullptr;
   }
-  int seals = fcntl(fd, F_GET_SEALS);
-  if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-    *err = "the ready list is not a memfd sealed against resizing";
-    return nullptr;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != wire::ReadyListBytes(nodes)) {
-    *err = "the ready list's size does not fit its node count";
+  if (const char* why = SealedMemfdProblem(fd, wire::ReadyListBytes(nodes))) {
+    *err = std::string("the ready list: ") + why;
     return nullptr;
   }
   std::unique_ptr<ReadyList> l(new ReadyList());

@@ -9,11 +9,7 @@
 
 #include <new>
 
-#ifndef F_SEAL_SEAL
-#define F_SEAL_SEAL 0x0001
-#define F_SEAL_SHRINK 0x0002
-#define F_SEAL_GROW 0x0004
-#endif
+#include "sealed_memfd.h"
 
 namespace fastsock {
 
@@ -62,22 +58,12 @@ int Segment::Create(uint32_t c2s, uint32_t s2c, std::string* err) {
     *err = "ring sizes must be powers of two from 4 KiB to 256 MiB";
     return -EINVAL;
   }
-  int fd = memfd_create("fastsock-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) {
-    int e = errno;
-    *err = std::string("memfd_create failed: ") + strerror(e);
-    return -e;
-  }
-  auto fail = [&](const char* what) {
-    int e = errno;
-    *err = std::string(what) + strerror(e);
-    close(fd);
-    return -e;
-  };
   uint64_t total = wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s) + s2c;
-  if (ftruncate(fd, static_cast<off_t>(total)) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    return fail("sizing/sealing the memfd failed: ");
+  int fd = CreateSealedMemfd("fastsock-shm", total);
+  if (fd < 0) {
+    *err = std::string("creating the sealed memfd failed: ") + strerror(-fd);
+    return fd;
+  }
   // Only the header is written, with pwrite: the rings are zero (a fresh memfd) and each end
   // maps them itself when it attaches, so creating costs no mapping at all.
   wire::SegmentHeader hd{};  // value-initialized: every counter and flag zero
@@ -86,7 +72,12 @@ int Segment::Create(uint32_t c2s, uint32_t s2c, std::string* err) {
   hd.header_bytes = wire::kSegmentHeaderBytes;
   hd.ring_bytes_c2s = c2s;
   hd.ring_bytes_s2c = s2c;
-  if (pwrite(fd, &hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd)) return fail("writing the segment header failed: ");
+  if (pwrite(fd, &hd, sizeof hd, 0) != static_cast<ssize_t>(sizeof hd)) {
+    int e = errno;
+    *err = std::string("writing the segment header failed: ") + strerror(e);
+    close(fd);
+    return -e;
+  }
   return fd;
 }
 
@@ -95,19 +86,9 @@ std::shared_ptr<Segment> Segment::Attach(int memfd, uint32_t c2s, uint32_t s2c, 
     *err = "ring sizes out of range (powers of two from 4 KiB to 256 MiB)";
     return nullptr;
   }
-  int seals = fcntl(memfd, F_GET_SEALS);
-  if (seals < 0) {
-    *err = "the segment fd is not a sealable memfd";
-    return nullptr;
-  }
-  if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-    *err = "the segment memfd is not sealed against resizing";
-    return nullptr;
-  }
-  struct stat st;
   uint64_t total = wire::kSegmentHeaderBytes + static_cast<uint64_t>(c2s) + s2c;
-  if (fstat(memfd, &st) != 0 || static_cast<uint64_t>(st.st_size) != total) {
-    *err = "the segment memfd's size does not fit the announced rings";
+  if (const char* why = SealedMemfdProblem(memfd, total)) {
+    *err = std::string("the segment memfd: ") + why;
     return nullptr;
   }
   std::shared_ptr<Segment> seg(new Segment());

@@ -161,15 +161,15 @@ function spinLater (req: Request, limitUs: number): void {
 
 function runSpins (): void {
   spinScheduled = false
-  while (spinQueue.length > 0) {
-    const r = spinQueue.pop()!
-    const limitUs = spinLimits.pop()!
-    const spin = r._spin
-    if (spin !== null && r._status === null && r._error === null) {
-      r._spin = null
-      spin(r, limitUs)
-    }
-  }
+  while (spinQueue.length > 0) runSpin(spinQueue.pop()!, spinLimits.pop()!)
+}
+
+/** The fast path of `r` (at most once), bounded by `limitUs`, when it is still pending. */
+function runSpin (r: Request, limitUs: number): void {
+  const spin = r._spin
+  if (spin === null || r._status !== null || r._error !== null) return
+  r._spin = null
+  spin(r, limitUs)
 }
 
 /** A Request already complete with `status` (PROC_NULL operations, self messages). */
@@ -196,14 +196,7 @@ export async function waitAll (requests: Request[], options?: { signal?: AbortSi
     // the requests still pending after that are awaited.
     // The last first: its spin reads the frames of the ones before it on its connection (a
     // window of receives from one peer is then one spin, not one per request).
-    for (let i = reqs.length - 1; i >= 0; i--) {
-      const r = reqs[i]
-      if (r._status === null && r._error === null && r._spin !== null) {
-        const spin = r._spin
-        r._spin = null
-        spin(r, Infinity)
-      }
-    }
+    for (let i = reqs.length - 1; i >= 0; i--) runSpin(reqs[i], Infinity)
     const out = new Array<Status>(reqs.length)
     let rest: Request[] | null = null
     for (let i = 0; i < reqs.length; i++) {

@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+'use strict'
+/**
+ * fastsock/mpi, two ranks: the distribution of one iteration's time (µs) for the wait patterns
+ * the collectives are made of, over shm (the default chain) and over tcp (Node net, the same
+ * API), in the same run: p50, p90, p99, the mean (what OSU prints) and how many iterations took
+ * over 50 µs (the stalls the mean carries).
+ *
+ *   pingpong   rank 0 send + recv, rank 1 recv + send (8 B): one round trip
+ *   exchange   irecv + isend + waitAll on both ranks (8 B)
+ *   waitfirst  irecv, wait() called, then isend, then await (the collectives' pattern, 8 B)
+ *   barrier    comm.barrier()
+ *   allreduce  comm.allreduce of one float64, SUM
+ *
+ *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--patterns pingpong,barrier]
+ *
+ * `--warmup`: untimed iterations of the same pattern first (V8 compiles the path meanwhile; its
+ * compiler threads otherwise stall the first ~200 ms, docs/mpi-benchmarks.md). Each pattern and
+ * channel is its own job of two fresh processes. Prints figures, asserts nothing.
+ */
+const { parseArgs } = require('util')
+
+const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce']
+
+async function rank (pattern, channel, iterations, warmup) {
+  const mpi = require('../dist/mpi')
+  const comm = await mpi.init(channel === 'tcp' ? { transports: ['tcp'] } : {})
+  const peer = 1 - comm.rank
+  const sb = new Float64Array(1)
+  const rb = new Float64Array(1)
+  const step = {
+    pingpong: async () => {
+      if (comm.rank === 0) { await comm.send(sb, peer, 1); await comm.recv(rb, peer, 1) } else { await comm.recv(rb, peer, 1); await comm.send(sb, peer, 1) }
+    },
+    exchange: () => mpi.waitAll([comm.irecv(rb, peer, 2), comm.isend(sb, peer, 2)]),
+    waitfirst: async () => {
+      const p = comm.irecv(rb, peer, 3).wait()
+      const s = comm.isend(sb, peer, 3)
+      await p
+      await s.wait()
+    },
+    barrier: () => comm.barrier(),
+    allreduce: () => comm.allreduce(sb, rb, mpi.SUM)
+  }[pattern]
+  for (let i = 0; i < warmup; i++) await step()
+  const us = new Float64Array(iterations)
+  for (let i = 0; i < iterations; i++) {
+    const t0 = process.hrtime.bigint()
+    await step()
+    us[i] = Number(process.hrtime.bigint() - t0) / 1000
+  }
+  if (comm.rank === 0) {
+    const mean = us.reduce((a, b) => a + b, 0) / iterations
+    const slow = us.filter(x => x > 50).length
+    us.sort()
+    const q = f => us[Math.min(iterations - 1, Math.floor(iterations * f))]
+    process.stdout.write(JSON.stringify({ p50: q(0.5), p90: q(0.9), p99: q(0.99), mean, slow, transport: comm.transportOf(peer) }) + '\n')
+  }
+  await mpi.finalize()
+}
+
+async function main () {
+  const { values } = parseArgs({
+    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, patterns: { type: 'string', default: PATTERNS.join(',') } }
+  })
+  const iterations = Number(values.iterations)
+  const warmup = Number(values.warmup)
+  const patterns = values.patterns.split(',')
+  for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
+  const { spawnRanks } = require('../dist/cli/mpirun')
+  const f = x => x.toFixed(x < 10 ? 2 : 1)
+  console.log(`fastsock/mpi wait patterns, 2 ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration`)
+  console.log('| pattern | channel | transport | p50 | p90 | p99 | mean | > 50 µs | p50 × tcp | mean × tcp |')
+  console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const pattern of patterns) {
+    const row = {}
+    for (const channel of ['shm', 'tcp']) {
+      let out = null
+      const job = await spawnRanks({
+        np: 2,
+        command: process.execPath,
+        args: [__filename, '--rank', pattern, channel, String(iterations), String(warmup)],
+        stdio: 'pipe',
+        prefix: false,
+        onLine: (r, stream, line) => { if (r === 0 && stream === 'stdout' && line.startsWith('{')) out = JSON.parse(line) }
+      })
+      const res = await job.done
+      if (res.code !== 0 || out === null) throw new Error(`${pattern} over ${channel}: the job failed (status ${res.code})`)
+      row[channel] = out
+    }
+    for (const channel of ['shm', 'tcp']) {
+      const r = row[channel]
+      const ratio = channel === 'shm' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
+      console.log(`| ${pattern} | ${channel} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${ratio} |`)
+    }
+  }
+}
+
+if (process.argv[2] === '--rank') {
+  const [, , , pattern, channel, iterations, warmup] = process.argv
+  rank(pattern, channel, Number(iterations), Number(warmup)).catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
+} else {
+  main().catch(err => { process.stderr.write(`${err.message}\n`); process.exit(1) })
+}
