@@ -100,4 +100,14 @@ export function familyName (ip: string): 'IPv4' | 'IPv6' {
   return net.isIPv4(ip) ? 'IPv4' : 'IPv6'
 }
 
+/**
+ * True when `blockList` (a socket's or a server's `blockList` option, Node 22+; absent before)
+ * blocks the IP address `address`, as Node's net checks it (`ipv4`/`ipv6` by the address's form).
+ */
+export function blocks (blockList: net.BlockList | null | undefined, address: unknown): boolean {
+  if (blockList == null || typeof address !== 'string') return false
+  const family = net.isIP(address)
+  return family !== 0 && blockList.check(address, family === 6 ? 'ipv6' : 'ipv4')
+}
+
 export type { EndpointView, TcpView } from './transports/contract'

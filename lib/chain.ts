@@ -43,6 +43,8 @@ export interface ChainHost {
   readonly pollUs: number | undefined
   /** A handle or a parent stream is already there (a TLSSocket's, a socket from an fd). */
   hasHandleOrParent (): boolean
+  /** The socket's `blockList` (Node 22+) blocks this IP address: Node's connect refuses it. */
+  blocks (address: string): boolean
   emit (event: string, payload: unknown): boolean
   once (event: 'connect', cb: AnyFn): unknown
   destroy (err?: Error): unknown
@@ -272,6 +274,14 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     }
     if (req === null) {
       const addresses = resolved === null ? [hostname] : attemptOrder(resolved, all)
+      if (addresses.some(a => host.blocks(a))) {
+        // The socket's blockList names an address it would try: Node's connect decides (its
+        // ERR_IP_BLOCKED, as net), whatever rungs the chain lists; no rung is tried.
+        debug('chain', '%s:%d: an address is in the socket\'s blockList: Node\'s connect', hostname, port)
+        const opts = resolved === null ? options : { ...options, lookup: replayLookup(resolved) }
+        host.nodeConnect(normalizeArgs([opts]), NODE_TRANSPORT)
+        return
+      }
       req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs, aborted: () => host.destroyed }
     }
     const ch = await attempt(host, rung, req, ctx)

@@ -6,8 +6,7 @@
  * option, `socket.transport`) and typed arrays (`write(view)`, `readInto(view)`).
  */
 import * as net from 'net'
-import * as diagnostics from 'diagnostics_channel'
-import { Socket, SocketOptions } from './socket'
+import { Socket, SocketOptions, NODE_CONNECT_PUBLISHES, publishClientSocket } from './socket'
 import { Server, ServerOptions } from './server'
 import { originals } from './originals'
 import { debug } from './debug'
@@ -24,7 +23,6 @@ export { clearNegativeCache } from './negative-cache'
 
 type ConnectListener = () => void
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
-const clientSocketChannel = diagnostics.channel('net.client.socket')
 const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
 
 /**
@@ -42,8 +40,8 @@ export function connect (...args: unknown[]): Socket {
     options.transports = [NODE_TRANSPORT]
   }
   const socket = new Socket(options)
-  // As Node's net.connect does: APM tools see every client socket, on every rung.
-  if (clientSocketChannel.hasSubscribers) clientSocketChannel.publish({ socket })
+  // As Node's net.connect does up to 22 (from 24 on, Socket#connect publishes: lib/socket/connect.ts).
+  if (!NODE_CONNECT_PUBLISHES) publishClientSocket(socket)
   if (options.timeout) socket.setTimeout(options.timeout)
   return (socket.connect as AnyFn)(normalized)
 }

@@ -20,6 +20,7 @@ import { debug } from './debug'
 import { channel, Channel, Connector, KernelHandle, ListenRequest, Rung, RungListener, discardChannel } from './transports/contract'
 import { originals } from './originals'
 import { isRoundRobinWorker } from './cluster'
+import { blocks } from './address'
 
 const serverSocketChannel = diagnostics.channel('net.server.socket')
 
@@ -257,6 +258,20 @@ function drop (server: net.Server, local: Record<string, unknown>, remote: Recor
   server.emit('drop', data)
 }
 
+/** The server's `blockList` option (Node 22+), or undefined. */
+function serverBlockList (server: net.Server): net.BlockList | undefined {
+  return (server as unknown as { blockList?: net.BlockList }).blockList
+}
+
+/** The server's blockList blocks this accepted handle's peer address (Node's onconnection check). */
+function blockedPeer (server: net.Server, h: ClientHandle | null): boolean {
+  const list = serverBlockList(server)
+  if (list == null || typeof h?.getpeername !== 'function') return false
+  const r: Record<string, unknown> = {}
+  h.getpeername(r)
+  return blocks(list, r.address)
+}
+
 /** Node's onconnection, creating a fastsock Socket. */
 function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHandle): void {
   if (err) {
@@ -273,6 +288,10 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     clientHandle.getsockname?.(l)
     clientHandle.getpeername?.(r)
     drop(server, l, r)
+    clientHandle.close()
+    return
+  }
+  if (blockedPeer(server, clientHandle)) {
     clientHandle.close()
     return
   }
@@ -297,6 +316,12 @@ function acceptChannel (server: AnyServer, c: Channel): void {
     if (!c.view) { h?.getsockname?.(l); h?.getpeername?.(r) }
     drop(server, l, r)
     // Closed as Node closes a dropped handle: an orderly close (a reset only if bytes came unread).
+    c.handle?.close()
+    c.endpoint?.close(false)
+    return
+  }
+  if (c.view ? blocks(serverBlockList(server), c.view.remote.address) : blockedPeer(server, c.handle as unknown as ClientHandle | null)) {
+    // Turned away as Node's onconnection turns a blocked TCP peer away: closed, no 'connection'.
     c.handle?.close()
     c.endpoint?.close(false)
     return

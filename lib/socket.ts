@@ -23,7 +23,8 @@ import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
 import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { initFastsock, chainHost, reinitialize, clearIdleTimer } from './socket/connect'
+import { initFastsock, chainHost, reinitialize, clearIdleTimer, NODE_CONNECT_PUBLISHES, publishClientSocket } from './socket/connect'
+export { NODE_CONNECT_PUBLISHES, publishClientSocket }
 import { installAccessors, asBuffer } from './socket/accessors'
 import { drainBuffered } from './socket/drain'
 
@@ -101,6 +102,7 @@ export class SocketImpl extends NodeSocket {
    */
   override connect (...args: unknown[]): this {
     if (this.destroyed) reinitialize(this)
+    if (NODE_CONNECT_PUBLISHES) publishClientSocket(this)
     connectThroughChain(chainHost(this), args)
     return this
   }

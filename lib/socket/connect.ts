@@ -2,7 +2,9 @@
  * The Socket's side of connecting: fastsock's part of the constructor (a channel a server
  * accepted), Node's own connect, and the ChainHost the chain runs over.
  */
+import * as diagnostics from 'diagnostics_channel'
 import type * as net from 'net'
+import { blocks } from '../address'
 import type { TransportName } from '../transports/names'
 import { NODE_TRANSPORT } from '../transports/registry'
 import type { ChainHost } from '../chain'
@@ -18,6 +20,19 @@ type FsSocket = AdoptingSocket & { transport: TransportName | null }
 
 const NodeSocket = originals.Socket
 const noop = (): void => {}
+const clientSocketChannel = diagnostics.channel('net.client.socket')
+
+/**
+ * Where Node publishes 'net.client.socket': in Socket#connect from Node 24 on (every connect,
+ * `new net.Socket().connect()` too), in `net.connect()` before. Read from Node's own connect, so
+ * that a backport is followed as well as the major that moved it.
+ */
+export const NODE_CONNECT_PUBLISHES = Function.prototype.toString.call(NodeSocket.prototype.connect).includes('netClientSocketChannel')
+
+/** Publishes 'net.client.socket' for `sock`, as Node's connect (APM tools see every client socket, on every rung). */
+export function publishClientSocket (sock: net.Socket): void {
+  if (clientSocketChannel.hasSubscribers) clientSocketChannel.publish({ socket: sock })
+}
 
 /** fastsock's part of the constructor, once Node's net.Socket constructor has run on `self`. */
 export function initFastsock (self: FsSocket, p: PreparedOptions): void {
@@ -76,10 +91,17 @@ function nodeConnect (sock: FsSocket, normalized: unknown[], transport: Transpor
   sock.transport = transport
   const self = sock as unknown as { _undestroy: AnyFn }
   if (sock.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
+  // fastsock's connect() published 'net.client.socket' already (Socket#connect, Node 24 on):
+  // Node's, called now or after the chain's fast rungs, must not publish it a second time. Its
+  // connect runs no subscriber code synchronously, so shadowing the channel's publish for the
+  // call silences only this one.
+  const quiet = NODE_CONNECT_PUBLISHES && clientSocketChannel.hasSubscribers
+  if (quiet) (clientSocketChannel as unknown as { publish: AnyFn }).publish = noop
   try {
     ;(NodeSocket.prototype.connect as AnyFn).call(sock, normalized)
   } finally {
     delete (self as { _undestroy?: AnyFn })._undestroy
+    if (quiet) delete (clientSocketChannel as unknown as { publish?: AnyFn }).publish
   }
 }
 
@@ -101,6 +123,7 @@ export function chainHost (sock: FsSocket): ChainHost {
       const s = sock as unknown as { _parent: unknown, _handle: unknown }
       return !!(s._parent || s._handle)
     },
+    blocks: address => blocks((sock as unknown as { blockList?: net.BlockList }).blockList, address),
     emit: (event, payload) => {
       if (event === 'transportAttempt' && perfStart === null) perfStart = startConnectEntry()
       return sock.emit(event, payload)

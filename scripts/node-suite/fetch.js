@@ -243,12 +243,12 @@ function ensureTools () {
 }
 
 /**
- * Makes sure Node's test files for this Node major are in the cache; returns `{ root, source }`:
+ * Makes sure Node's test files for Node major `major` (default: the running one) are in the cache;
+ * returns `{ root, source }`:
  * `root` holds test/common, test/fixtures and test/parallel; `source` says where they came from
  * (mirror, suite, Debian version, orig tarball name and SHA-256).
  */
-async function ensureTests (cacheDir, { log = console.error } = {}) {
-  const major = Number(process.versions.node.split('.')[0])
+async function ensureTests (cacheDir, { log = console.error, major = Number(process.versions.node.split('.')[0]) } = {}) {
   const base = path.join(cacheDir, `node-${major}`)
   const sourceFile = path.join(base, 'source.json')
   if (fs.existsSync(sourceFile)) {

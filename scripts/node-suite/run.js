@@ -69,7 +69,7 @@ const TAIL_CHARS = 3000
 
 /**
  * Runs `file` (absolute) once in configuration `config` (a CONFIGS key). `opts`: `{ root,
- * register, slot, serial, testDir, timeoutMs }` (`register`: absolute path of dist/register.js;
+ * register, slot, serial, testDir, timeoutMs, env }` (`env`: variables every run gets; `register`: absolute path of dist/register.js;
  * `slot`: the pool slot, for TEST_THREAD_ID and a per-slot common.PORT). Resolves to `{ status:
  * 'pass'|'fail'|'hang', code, signal, durationMs, rungs, output }` (`output`: the end of stdout
  * and stderr, for runs that did not pass).
@@ -81,6 +81,7 @@ function runFile (file, config, opts) {
   const env = {
     ...baseEnv(),
     ...cfg.env,
+    ...opts.env,
     TEST_THREAD_ID: String(opts.slot),
     TEST_SERIAL_ID: String(opts.serial),
     TEST_PARALLEL: '1',
