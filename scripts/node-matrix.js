@@ -99,10 +99,14 @@ function tapCounts (tail) {
   return m ? `${m[2]} passed, ${m[3] ?? 0} failed, ${m[4] ?? 0} skipped of ${m[1]}` : 'no tap summary'
 }
 
-/** The node suite's counts line (docs/node-suite.md), or '?'. */
-function suiteCounts (tail) {
-  const lines = tail.split('\n').filter(l => /regression|pass/i.test(l) && /plain|default/.test(l))
-  return lines.length ? lines.slice(-3).join(' | ').trim() : 'no summary'
+/** The node suite's counts from its results file (docs/node-suite.md): passes per configuration, regressions. */
+function suiteCounts (jsonFile) {
+  let doc
+  try { doc = JSON.parse(fs.readFileSync(jsonFile, 'utf8')) } catch { return 'no results file' }
+  const per = doc.summary.per
+  const cfg = Object.keys(per).map(c => `${c} ${per[c].pass}/${per[c].ran} pass`).join(', ')
+  const d = per.default ?? {}
+  return `${cfg}; regressions: ${doc.summary.regressionsInScope} new, ${d.regressionsOutOfScope?.length ?? 0} out of scope (listed)`
 }
 
 async function runMatrix (kind, majors, extra) {
@@ -111,10 +115,11 @@ async function runMatrix (kind, majors, extra) {
     const bin = ensureNode(major)
     const version = pinOf(major).version
     console.error(`\nnode-matrix: ${kind} under Node ${version}`)
+    const json = path.join(cacheDir(), `node-suite-${version}.json`)
     const r = kind === 'test'
       ? await run('npm', ['test', ...(extra.length ? ['--', ...extra] : [])], bin)
-      : await run(path.join(bin, 'node'), [path.join(REPO, 'scripts/node-suite/main.js'), '--tests-from', '20', '--config', 'plain,default', ...extra], bin)
-    rows.push({ kind, version, code: r.code, wallS: r.wallS, counts: kind === 'test' ? tapCounts(r.tail) : suiteCounts(r.tail) })
+      : await run(path.join(bin, 'node'), [path.join(REPO, 'scripts/node-suite/main.js'), '--tests-from', '20', '--config', 'plain,default', '--json', json, ...extra], bin)
+    rows.push({ kind, version, code: r.code, wallS: r.wallS, counts: kind === 'test' ? tapCounts(r.tail) : suiteCounts(json) })
   }
   return rows
 }

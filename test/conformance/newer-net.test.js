@@ -11,6 +11,10 @@
 //   kernel socket the value is kept and read back, as Node does for a socket without a handle.
 // - net.BoundSocket (24): a server adopts a bound socket with listen(boundSocket), and clients
 //   reach it on every rung.
+// - a socket in a worker_threads postMessage() transfer list (24): Node moves TCP handles only, so
+//   on the tcp rung the worker gets the connection; on a rung without a TCP handle the transfer
+//   throws Node's ERR_WORKER_HANDLE_NOT_TRANSFERABLE, as for net's own pipe sockets, and the
+//   socket stays usable here.
 const t = require('tap')
 const net = require('net')
 const { forEachRung, pair, fastsock, ALL_RUNGS, dialHost } = require('../helpers/rungs')
@@ -21,7 +25,8 @@ const has = {
   asyncDispose: typeof Symbol.asyncDispose === 'symbol' && typeof net.Socket.prototype[Symbol.asyncDispose] === 'function',
   blockList: major >= 22,
   tos: typeof net.Socket.prototype.setTypeOfService === 'function',
-  boundSocket: typeof net.BoundSocket === 'function'
+  boundSocket: typeof net.BoundSocket === 'function',
+  transfer: Object.getOwnPropertySymbols(net.Socket.prototype).some(k => String(k) === 'Symbol(messaging_transfer_symbol)')
 }
 const skipUnless = (feature, what) => has[feature] ? {} : { skip: `Node ${process.versions.node} has no ${what}` }
 
@@ -117,5 +122,29 @@ forEachRung(t, async (t, rung) => {
     await once(c, 'end', 10000)
     t.equal(c.transport, rung, `connected on ${rung}`)
     t.equal(Buffer.concat(chunks).toString(), 'hello')
+  })
+  t.test('a socket in a worker postMessage() transfer list', skipUnless('transfer', 'transferable net.Socket'), async t => {
+    const { Worker } = require('worker_threads')
+    const { client, serverSocket } = await pair(rung, { t })
+    serverSocket.on('data', d => serverSocket.write('echo:' + d))
+    const w = new Worker(`
+      const { parentPort } = require('worker_threads')
+      parentPort.once('message', s => {
+        s.once('data', d => { parentPort.postMessage(String(d)); s.destroy() })
+        s.write('from the worker')
+      })`, { eval: true })
+    t.teardown(() => w.terminate())
+    let thrown = null
+    try { w.postMessage(client, [client]) } catch (err) { thrown = err }
+    if (rung === 'tcp') {
+      t.equal(thrown, null, 'the tcp rung transfers, as net')
+      const [reply] = await once(w, 'message', 10000)
+      t.equal(reply, 'echo:from the worker', 'the worker owns the connection')
+    } else {
+      t.equal(thrown?.code, 'ERR_WORKER_HANDLE_NOT_TRANSFERABLE', `${rung}: Node's error for a socket without a TCP handle`)
+      client.write('still here')
+      const [chunk] = await once(client, 'data', 5000)
+      t.equal(chunk.toString(), 'echo:still here', 'the socket stays usable')
+    }
   })
 }, { loopback: true })
