@@ -8,7 +8,9 @@
  *   node scripts/node-matrix.js [all]           npm test under --test majors, then the node suite under --suite majors
  *   node scripts/node-matrix.js test            npm test under each of --test (default 22,24,26)
  *   node scripts/node-matrix.js node-suite      npm run test:node-suite under each of --suite (default 24,26):
- *                                               Node 20's test files, plain and preloaded with the same binary
+ *                                               Node 20's test files, plain and preloaded with the same binary,
+ *                                               4 at a time (the files mostly wait on timers: 2 at a time
+ *                                               keeps 2 cores a third busy)
  *   node scripts/node-matrix.js path <major>    fetches the pinned Node of <major> and prints its bin directory
  *
  * Each run puts the pinned Node first in PATH (npm, tap and every `node` a test spawns are that
@@ -118,7 +120,7 @@ async function runMatrix (kind, majors, extra) {
     const json = path.join(cacheDir(), `node-suite-${version}.json`)
     const r = kind === 'test'
       ? await run('npm', ['test', ...(extra.length ? ['--', ...extra] : [])], bin)
-      : await run(path.join(bin, 'node'), [path.join(REPO, 'scripts/node-suite/main.js'), '--tests-from', '20', '--config', 'plain,default', '--json', json, ...extra], bin)
+      : await run(path.join(bin, 'node'), [path.join(REPO, 'scripts/node-suite/main.js'), '--tests-from', '20', '--config', 'plain,default', '--jobs', '4', '--json', json, ...extra], bin)
     rows.push({ kind, version, code: r.code, wallS: r.wallS, counts: kind === 'test' ? tapCounts(r.tail) : suiteCounts(json) })
   }
   return rows
