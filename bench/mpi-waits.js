@@ -67,7 +67,7 @@ async function main () {
   const warmup = Number(values.warmup)
   const patterns = values.patterns.split(',')
   for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
-  const { spawnRanks } = require('../dist/cli/mpirun')
+  const { spawnRanks } = require('../dist/internal')
   const f = x => x.toFixed(x < 10 ? 2 : 1)
   console.log(`fastsock/mpi wait patterns, 2 ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration`)
   console.log('| pattern | channel | transport | p50 | p90 | p99 | mean | > 50 µs | p50 × tcp | mean × tcp |')

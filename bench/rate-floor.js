@@ -3,7 +3,7 @@
 /**
  * The floor of `fastsock rate`'s 64 B single-direction cell through the net.Socket API: what one
  * window costs in JavaScript with a transport that costs nothing. Per window, as the rate's
- * sender and receiver do it (lib/cli/rate/window.ts): cork(), write() of 64 views of 64 B,
+ * sender and receiver do it (tools/src/rate/window.ts): cork(), write() of 64 views of 64 B,
  * uncork() (one _writev), and on the receiving socket one 4 KiB 'data' chunk counted. Three
  * no-op transports, in one thread:
  *

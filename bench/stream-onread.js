@@ -18,7 +18,7 @@ const os = require('os')
 const path = require('path')
 const { fork } = require('child_process')
 const fastsock = require('..')
-const { native } = require('../dist/native')
+const { floors: native } = require('../dist/internal')
 
 const args = process.argv.slice(2)
 const opt = (name, dflt) => { const i = args.indexOf(`--${name}`); return i >= 0 ? Number(args[i + 1]) : dflt }

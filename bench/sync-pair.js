@@ -12,7 +12,7 @@
  */
 const { Worker } = require('worker_threads')
 const fastsock = require('..')
-const { native } = require('../dist/native')
+const { floors: native } = require('../dist/internal')
 
 const args = process.argv.slice(2)
 const opt = (name, dflt) => { const i = args.indexOf(`--${name}`); return i >= 0 ? Number(args[i + 1]) : dflt }

@@ -27,15 +27,19 @@ export interface NativeCore {
   growSocketBuffers (fd: number, bytes: number): number
   /** 0 when socket(family, SOCK_STREAM, 0) succeeds, else -errno. */
   probeSocketFamily (family: number): number
-  /** Elapsed ns for `iterations` memcpy of `bytes` (page-aligned, warm). */
-  memcpyTimeNs (bytes: number, iterations: number): number
-  /** Elapsed ns for `iterations` busy-polled cache-line round trips between two threads. */
-  spinPingPongNs (iterations: number): number
+  /**
+   * The benchmarks' floors (csrc/native_limits.cc), optional: the library never calls them, and
+   * loads a binary without them; the tools reach them through fastsock/internal (lib/internal.ts).
+   * Elapsed ns for `iterations` memcpy of `bytes` (page-aligned, warm).
+   */
+  memcpyTimeNs? (bytes: number, iterations: number): number
+  /** Elapsed ns for `iterations` busy-polled cache-line round trips between two threads (a floor, as memcpyTimeNs). */
+  spinPingPongNs? (iterations: number): number
   /**
    * Elapsed ns for `iterations` round trips of `bytes`-byte messages (a power of two up to 4096;
-   * else 0) between two threads over two shm rings, with the synchronous pair's protocol.
+   * else 0) between two threads over two shm rings, with the synchronous pair's protocol (a floor, as memcpyTimeNs).
    */
-  ringPingPongNs (iterations: number, bytes: number): number
+  ringPingPongNs? (iterations: number, bytes: number): number
   /**
    * One end of an shm connection (csrc/shm/endpoint.h); takes ownership of the four fds (the
    * memfd is closed once mapped, the peer loop's doorbell and ready list kept once per
@@ -185,10 +189,13 @@ export interface ShmEndpointNative extends StreamEndpoint {
   yieldRead (): boolean
 }
 
-/** What this JS needs from the binary: a binary without all of it is stale, and not used. */
+/**
+ * What this JS needs from the binary: a binary without all of it is stale, and not used. The
+ * benchmarks' floors are not in it (the library does not use them).
+ */
 const REQUIRED: Array<keyof NativeCore> = [
   'listenAbstract', 'connectAbstract', 'peerCred', 'verifyListener', 'closeFd', 'growSocketBuffers',
-  'probeSocketFamily', 'memcpyTimeNs', 'spinPingPongNs', 'ShmEndpoint', 'shmCreateSegment', 'shmLoopDoorbell', 'shmFdRoom', 'isEventfd',
+  'probeSocketFamily', 'ShmEndpoint', 'shmCreateSegment', 'shmLoopDoorbell', 'shmFdRoom', 'isEventfd',
   'sendFds', 'recvFds', 'dupFd', 'eventFlagCreate', 'eventFlagRaise', 'eventFlagTake', 'waitReadable', 'rdmaProbe',
   'waitConnected', 'connectStream', 'bindStream', 'smcDiag', 'unsentBytes', 'streamState'
 ]

@@ -42,7 +42,7 @@ const LAYERS = [
   [/^transports\//, 3],
   [/^chain\.ts$/, 5],
   [/^(socket|server)\.ts$|^socket\//, 6],
-  [/^(index|register)\.ts$|^cli\//, 7],
+  [/^(index|register|internal)\.ts$|^cli\//, 7],
   // fastsock/mpi sits on the public facade only (next test).
   [/^mpi\//, 7]
 ]

@@ -1,51 +1,52 @@
 #!/usr/bin/env node
 /**
- * The `fastsock` command line: `fastsock pipe` (NetPIPE-style benchmark of every transport),
- * `fastsock rate` (message rate with many peers: msgrate's patterns, Observatory's phases),
- * `fastsock probe` (which transports this host offers), `fastsock run -- <command>` (runs a
- * command with fastsock as its `net`), `fastsock mpirun -n N <command>` (a fastsock/mpi job on this
- * host) and `fastsock osu <benchmark>` (OSU-style benchmarks of fastsock/mpi beside Open MPI's C).
- * Exit status: 0 success, 1 failure,
- * 2 bad usage (commander's message on stderr).
+ * The `fastsock` command line. The library's own commands, without any command-line dependency
+ * (node:util's parseArgs): `fastsock run -- <command>` (runs a command with fastsock as its
+ * `net`), `fastsock mpirun -n N <command>` (a fastsock/mpi job on this host) and `fastsock probe`
+ * (which transports this host offers). The benchmarks `fastsock pipe | rate | osu` are handed
+ * over to the fastsock-tools package when it is installed (./tools.ts), else one line says what
+ * to install.
+ * Exit status: 0 success, 1 failure (fastsock-tools not installed included), 2 bad usage (one
+ * line on stderr).
  */
-import { Command, CommanderError } from 'commander'
-import { killAll } from './children'
-import { mpirunCommand } from './mpirun'
-import { osuCommand } from './osu/command'
-import { pipeCommand } from './pipe/command'
-import { probeCommand } from './probe'
-import { rateCommand } from './rate/command'
-import { runCommand } from './run'
+import { UsageError } from './args'
+import { mpirunMain } from './mpirun'
+import { probeMain } from './probe'
+import { runMain } from './run'
+import { findTools, runTool, TOOL_COMMANDS, TOOLS_PACKAGE } from './tools'
 
-function program (): Command {
-  const version = (() => {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-var-requires
-      return (require('../../package.json') as { version: string }).version
-    } catch {
-      return 'unknown'
-    }
-  })()
-  const p = new Command('fastsock')
-    .description('fastsock: the fastest channel between two endpoints, as a drop-in for Node net')
-    .version(version)
-    .showHelpAfterError('(run with --help for usage)')
-    // Throw instead of exiting, so main() decides the status: 2 for usage errors. Set before the
-    // subcommands are added: they inherit it.
-    .exitOverride()
-  p.addCommand(copyInherited(p, pipeCommand()))
-  p.addCommand(copyInherited(p, rateCommand()))
-  p.addCommand(copyInherited(p, probeCommand()))
-  p.addCommand(copyInherited(p, osuCommand()))
-  // `run -- cmd --opt`: options after the command are the command's, not fastsock's.
-  p.enablePositionalOptions()
-  p.addCommand(copyInherited(p, runCommand()))
-  p.addCommand(copyInherited(p, mpirunCommand()))
-  return p
+function version (): string {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    return (require('../../package.json') as { version: string }).version
+  } catch {
+    return 'unknown'
+  }
 }
 
-function copyInherited (parent: Command, sub: Command): Command {
-  return sub.copyInheritedSettings(parent)
+/** The library's own commands: their arguments in, their exit status out. */
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = { run: runMain, mpirun: mpirunMain, probe: probeMain }
+
+function usage (): string {
+  const tools = findTools() !== null ? 'installed' : `not installed: npm install --save-dev ${TOOLS_PACKAGE}`
+  return `Usage: fastsock <command> [options]
+
+fastsock: the fastest channel between two endpoints, as a drop-in for Node net
+
+Commands:
+  run [--] <command...>       run a command with fastsock as its net (the preload hook in NODE_OPTIONS)
+  mpirun -n <N> <command...>  run N ranks of a fastsock/mpi program on this host
+  probe [--json]              list every transport, whether it is available here and why
+
+Benchmarks, from the ${TOOLS_PACKAGE} package (${tools}):
+  pipe                        NetPIPE-style latency and bandwidth over every transport and Node net
+  rate                        message rate with many peer processes
+  osu <benchmark>             OSU Micro-Benchmarks of fastsock/mpi beside Open MPI's C
+
+Options:
+  -h, --help                  this help (fastsock <command> --help: the command's)
+  -V, --version               the version
+`
 }
 
 /**
@@ -54,20 +55,32 @@ function copyInherited (parent: Command, sub: Command): Command {
  */
 export async function main (argv: string[]): Promise<number> {
   process.exitCode = undefined
+  const [command, ...args] = argv
   try {
-    await program().parseAsync(argv, { from: 'user' })
-    return typeof process.exitCode === 'number' ? process.exitCode : 0
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version end here with code 0; everything else is a usage error.
-      return err.exitCode === 0 ? 0 : 2
+    if (command === undefined) {
+      process.stderr.write(usage())
+      return 2
     }
-    // A missing optional package is the user's to fix: its message says how, no stack needed.
-    const missing = (err as { code?: string })?.code === 'ERR_FASTSOCK_MISSING_DEPENDENCY'
-    process.stderr.write(`fastsock: ${missing ? (err as Error).message : (err as Error)?.stack ?? String(err)}\n`)
+    if (command === '-h' || command === '--help' || command === 'help') {
+      process.stdout.write(usage())
+      return 0
+    }
+    if (command === '-V' || command === '--version') {
+      process.stdout.write(version() + '\n')
+      return 0
+    }
+    if (TOOL_COMMANDS.includes(command)) return await runTool(command, args)
+    const run = COMMANDS[command]
+    if (run === undefined) throw new UsageError(`unknown command '${command}' (fastsock --help lists them)`)
+    return await run(args)
+  } catch (err) {
+    if (err instanceof UsageError) {
+      const where = command !== undefined && COMMANDS[command] !== undefined ? `fastsock ${command}` : 'fastsock'
+      process.stderr.write(`${where}: error: ${err.message}\n(run with --help for usage)\n`)
+      return 2
+    }
+    process.stderr.write(`fastsock: ${(err as Error)?.stack ?? String(err)}\n`)
     return 1
-  } finally {
-    killAll()
   }
 }
 
@@ -75,7 +88,7 @@ if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => {
       // Exit explicitly: a stray handle (a half-closed socket of a broken rung) must not keep a
-      // finished benchmark alive. Output has been flushed by the commands.
+      // finished command alive. Output has been flushed by the commands.
       process.exit(code)
     },
     () => process.exit(1)

@@ -15,9 +15,9 @@
  * `spawnRanks` is the reusable part (used by `fastsock osu` too).
  */
 import { type ChildProcess, spawn } from 'child_process'
-import { Command, InvalidArgumentError, Option } from 'commander'
 import * as net from 'net'
 import * as os from 'os'
+import { parseOptions, splitAtCommand, UsageError } from './args'
 
 /** Options of spawnRanks. */
 export interface SpawnRanksOptions {
@@ -257,46 +257,73 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
   return { children, masterAddr, port, done, kill: (signal = 'SIGTERM') => signalAll(signal) }
 }
 
-/** A commander parser of an integer in 1..max (InvalidArgumentError otherwise: usage, status 2). */
-function positiveInt (name: string, max: number) {
-  return (value: string): number => {
-    // Open MPI's spelling `-np 4` reaches here as `-n p`.
-    if (name === 'N' && value === 'p') throw new InvalidArgumentError('write -n 4 or --np 4 (Open MPI\'s -np is not supported).')
-    const n = Number(value)
-    if (!/^\d+$/.test(value) || n < 1 || n > max) throw new InvalidArgumentError(`${name} must be an integer from 1 to ${max}.`)
-    return n
-  }
+/** `value` as an integer in 1..max; UsageError otherwise (status 2). */
+function positiveInt (name: string, max: number, value: string): number {
+  // Open MPI's spelling `-np 4` reaches here as `-n p`.
+  if (name === 'N' && value === 'p') throw new UsageError('write -n 4 or --np 4 (Open MPI\'s -np is not supported).')
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < 1 || n > max) throw new UsageError(`${name} must be an integer from 1 to ${max}.`)
+  return n
 }
 
-/** The commander subcommand. */
-export function mpirunCommand (): Command {
-  return new Command('mpirun')
-    .description('run N ranks of a fastsock/mpi program on this host (env:// variables; no MPI installation needed)')
-    .addOption(new Option('-n, --np <N>', 'number of ranks').argParser(positiveInt('N', 4096)).makeOptionMandatory())
-    .option('--no-prefix', 'do not prefix output lines with [rank]')
-    .option('--master-addr <addr>', 'MASTER_ADDR: where rank 0 serves the store', '127.0.0.1')
-    .option('--master-port <port>', 'MASTER_PORT (default: a free port)', positiveInt('port', 65535))
-    .option('--timeout <seconds>', 'kill the job after this many seconds (exit status 124)', positiveInt('seconds', 2 ** 31 / 1000))
-    .argument('<command...>', 'the command and its arguments (put -- before it when it has options)')
-    .passThroughOptions()
-    .addHelpText('after', '\nExamples:\n  npx fastsock mpirun -n 4 node app.js\n  npx fastsock mpirun -n 2 --no-prefix -- node --expose-gc app.js --size 1M\n\n' +
-      'Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n' +
-      'Exit status: 0 when every rank exits 0, else the first failing rank\'s (128+n for signal n).')
-    .action(async (command: string[], o: { np: number, prefix: boolean, masterAddr: string, masterPort?: number, timeout?: number }) => {
-      const job = await spawnRanks({
-        np: o.np,
-        command: command[0],
-        args: command.slice(1),
-        prefix: o.prefix,
-        masterAddr: o.masterAddr,
-        masterPort: o.masterPort,
-        timeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000
-      })
-      const result = await job.done
-      if (result.failedRank !== null && result.code !== 127) {
-        const e = result.exits[result.failedRank]
-        process.stderr.write(`fastsock mpirun: rank ${result.failedRank} ${e.signal !== null ? `was killed by ${e.signal}` : `exited with code ${String(e.code)}`}; the other ranks were stopped\n`)
-      }
-      process.exitCode = result.code
-    })
+const MPIRUN_OPTIONS = {
+  np: { type: 'string', short: 'n' },
+  'no-prefix': { type: 'boolean' },
+  'master-addr': { type: 'string' },
+  'master-port': { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' }
+} as const
+
+export const MPIRUN_USAGE = `Usage: fastsock mpirun -n <N> [options] [--] <command> [args...]
+
+Runs N ranks of a fastsock/mpi program on this host (env:// variables; no MPI installation needed).
+
+Options:
+  -n, --np <N>            number of ranks (required)
+  --no-prefix             do not prefix output lines with [rank]
+  --master-addr <addr>    MASTER_ADDR: where rank 0 serves the store (default: 127.0.0.1)
+  --master-port <port>    MASTER_PORT (default: a free port)
+  --timeout <seconds>     kill the job after this many seconds (exit status 124)
+  -h, --help              this help
+
+Examples:
+  npx fastsock mpirun -n 4 node app.js
+  npx fastsock mpirun -n 2 --no-prefix -- node --expose-gc app.js --size 1M
+
+Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+Exit status: 0 when every rank exits 0, else the first failing rank's (128+n for signal n).
+`
+
+/**
+ * `fastsock mpirun` with its arguments (options up to the command; the command's own after it):
+ * resolves with the job's exit status (module comment). Throws UsageError for bad usage.
+ */
+export async function mpirunMain (args: string[]): Promise<number> {
+  const { own, command } = splitAtCommand(args, MPIRUN_OPTIONS)
+  const o = parseOptions(own, MPIRUN_OPTIONS)
+  if (o.help === true) {
+    process.stdout.write(MPIRUN_USAGE)
+    return 0
+  }
+  if (typeof o.np !== 'string') throw new UsageError("required option '-n, --np <N>' not specified")
+  const np = positiveInt('N', 4096, o.np)
+  const masterPort = typeof o['master-port'] === 'string' ? positiveInt('port', 65535, o['master-port']) : undefined
+  const timeout = typeof o.timeout === 'string' ? positiveInt('seconds', 2 ** 31 / 1000, o.timeout) : undefined
+  if (command.length === 0) throw new UsageError('missing the command to run (fastsock mpirun -n 4 node app.js)')
+  const job = await spawnRanks({
+    np,
+    command: command[0],
+    args: command.slice(1),
+    prefix: o['no-prefix'] !== true,
+    masterAddr: typeof o['master-addr'] === 'string' ? o['master-addr'] : '127.0.0.1',
+    masterPort,
+    timeoutMs: timeout === undefined ? undefined : timeout * 1000
+  })
+  const result = await job.done
+  if (result.failedRank !== null && result.code !== 127) {
+    const e = result.exits[result.failedRank]
+    process.stderr.write(`fastsock mpirun: rank ${result.failedRank} ${e.signal !== null ? `was killed by ${e.signal}` : `exited with code ${String(e.code)}`}; the other ranks were stopped\n`)
+  }
+  return result.code
 }

@@ -1,14 +1,35 @@
 /**
  * `fastsock probe`: every rung of the failover chain in chain order, available or not and why
  * (from fastsock.transports()), and whether the native addon loaded. Exit status 1 when the
- * fastsock library itself cannot load. The table is cli-table3's when that optional package is
- * installed, else plain aligned columns.
+ * fastsock library itself cannot load. The table is plain aligned columns (no table package: the
+ * library has no command-line dependency).
  */
-import { Command } from 'commander'
-import { hasOptional, loadOptional } from './optional'
 import { loadError as nativeLoadError, native } from '../native'
-import { envTransports, loadFastsock, type RungInfo } from './fastsock'
 import { smcListenState } from '../transports/smc'
+import { parseOptions } from './args'
+
+/** One rung as `fastsock.transports()` reports it. */
+export interface RungInfo { name: string, available: boolean, reason: string }
+
+/**
+ * The library's public face, loaded at run time (require of ../index), so that probe still
+ * reports why when the library itself fails to load. Never throws.
+ */
+function loadFastsock (): { mod: { transports: () => RungInfo[] } | null, error: Error | null } {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    return { mod: require('../index') as { transports: () => RungInfo[] }, error: null }
+  } catch (err) {
+    return { mod: null, error: err as Error }
+  }
+}
+
+/** The rung names FASTSOCK_TRANSPORTS lists (the process-wide default chain), or null when unset. */
+function envTransports (): string[] | null {
+  const env = process.env.FASTSOCK_TRANSPORTS
+  if (env === undefined || env.trim() === '') return null
+  return env.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '')
+}
 
 /** What `fastsock probe --json` prints. */
 export interface ProbeResult {
@@ -67,32 +88,30 @@ export function renderProbe (p: ProbeResult): string {
   return lines.join('\n') + '\n'
 }
 
-/** `rows` under `head`: cli-table3's table when installed, else columns padded with spaces. */
+/** `rows` under `head`, in columns padded with spaces (the last one not). */
 function renderTable (head: string[], rows: string[][]): string {
-  if (hasOptional('cli-table3')) {
-    const Table = loadOptional<typeof import('cli-table3')>('cli-table3', "fastsock probe's table")
-    const t = new Table({
-      head,
-      style: { head: [], border: [], compact: true },
-      wordWrap: true,
-      colWidths: [...head.slice(1).map(() => null), 72]
-    })
-    t.push(...rows)
-    return t.toString()
-  }
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)))
   return [head, ...rows].map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ')).join('\n')
 }
 
-/** The `probe` subcommand (commander), `--json` for machine-readable output; exit code 1 when the library did not load. */
-export function probeCommand (): Command {
-  return new Command('probe')
-    .description('list every transport of the failover chain, whether it is available here and why')
-    .option('--json', 'print the result as JSON')
-    .action(async (opts: { json?: boolean }) => {
-      const p = probe()
-      const text = opts.json === true ? JSON.stringify(p, null, 2) + '\n' : renderProbe(p)
-      await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()))
-      process.exitCode = p.fastsock.loaded ? 0 : 1
-    })
+export const PROBE_USAGE = `Usage: fastsock probe [--json]
+
+Lists every transport of the failover chain, whether it is available here and why.
+
+Options:
+  --json      print the result as JSON
+  -h, --help  this help
+`
+
+/** `fastsock probe` with its arguments: exit status 1 when the library did not load, else 0. UsageError for bad flags. */
+export async function probeMain (args: string[]): Promise<number> {
+  const o = parseOptions(args, { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } })
+  if (o.help === true) {
+    process.stdout.write(PROBE_USAGE)
+    return 0
+  }
+  const p = probe()
+  const text = o.json === true ? JSON.stringify(p, null, 2) + '\n' : renderProbe(p)
+  await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()))
+  return p.fastsock.loaded ? 0 : 1
 }

@@ -7,10 +7,10 @@
  * status is the child's, or 128 + the signal number when a signal ended it; 127 when the command
  * cannot be started.
  */
-import { Command } from 'commander'
 import { spawn } from 'child_process'
 import * as os from 'os'
 import * as path from 'path'
+import { parseOptions, splitAtCommand, UsageError } from './args'
 
 /** Absolute path of the CommonJS hook (dist/register.js), next to this build. */
 export const REGISTER_PATH = path.resolve(__dirname, '..', 'register.js')
@@ -62,14 +62,24 @@ export function runWithHook (argv: string[], env: NodeJS.ProcessEnv = process.en
   })
 }
 
-/** The commander subcommand. */
-export function runCommand (): Command {
-  return new Command('run')
-    .description('run a command with fastsock as its net (the preload hook in NODE_OPTIONS; children inherit it)')
-    .argument('<command...>', 'the command and its arguments (put -- before it)')
-    .passThroughOptions()
-    .addHelpText('after', '\nExample:\n  npx fastsock run -- node server.js\n  FASTSOCK_DEBUG=1 npx fastsock run -- npm start')
-    .action(async (command: string[]) => {
-      process.exitCode = await runWithHook(command)
-    })
+export const RUN_USAGE = `Usage: fastsock run [--] <command> [args...]
+
+Runs the command with fastsock as its net: the preload hook in NODE_OPTIONS, so the Node
+processes it starts inherit it. stdio inherited, signals forwarded; exit status the command's
+(128 + n after signal n, 127 when it cannot start).
+
+Examples:
+  npx fastsock run -- node server.js
+  FASTSOCK_DEBUG=1 npx fastsock run -- npm start
+`
+
+/** `fastsock run` with its arguments: the command's exit status; UsageError without a command. */
+export async function runMain (args: string[]): Promise<number> {
+  const { own, command } = splitAtCommand(args, { help: { type: 'boolean', short: 'h' } })
+  if (parseOptions(own, { help: { type: 'boolean', short: 'h' } }).help === true) {
+    process.stdout.write(RUN_USAGE)
+    return 0
+  }
+  if (command.length === 0) throw new UsageError('missing the command to run (fastsock run -- node app.js)')
+  return await runWithHook(command)
 }

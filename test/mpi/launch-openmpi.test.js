@@ -9,7 +9,7 @@ const t = require('tap')
 const fs = require('fs')
 const path = require('path')
 const { FIXTURES, IS_ROOT, need, run, capture, byRank, cleanEnv } = require('../helpers/mpi-launchers')
-const { freePort } = require('../../dist/cli/mpirun.js')
+const { freePort } = require('../../dist/internal.js')
 
 const COMM = path.join(FIXTURES, 'launch-comm.js')
 const BOOT = path.join(FIXTURES, 'launch-bootstrap.js')

@@ -1,7 +1,8 @@
 'use strict'
 // Preloaded with `node --require`: the packages named in FASTSOCK_TEST_HIDE (comma-separated)
-// cannot be resolved, as after `npm install --omit=optional`; every request for one is recorded
-// in globalThis.__fastsockHiddenAsked (package names, in order). For test/package/optional-deps.test.js.
+// cannot be resolved, as where they are not installed; every request for one is recorded
+// in globalThis.__fastsockHiddenAsked (package names, in order). For test/package/library-deps.test.js
+// (an application that installed only fastsock) and tools/test/missing-packages.test.js.
 const Module = require('module')
 
 const hidden = new Set((process.env.FASTSOCK_TEST_HIDE || '').split(',').filter(Boolean))

@@ -1,14 +1,18 @@
 'use strict'
-// npm run test:package (slow: packs, installs from the npm registry; .ci/run runs it): the package
-// as a user gets it. `npm pack`, then `npm install <tarball> --omit=optional --omit=dev` into a
+// npm run test:package (slow: packs, installs from the npm registry; .ci/run runs it): the packages
+// as a user gets them. `npm pack`, then `npm install <tarball> --omit=optional --omit=dev` into a
 // fresh project, and there:
-// - node_modules weighs at most 8 MiB (du -sb) and holds none of the tools' optional packages;
+// - the library's production dependencies are node-gyp-build alone (its package.json, npm ls):
+//   no command-line, table, plotting or statistics package; node_modules weighs at most 8 MiB
+//   (du -sb);
 // - the install used the prebuild for this platform (no cmake-js, no build/ directory) and the
 //   running processes load exactly that file;
 // - require('fastsock') and import 'fastsock' give the same API;
 // - two processes echo 3 MiB over the default chain (shm on this host);
-// - `npx fastsock probe` works, `npx fastsock pipe` says which packages to install, and with
-//   those installed (vega left out) it measures and says the plot needs vega.
+// - `npx fastsock probe`, `run` and `mpirun` work, `npx fastsock pipe` says in one line to install
+//   fastsock-tools;
+// - then fastsock-tools, packed from tools/ and installed beside it (--omit=optional: vega left
+//   out): `npx fastsock pipe --quick` measures this installed fastsock and says the plot needs vega.
 // Not a *.test.js file: `npm test` does not run it.
 const t = require('tap')
 const fs = require('fs')
@@ -20,6 +24,8 @@ const { echoPair, PEER } = require('./echo-pair')
 const ROOT = path.join(__dirname, '..', '..')
 const BUDGET_BYTES = 8 * 1024 * 1024
 const OPTIONAL = Object.keys(require('../../package.json').optionalDependencies)
+const toolsPkg = require('../../tools/package.json')
+const TOOLS_DEPS = [...Object.keys(toolsPkg.dependencies), ...Object.keys(toolsPkg.optionalDependencies)]
 const platformArch = `${process.platform}-${process.arch}`
 
 // The nested npm must not see the outer `npm run`'s lifecycle and package variables.
@@ -42,8 +48,9 @@ t.test('npm pack', async t => {
   const files = info.files.map(f => f.path)
   t.ok(files.includes(`prebuilds/${platformArch}/fastsock.napi.node`), `the tarball has the ${platformArch} prebuild`)
   t.ok(files.includes('prebuilds/linux-arm64/fastsock.napi.node'), 'and the linux-arm64 one')
-  t.ok(files.includes('dist/index.mjs') && files.includes('dist/cli/main.js'), 'dist/ with the ESM entry and the CLI')
-  t.notOk(files.some(f => f.startsWith('build/') || f.startsWith('test/')), 'no build/ or test/')
+  t.ok(files.includes('dist/index.mjs') && files.includes('dist/cli/main.js') && files.includes('dist/internal.js'), 'dist/ with the ESM entry, the CLI and fastsock/internal')
+  t.notOk(files.some(f => f.startsWith('build/') || f.startsWith('test/') || f.startsWith('tools/')), 'no build/, test/ or tools/')
+  t.notOk(files.some(f => /^(dist|lib)\/cli\/(pipe|rate|osu)\//.test(f)), 'no benchmark in the library')
   t.comment(`${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked, ${files.length} files`)
   fs.mkdirSync(app)
   fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
@@ -58,8 +65,15 @@ t.test('npm install <tarball> --omit=optional --omit=dev', async t => {
   const used = `fastsock: using the native addon prebuilds/${platformArch}/fastsock.napi.node (built from csrc/ as it is)`
   t.ok(log.includes(used), `the install script used the prebuild: ${log.split('\n').filter(l => l.includes('fastsock:')).join(' | ')}`)
   t.notOk(fs.existsSync(path.join(app, 'node_modules', 'fastsock', 'build')), 'no build/ (no compiler ran)')
-  const present = OPTIONAL.filter(p => fs.existsSync(path.join(app, 'node_modules', p)))
-  t.same(present, [], `none of the optional packages (${OPTIONAL.join(', ')}) is installed`)
+  const present = [...OPTIONAL, ...TOOLS_DEPS, 'fastsock-tools'].filter(p => fs.existsSync(path.join(app, 'node_modules', p)))
+  t.same(present, [], `none of the optional packages (${OPTIONAL.join(', ')}) nor the tools' (${TOOLS_DEPS.join(', ')}) is installed`)
+  const manifest = JSON.parse(fs.readFileSync(path.join(app, 'node_modules', 'fastsock', 'package.json'), 'utf8'))
+  t.same(Object.keys(manifest.dependencies), ['node-gyp-build'], "the installed library's dependencies: node-gyp-build")
+  t.same(Object.keys(manifest.optionalDependencies).sort(), ['cmake-js', 'node-addon-api'], 'optional: the source build only')
+  const ls = sh('npm', ['ls', '--all', '--omit=dev', '--parseable'], app)
+  t.equal(ls.status, 0, `npm ls ${ls.stderr.slice(-500)}`)
+  const names = ls.stdout.trim().split('\n').slice(1).map(p => path.relative(path.join(app, 'node_modules'), p)).sort()
+  t.same(names, ['fastsock', 'node-gyp-build'], 'npm ls --omit=dev: fastsock and node-gyp-build, nothing else')
   const du = sh('du', ['-sb', path.join(app, 'node_modules')], app)
   const bytes = Number(du.stdout.split('\t')[0])
   const top = fs.readdirSync(path.join(app, 'node_modules')).filter(n => !n.startsWith('.'))
@@ -98,26 +112,44 @@ t.test('an echo between two processes over the default chain', async t => {
   t.same(client.addons, [prebuild], 'with the prebuild loaded (the client imported fastsock as ESM)')
 })
 
-t.test('the command line without the optional packages', async t => {
+t.test('the command line of the library alone', async t => {
   const probe = sh('npx', ['--no', 'fastsock', 'probe'], app)
   t.equal(probe.status, 0, `fastsock probe exits 0 ${probe.stderr}`)
   t.match(probe.stdout, /Failover chain, fastest first:\n#\s+rung\s+available\s+why\n1\s+shm\s+yes/, 'and prints the chain as plain columns')
   t.match(probe.stdout, /native addon: loaded/, 'with the addon loaded')
+  const run = sh('npx', ['--no', 'fastsock', 'run', '--', process.execPath, '-e', 'console.log(require("net").Socket === require("fastsock").Socket)'], app)
+  t.equal(run.status, 0, `fastsock run exits 0 ${run.stderr}`)
+  t.equal(run.stdout.trim(), 'true', "the command's net is fastsock's")
+  const mpirun = sh('npx', ['--no', 'fastsock', 'mpirun', '-n', '2', process.execPath, '-e', 'console.log("rank " + process.env.RANK)'], app)
+  t.equal(mpirun.status, 0, `fastsock mpirun exits 0 ${mpirun.stderr}`)
+  t.same(mpirun.stdout.trim().split('\n').sort(), ['[0] rank 0', '[1] rank 1'], 'two ranks, prefixed')
   const pipe = sh('npx', ['--no', 'fastsock', 'pipe', '--quick'], app)
   t.equal(pipe.status, 1, 'fastsock pipe exits 1')
   const said = pipe.stderr.split('\n').filter(l => l !== '' && !l.startsWith('npm warn')).join('\n')
-  t.equal(said, "fastsock: fastsock pipe needs the optional packages 'simple-statistics', 'cli-table3', not installed: " +
-    'run `npm install simple-statistics cli-table3` (or install fastsock without --omit=optional)', 'saying what to install, no stack')
+  t.equal(said, 'fastsock pipe is in the fastsock-tools package, not installed here: npm install --save-dev fastsock-tools', 'saying in one line what to install')
 })
 
-t.test('fastsock pipe with its tables and statistics, without vega', async t => {
-  // --omit=optional again, or npm would now add fastsock's optional packages, vega included.
-  const add = sh('npm', ['install', 'simple-statistics', 'cli-table3', '--omit=optional', '--no-audit', '--no-fund'], app)
-  t.equal(add.status, 0, `npm install simple-statistics cli-table3 ${add.stderr.slice(-1000)}`)
-  const pipe = sh('npx', ['--no', 'fastsock', 'pipe', '--quick', '--mode', 'pingpong', '--transports', 'shm,net-tcp', '--no-nptcp'], app)
+t.test('fastsock-tools packed and installed beside it (vega left out)', async t => {
+  const packed = sh('npm', ['pack', '--workspace', 'tools', '--pack-destination', work, '--json'], ROOT)
+  t.equal(packed.status, 0, `npm pack --workspace tools exits 0 ${packed.stderr.slice(-2000)}`)
+  const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[')))
+  const files = info.files.map(f => f.path)
+  t.ok(files.includes('dist/main.js') && files.includes('dist/pipe/peer.js') && files.includes('src/osu/native/osu_native.c'), 'its dist/ and the OSU C source')
+  t.notOk(files.some(f => f.startsWith('test/')), 'no test/')
+  t.comment(`${info.filename}: ${info.size} bytes packed, ${files.length} files`)
+  // --omit=optional: fastsock-tools' vega stays out (and fastsock's optional packages too).
+  const add = sh('npm', ['install', path.join(work, info.filename), '--omit=optional', '--no-audit', '--no-fund'], app)
+  t.equal(add.status, 0, `npm install fastsock-tools ${add.stderr.slice(-1000)}`)
+  t.notOk(fs.existsSync(path.join(app, 'node_modules', 'vega')), 'vega is not installed')
+  const pipe = sh('npx', ['--no', 'fastsock', 'pipe', '--quick', '--mode', 'pingpong', '--transports', 'shm,net-tcp', '--no-nptcp', '--json', 'pipe.json'], app)
   t.equal(pipe.status, 0, `fastsock pipe exits 0 ${pipe.stderr.slice(-2000)}`)
   t.match(pipe.stdout, /Ping-pong: median half round-trip latency/, 'measures and reports')
-  t.match(pipe.stdout, /plot: not written: fastsock pipe's plot needs the optional package 'vega', not installed: run `npm install vega`/, 'and says the plot needs vega')
-  t.notOk(fs.existsSync(path.join(app, 'node_modules', 'vega')), 'vega is still not installed')
+  t.match(pipe.stdout, /plot: not written: fastsock pipe's plot needs the package 'vega', not installed: run `npm install vega`/, 'and says the plot needs vega')
+  const doc = JSON.parse(fs.readFileSync(path.join(app, 'pipe.json'), 'utf8'))
+  t.ok(doc.pingpong.some(r => r.transport === 'shm'), 'over shm: the installed library, its prebuild loaded')
+  t.equal(doc.version, require('../../package.json').version, "the measured library's version")
   t.notOk(fs.existsSync(path.join(app, 'fastsock-pipe.svg')), 'no plot written')
+  const own = sh('npx', ['--no', '--', 'fastsock-tools', '--help'], app)
+  t.equal(own.status, 0, `npx fastsock-tools --help ${own.stderr}`)
+  t.match(own.stdout, /Usage: fastsock-tools/, 'its own bin too')
 })

@@ -9,7 +9,7 @@
 const t = require('tap')
 const path = require('path')
 const { rungHost, guestSkip } = require('../helpers/rungs')
-const { spawnRanks } = require('../../dist/cli/mpirun.js')
+const { spawnRanks } = require('../../dist/internal.js')
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'mpi', 'launch-comm.js')
 const SLOW = 240000 // the guest's CPU is emulated
