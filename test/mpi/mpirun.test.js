@@ -33,6 +33,22 @@ function cli (args, { timeoutMs = 30000, onSpawn } = {}) {
 
 const node = (...code) => ['node', '-e', code.join(';')]
 
+/**
+ * An onSpawn for cli(): sends `signal` to mpirun once its stdout has shown `n` "up" lines. They
+ * prove readiness: mpirun installs its handlers before spawning the ranks, and a rank prints "up"
+ * after installing its own. Exactly once: later chunks (the ranks' "usr1" lines) must not send it
+ * again, because a repeat landing after the last rank exited, when mpirun has removed its
+ * handlers, kills mpirun by the signal's default action instead of testing the forwarding.
+ */
+const signalWhenUp = (n, signal) => child => {
+  let ups = 0
+  let sent = false
+  child.stdout.on('data', d => {
+    ups += (String(d).match(/up/g) || []).length
+    if (!sent && ups >= n) { sent = true; child.kill(signal) }
+  })
+}
+
 t.test('env:// variables and [rank] prefixes', async t => {
   const r = await cli(['mpirun', '-n', '3', ...node(
     "const e = process.env; console.log(['RANK','WORLD_SIZE','LOCAL_RANK','LOCAL_WORLD_SIZE','MASTER_ADDR','MASTER_PORT'].map(k => k + '=' + e[k]).join(' '))",
@@ -82,23 +98,10 @@ t.test('a rank killed by a signal: 128 + n', async t => {
 
 t.test('signals are forwarded to every rank', async t => {
   const r = await cli(['mpirun', '-n', '3', ...node(
-    "process.on('SIGUSR1', () => { console.log('usr1'); process.exit(0) })", "console.log('up')", 'setInterval(() => {}, 1000)')], {
-    onSpawn: child => {
-      let ups = 0
-      child.stdout.on('data', d => {
-        ups += (String(d).match(/up/g) || []).length
-        if (ups === 3) child.kill('SIGUSR1')
-      })
-    }
-  })
+    "process.on('SIGUSR1', () => { console.log('usr1'); process.exit(0) })", "console.log('up')", 'setInterval(() => {}, 1000)')], { onSpawn: signalWhenUp(3, 'SIGUSR1') })
   t.equal(r.code, 0, r.stderr)
   t.equal((r.stdout.match(/usr1/g) || []).length, 3)
-  const term = await cli(['mpirun', '-n', '2', ...node("console.log('up')", 'setInterval(() => {}, 1000)')], {
-    onSpawn: child => {
-      let ups = 0
-      child.stdout.on('data', d => { ups += (String(d).match(/up/g) || []).length; if (ups === 2) child.kill('SIGTERM') })
-    }
-  })
+  const term = await cli(['mpirun', '-n', '2', ...node("console.log('up')", 'setInterval(() => {}, 1000)')], { onSpawn: signalWhenUp(2, 'SIGTERM') })
   t.equal(term.code, 143, 'ranks ended by the forwarded SIGTERM: 128 + 15')
 })
 
