@@ -40,6 +40,11 @@
  *   --connections <n,...>  keep-alive connection counts (default 1,10)
  *   --quick             1 round, 1 s per cell, 1 s saturation runs: a smoke run
  *   --json <file>       also writes the raw results (every run, with its histograms) and medians
+ *   --plot <file.svg>   also draws the latency distribution of every cell (all rounds' histograms
+ *                       merged) as a CDF per configuration: latency (µs, log scale) against the
+ *                       fraction of requests at or below it, 1 - fraction on a log scale too so
+ *                       that p99 and p99.9 are as far apart as p50 and p90 (vega, from the
+ *                       fastsock-tools workspace)
  *
  * Prints (stdout) the saturation rate per connection count, then one Markdown table: per load and
  * connection count, per configuration, the transport that actually ran (client / server when they
@@ -71,6 +76,7 @@ const OPTIONS = {
   connections: { type: 'string', default: '1,10', note: '<n,...>' },
   quick: { type: 'boolean', note: '(1 round, 1 s)' },
   json: { type: 'string', note: '<file>' },
+  plot: { type: 'string', note: '<file.svg>' },
   help: { type: 'boolean' }
 }
 
@@ -82,7 +88,7 @@ function options () {
   }
   const num = (k, quick) => Number(v[k] ?? (v.quick && quick !== undefined ? quick : OPTIONS[k].default))
   const list = k => (v[k] ?? OPTIONS[k].default).split(',').map(Number)
-  const o = { rounds: num('rounds', '1'), duration: num('duration', '1'), loads: list('loads'), connections: list('connections'), quick: !!v.quick, json: v.json ?? null }
+  const o = { rounds: num('rounds', '1'), duration: num('duration', '1'), loads: list('loads'), connections: list('connections'), quick: !!v.quick, json: v.json ?? null, plot: v.plot ?? null }
   o.saturationS = v.quick ? 1 : 2
   for (const [k, x] of [['rounds', o.rounds], ['duration', o.duration], ...o.loads.map(x => ['loads', x]), ...o.connections.map(x => ['connections', x])]) {
     if (!(x > 0)) throw new Error(`--${k}: ${x} is not a positive number`)
@@ -123,6 +129,73 @@ function merged (runs) {
   const all = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60e6, numberOfSignificantValueDigits: 3 })
   for (const r of runs) all.add(hdr.decodeFromCompressedBase64(r.hist, 32, false))
   return { count: all.totalCount, p50: all.getValueAtPercentile(50), p99: all.getValueAtPercentile(99), p999: all.getValueAtPercentile(99.9), max: all.getValueAtPercentile(100) }
+}
+
+/**
+ * The points of a CDF of the histogram of all `runs` merged: `{ us, tail }` where `tail` is the
+ * fraction of requests slower than `us` (1 - CDF), from each of its recorded values' buckets.
+ */
+function cdfPoints (runs) {
+  const all = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60e6, numberOfSignificantValueDigits: 3 })
+  for (const r of runs) all.add(hdr.decodeFromCompressedBase64(r.hist, 32, false))
+  const points = []
+  // The percentiles a log tail axis shows evenly: 0..90 by 10, then 9s up to 99.999, then max.
+  const ps = [1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999]
+  for (const p of ps) points.push({ us: all.getValueAtPercentile(p), tail: Math.max(1 - p / 100, 1e-6) })
+  points.push({ us: all.getValueAtPercentile(100), tail: 1 / Math.max(all.totalCount, 1) })
+  return points
+}
+
+/** Writes the CDF plot (--plot): one panel per load and connection count, one line per configuration. */
+async function plotCdf (file, cells, o) {
+  let vegaPath
+  try { vegaPath = require.resolve('vega', { paths: [__dirname, path.join(__dirname, '..', 'tools')] }) } catch {
+    throw new Error('--plot needs vega: npm install (it comes with the fastsock-tools workspace)')
+  }
+  const vega = await import(require('url').pathToFileURL(vegaPath).href)
+  const values = []
+  for (const cell of cells) {
+    for (const c of CONFIGS) {
+      for (const pt of cdfPoints(cell.runs[c.name])) values.push({ panel: `${cell.load} % load, ${cell.connections} conn`, config: c.name, ...pt })
+    }
+  }
+  const panels = [...new Set(values.map(v => v.panel))]
+  const spec = {
+    $schema: 'https://vega.github.io/schema/vega/v5.json',
+    autosize: 'pad',
+    padding: 10,
+    title: { text: `http latency at a fixed rate (bench/http-latency.js, ${o.rounds} round(s) × ${o.duration} s merged): fraction of requests slower than x`, offset: 16 },
+    data: [{ name: 'pts', values }],
+    scales: [{ name: 'color', type: 'ordinal', domain: CONFIGS.map(c => c.name), range: ['#4c78a8', '#e45756', '#54a24b'] }],
+    legends: [{ stroke: 'color', title: 'configuration', orient: 'right', symbolType: 'stroke' }],
+    layout: { columns: 2, padding: 30 },
+    marks: panels.map(panel => ({
+      type: 'group',
+      encode: { update: { width: { value: 400 }, height: { value: 190 } } },
+      data: [{ name: 'p', source: 'pts', transform: [{ type: 'filter', expr: `datum.panel === ${JSON.stringify(panel)}` }] }],
+      title: { text: panel },
+      scales: [
+        { name: 'x', type: 'log', domain: { data: 'p', field: 'us' }, range: [0, 400], nice: true },
+        { name: 'y', type: 'log', domain: [1e-5, 1], range: [190, 0] }
+      ],
+      axes: [
+        { orient: 'bottom', scale: 'x', title: 'latency (µs, log)', grid: true, tickCount: 6 },
+        { orient: 'left', scale: 'y', title: 'percentile (1 - CDF, log)', grid: true, values: [1, 0.1, 0.01, 0.001, 0.0001, 0.00001], encode: { labels: { update: { text: { signal: "datum.value === 1 ? 'p0' : 'p' + format(100 - datum.value * 100, '.5~')" } } } } }
+      ],
+      marks: [{
+        type: 'group',
+        from: { facet: { name: 'series', data: 'p', groupby: 'config' } },
+        marks: [{
+          type: 'line',
+          from: { data: 'series' },
+          sort: { field: 'datum.us' },
+          encode: { enter: { x: { scale: 'x', field: 'us' }, y: { scale: 'y', field: 'tail' }, stroke: { scale: 'color', field: 'config' }, strokeWidth: { value: 2 } } }
+        }]
+      }]
+    }))
+  }
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' })
+  fs.writeFileSync(file, await view.toSVG())
 }
 
 const fmt = (x, digits = 0) => Number.isFinite(x) ? x.toFixed(digits) : '-'
@@ -189,6 +262,11 @@ async function main () {
   }
   if (warnings.length) lines.push('', 'warnings:', ...warnings.map(w => `  ${w}`))
   process.stdout.write(lines.join('\n') + '\n')
+
+  if (o.plot) {
+    await plotCdf(o.plot, cells, o)
+    process.stdout.write(`CDF plot: ${o.plot}\n`)
+  }
 
   if (o.json) {
     const out = { tool: 'bench/http-latency.js', startedAt, options: { ...o, warmupS: WARMUP_S }, configs: CONFIGS, saturation, cells, warnings }
