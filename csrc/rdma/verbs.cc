@@ -14,7 +14,7 @@
 #include "errors.h"
 #include "ip_addr.h"
 #include "loop_util.h"
-#include "progress.h"
+#include "progress_js.h"
 #include "rdma/lib.h"
 #include "rdma/verbs/conn.h"
 #include "rdma/verbs/listener.h"
@@ -183,7 +183,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
     async_ = std::make_unique<Napi::AsyncContext>(info.Env(), "FASTSOCK_VERBS");
     conn_->on_event = [this] { Notify(); };
     conn_->allocator = this;
-    conn_->SetEngine(ProgressEngine::ForEnv(info.Env()));  // null (EMFILE): never polls
+    conn_->SetEngine(EngineForEnv(info.Env()));  // null (EMFILE): never polls
     env_ = info.Env();
     napi_add_env_cleanup_hook(env_, CleanupHook, this);
   }
@@ -293,7 +293,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   }
   // pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }, as the shm
   // endpoint's (docs/polling.md, "Counters").
-  Napi::Value PollStats(const Napi::CallbackInfo& info) { return PollStatsObject(info.Env(), *conn_); }
+  Napi::Value PollStats(const Napi::CallbackInfo& info) { return PollStatsObject(info.Env(), conn_->GetPollStats()); }
   Napi::Value SetOnEvent(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "setOnEvent(fn)");
     onevent_ = Napi::Persistent(info[0].As<Napi::Function>());

@@ -3,6 +3,7 @@
 
 #include "callback.h"
 #include "errors.h"
+#include "progress_js.h"
 #include "stream_state.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
                                     "peerReadyFd, peerReadyNodes, sideFd, onevent)");
   }
   int eerr = 0;
-  engine_ = ProgressEngine::ForEnv(env, &eerr);
+  engine_ = EngineForEnv(env, &eerr);
   if (!engine_) {
     close_all();
     throw ErrnoError(env, eerr, "eventfd", std::string("the loop's doorbell and ready list: ") + strerror(eerr));
@@ -415,7 +416,7 @@ Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
 // polling, windows that ran out into a sleep, this endpoint's share of the spinning (ns), and the
 // last wait observed (µs).
 Napi::Value ShmEndpoint::PollStats(const Napi::CallbackInfo& info) {
-  return PollStatsObject(info.Env(), *this);
+  return PollStatsObject(info.Env(), GetPollStats());
 }
 
 // state() -> kState* bits (csrc/stream_state.h): the peer sent EOF, the peer reset, the peer is
@@ -598,7 +599,7 @@ Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {
 Napi::Value ShmLoopDoorbell(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int eerr = 0;
-  auto engine = ProgressEngine::ForEnv(env, &eerr);
+  auto engine = EngineForEnv(env, &eerr);
   if (!engine) throw ErrnoError(env, eerr, "eventfd", std::string("the loop's doorbell and ready list: ") + strerror(eerr));
   Napi::Object o = Napi::Object::New(env);
   o.Set("fd", engine->doorbell_fd());
