@@ -94,7 +94,7 @@ verbs::Options ParseOptions(const Napi::Value& v) {
     Napi::Value x = obj.Get(k);
     if (!x.IsNumber()) return dflt;
     double d = x.As<Napi::Number>().DoubleValue();
-    if (!(d >= lo && d <= hi)) throw Napi::RangeError::New(v.Env(), std::string("verbs option ") + k + " out of range");
+    if (!(d >= lo && d <= hi)) throw ArgRangeError(v.Env(), std::string("verbs option ") + k + " out of range");
     return d;
   };
   o.eager_bytes = static_cast<uint32_t>(num("eagerBytes", verbs::kMinEagerBytes, verbs::kMaxEagerBytes, o.eager_bytes));
@@ -178,7 +178,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   // new VerbsEndpoint(external<Conn>): only from C++ (a connection just established).
   explicit VerbsEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<VerbsEndpoint>(info) {
     if (info.Length() < 1 || !info[0].IsExternal())
-      throw Napi::TypeError::New(info.Env(), "VerbsEndpoint is made by verbsConnect / VerbsListener");
+      throw ArgTypeError(info.Env(), "VerbsEndpoint is made by verbsConnect / VerbsListener");
     conn_.reset(info[0].As<Napi::External<Conn>>().Data());
     async_ = std::make_unique<Napi::AsyncContext>(info.Env(), "FASTSOCK_VERBS");
     conn_->on_event = [this] { Notify(); };
@@ -213,7 +213,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   }
 
   static void View(const Napi::CallbackInfo& info, ViewBytes* v) {
-    if (info.Length() < 1 || !v->Init(info.Env(), info[0])) throw Napi::TypeError::New(info.Env(), "a TypedArray or DataView is required");
+    if (info.Length() < 1 || !v->Init(info.Env(), info[0])) throw ArgTypeError(info.Env(), "a TypedArray or DataView is required");
   }
 
   Napi::Value Write(const Napi::CallbackInfo& info) {
@@ -285,9 +285,9 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   // setPollUs(us): the cap of the polling window in µs, in [0, 1e6]; 0 (the default) never polls.
   // TypeError / RangeError otherwise.
   Napi::Value SetPollUs(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "setPollUs(us)");
+    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "setPollUs(us)");
     double us = info[0].As<Napi::Number>().DoubleValue();
-    if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
+    if (!(us >= 0) || us > 1e6) throw ArgRangeError(info.Env(), "pollUs must be in [0, 1e6]");
     conn_->SetPollUs(us);
     return info.Env().Undefined();
   }
@@ -295,7 +295,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   // endpoint's (docs/polling.md, "Counters").
   Napi::Value PollStats(const Napi::CallbackInfo& info) { return PollStatsObject(info.Env(), conn_->GetPollStats()); }
   Napi::Value SetOnEvent(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "setOnEvent(fn)");
+    if (info.Length() < 1 || !info[0].IsFunction()) throw ArgTypeError(info.Env(), "setOnEvent(fn): fn must be a function");
     onevent_ = Napi::Persistent(info[0].As<Napi::Function>());
     return info.Env().Undefined();
   }
@@ -328,10 +328,10 @@ Napi::Value VerbsConnectJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   NeedRdma(env);
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[4].IsFunction())
-    throw Napi::TypeError::New(env, "verbsConnect(addr, port, iwarpPort, options, cb)");
+    throw ArgTypeError(env, "verbsConnect(addr, port, iwarpPort, options, cb)");
   sockaddr_storage dst;
   if (!ParseIpAddr(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::Number>().Int32Value(), &dst))
-    throw Napi::TypeError::New(env, "verbsConnect: addr must be an IP address literal");
+    throw ArgTypeError(env, "verbsConnect: addr must be an IP address literal");
   verbs::Options opt = ParseOptions(info[3]);
   int timeout = 2000;
   if (info[3].IsObject()) {
@@ -384,11 +384,11 @@ class VerbsListener : public Napi::ObjectWrap<VerbsListener> {
     env_ = env;
     if (info.Length() < 6 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber() ||
         !info[5].IsFunction())
-      throw Napi::TypeError::New(env, "VerbsListener(addr, port, iwarpPort, backlog, options, onconnection)");
+      throw ArgTypeError(env, "VerbsListener(addr, port, iwarpPort, backlog, options, onconnection)");
     std::string addr = info[0].As<Napi::String>().Utf8Value();
     int port = info[1].As<Napi::Number>().Int32Value();
     sockaddr_storage ss;
-    if (!ParseIpAddr(addr, port, &ss)) throw Napi::TypeError::New(env, "VerbsListener: addr must be an IP address literal");
+    if (!ParseIpAddr(addr, port, &ss)) throw ArgTypeError(env, "VerbsListener: addr must be an IP address literal");
     listener_ = std::make_unique<verbs::Listener>(LoopOf(env), ParseOptions(info[4]));
     onconnection_ = Napi::Persistent(info[5].As<Napi::Function>());
     async_ = std::make_unique<Napi::AsyncContext>(env, "FASTSOCK_VERBS_LISTEN");

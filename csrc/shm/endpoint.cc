@@ -67,8 +67,8 @@ ShmEndpoint::ShmEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShmE
       !info[7].IsNumber() || !info[9].IsFunction() || s.memfd < 0 || s.peer_doorbell < 0 || s.peer_ready < 0 ||
       s.side < 0 || !ParseDoorbellId(info[5].As<Napi::String>().Utf8Value(), &s.peer_doorbell_id)) {
     close_all();
-    throw Napi::TypeError::New(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, "
-                                    "peerReadyFd, peerReadyNodes, sideFd, onevent)");
+    throw ArgTypeError(env, "ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, "
+                            "peerReadyFd, peerReadyNodes, sideFd, onevent)");
   }
   int eerr = 0;
   std::shared_ptr<ProgressEngine> engine = EngineForEnv(env, &eerr);
@@ -113,7 +113,7 @@ Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
   if (conn_->closed()) return Napi::Number::New(info.Env(), 0);
   size_t len = 0;
   const uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw Napi::TypeError::New(info.Env(), "write(view)");
+  if (!p && len) throw ArgTypeError(info.Env(), "write(view)");
   return Napi::Number::New(info.Env(), static_cast<double>(conn_->Write(p, len)));
 }
 
@@ -123,7 +123,7 @@ Napi::Value ShmEndpoint::ReadInto(const Napi::CallbackInfo& info) {
   if (conn_->closed()) return Napi::Number::New(info.Env(), 0);
   size_t len = 0;
   uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw Napi::TypeError::New(info.Env(), "readInto(view, offset, maxBytes)");
+  if (!p && len) throw ArgTypeError(info.Env(), "readInto(view, offset, maxBytes)");
   if (info.Length() > 1 && p) {
     size_t off = info[1].IsNumber() ? static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()) : 0;
     if (off > len) off = len;
@@ -157,12 +157,12 @@ Napi::Value ShmEndpoint::YieldRead(const Napi::CallbackInfo& info) {
 }
 
 // txRegion() -> one ArrayBuffer over the transmit ring's mirrored mapping, the same on every
-// call, keeping the mapping alive while JS holds it. Throws once closed (unless made before).
+// call, keeping the mapping alive while JS holds it. Throws EBADF once closed (unless made before).
 Napi::Value ShmEndpoint::TxRegion(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!tx_region_.IsEmpty()) return tx_region_.Value();
   shm::Mapping m = conn_->GetMapping();
-  if (!m.header) throw Napi::Error::New(env, "txRegion on a closed shm endpoint");
+  if (!m.header) throw ErrnoError(env, EBADF, "txRegion", "txRegion on a closed shm endpoint");
   auto* keep = new std::shared_ptr<Segment>(std::move(m.segment));
   Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, m.tx_ring, 2 * m.tx_ring_size,
       [](Napi::Env, void*, std::shared_ptr<Segment>* k) { delete k; }, keep);
@@ -244,10 +244,10 @@ Napi::Value ShmEndpoint::Counters(const Napi::CallbackInfo& info) {
 }
 
 // setPollUs(us): the polling window's upper bound in µs, in [0, 1e6]; 0 (the default) never
-// polls. RangeError otherwise.
+// polls. RangeError (ERR_OUT_OF_RANGE) otherwise.
 Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
   double us = info.Length() > 0 ? info[0].ToNumber().DoubleValue() : 0;
-  if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
+  if (!(us >= 0) || us > 1e6) throw ArgRangeError(info.Env(), "pollUs must be in [0, 1e6]");
   conn_->SetPollUs(us);
   return info.Env().Undefined();
 }
@@ -276,7 +276,7 @@ Napi::Value ShmEndpoint::MemStats(const Napi::CallbackInfo& info) {
 Napi::Value ShmCreateSegment(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
-    throw Napi::TypeError::New(env, "shmCreateSegment(c2sBytes, s2cBytes)");
+    throw ArgTypeError(env, "shmCreateSegment(c2sBytes, s2cBytes)");
   std::string err;
   int memfd = Segment::Create(info[0].As<Napi::Number>().Uint32Value(), info[1].As<Napi::Number>().Uint32Value(), &err);
   if (memfd < 0) throw ErrnoError(env, -memfd, "memfd_create", "shm setup: " + err);
@@ -312,7 +312,7 @@ Napi::Value ShmFdRoom(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value IsEventfd(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "isEventfd(fd)");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "isEventfd(fd)");
   char path[64], target[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", info[0].As<Napi::Number>().Int32Value());
   ssize_t n = readlink(path, target, sizeof target - 1);

@@ -1,7 +1,7 @@
 // One end of a `shm` connection, exposed to JS as `ShmEndpoint`: the JS face of its protocol
 // core, shm::Conn (csrc/shm/conn.h, no N-API: the segment, the rings, the doorbells, the waits).
 // N-API lives here only: argument checks, views of JS arrays and of the mapping, the onevent
-// callback, the synchronous pair's own entry points.
+// callback, the synchronous pair's own entry points, errors (csrc/errors.h).
 // Files: endpoint.cc (the class, construction, write/readInto/read, loans, memStats, the
 // module functions), endpoint_datapath.cc (controlView, writev), endpoint_sync.cc (writeSync,
 // readIntoSync).
@@ -44,7 +44,7 @@
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process. The first call defines the
 //   object's own writeSync/readIntoSync, which reach this endpoint without napi_unwrap
-//   (csrc/shm/endpoint_sync.cc); they throw once it is gone.
+//   (csrc/shm/endpoint_sync.cc); they throw (EBADF) once it is gone.
 // - yieldRead(): asked by JS before it reads more bytes after it handed some to JS in the same
 //   turn (a handler ran meanwhile): true when another endpoint of the loop became ready in the
 //   meantime, and this one is then queued behind it (onevent() comes in its turn): bytes are
@@ -52,6 +52,9 @@
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
 //   closes, which the peer sees at once.
+// - A bad argument throws a TypeError (code ERR_INVALID_ARG_TYPE) or RangeError
+//   (ERR_OUT_OF_RANGE); a call that needs the mapping (controlView, txRegion, the synchronous
+//   pair) throws EBADF once closed.
 #pragma once
 
 #include <napi.h>

@@ -3,12 +3,14 @@
 // and copies into without a call per message (docs/design.md, "Per-message cost").
 #include "shm/endpoint.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 
 #include <cstddef>
 #include <vector>
 
+#include "errors.h"
 #include "loop_util.h"
 #include "stream_state.h"
 
@@ -31,12 +33,12 @@ Napi::Object ShmControlLayout(Napi::Env env) {
 // writev(views, index = 0, offset = 0) -> bytes copied into the ring from views[index] (its
 // bytes from `offset` on), then views[index + 1]..., in order, as far as they fit (0 when full).
 // One call and one doorbell check for a whole corked batch (shm::Conn::Writev); a large batch is
-// published kPublishChunk bytes at a time, as write() does. TypeError for a non-array or an
-// element that is not a TypedArray/DataView; the views before it are in the ring, and the
-// error's `bytesWritten` says how many bytes.
+// published kPublishChunk bytes at a time, as write() does. TypeError (ERR_INVALID_ARG_TYPE)
+// for a non-array or an element that is not a TypedArray/DataView; the views before it are in
+// the ring, and the error's `bytesWritten` says how many bytes.
 Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "writev(views, index, offset)");
+  if (info.Length() < 1 || !info[0].IsArray()) throw ArgTypeError(env, "writev(views, index, offset): views must be an array");
   if (conn_->closed()) return Napi::Number::New(env, 0);
   Napi::Array views = info[0].As<Napi::Array>();
   uint32_t count = views.Length();
@@ -52,7 +54,7 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
     Napi::Value v = views.Get(i);
     size_t len = 0;
     uint8_t* p = BytesOf(v, &len);
-    if (!p && !v.IsTypedArray() && !v.IsDataView()) {  // (an empty view may have no pointer)
+    if (!p && !IsView(v)) {  // (an empty view may have no pointer)
       bad = true;
       break;
     }
@@ -62,7 +64,7 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   }
   uint64_t done = conn_->Writev(iov.data(), iov.size());
   if (bad) {  // every view before it fitted
-    Napi::Error e = Napi::TypeError::New(env, "writev: every element must be a TypedArray or DataView");
+    Napi::Error e = ArgTypeError(env, "writev: every element must be a TypedArray or DataView");
     e.Set("bytesWritten", Napi::Number::New(env, static_cast<double>(done)));
     throw e;
   }
@@ -78,10 +80,10 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
 // the core (shm::Conn::MirrorState). Unlike txRegion(), `control` and `txRing` do not keep the
 // mapping alive: close() detaches them (length 0) before it unmaps, so a closed connection's
 // memory goes at once, not at the next garbage collection; check kStateClosed in `local` before
-// touching them. Throws once closed.
+// touching them. Throws EBADF once closed.
 Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (conn_->closed()) throw Napi::Error::New(env, "controlView on a closed shm endpoint");
+  if (conn_->closed()) throw ErrnoError(env, EBADF, "controlView", "controlView on a closed shm endpoint");
   if (!control_view_.IsEmpty()) return control_view_.Value();
   shm::Mapping m = conn_->GetMapping();
   Napi::ArrayBuffer local = Napi::ArrayBuffer::New(env, 64);

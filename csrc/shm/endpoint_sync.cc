@@ -9,7 +9,7 @@
 //   functions (SyncFast) whose callback data is the endpoint's core (a SyncEntry), so that later
 //   calls find the own property and go straight in. The functions may outlive the endpoint
 //   (anyone may keep one): the entry is counted, the endpoint clears it when it goes, and a call
-//   then throws.
+//   then throws (EBADF).
 // - Arguments are read without coercion (napi_get_value_double: no TryCatch, unlike
 //   napi_coerce_to_number); the JS wrapper validates them and always passes numbers.
 #include "shm/endpoint.h"
@@ -19,6 +19,7 @@
 
 #include <string>
 
+#include "errors.h"
 #include "loop_util.h"
 
 namespace fastsock {
@@ -41,39 +42,26 @@ struct SyncArgs {
   uint64_t deadline_ns = 0;  // 0: none
 };
 
-Napi::TypeError InvalidArg(napi_env env, const char* usage) {
-  Napi::TypeError e = Napi::TypeError::New(env, usage);
-  e.Set("code", Napi::String::New(env, "ERR_INVALID_ARG_TYPE"));
-  return e;
-}
-
-// A sync call's failure: `code` ECONNRESET or ETIMEDOUT, and how far it got.
-Napi::Error SyncError(Napi::Env env, const std::string& message, const char* code, const char* count_name, size_t count) {
-  Napi::Error e = Napi::Error::New(env, message);
-  e.Set("code", Napi::String::New(env, code));
-  e.Set(count_name, Napi::Number::New(env, static_cast<double>(count)));
-  return e;
-}
-
 // argv: napi_get_cb_info's (undefined past argc). Throws a TypeError (ERR_INVALID_ARG_TYPE).
 SyncArgs ParseSyncArgs(napi_env env, size_t argc, const napi_value* argv, const char* usage) {
   SyncArgs a;
   Napi::Value view(env, argc > 0 ? argv[0] : nullptr);
   a.data = argc > 0 ? BytesOf(view, &a.len) : nullptr;
   // No bytes: anything but a view, or an empty view (whose data may be null too).
-  if (!a.data && (argc == 0 || !(view.IsTypedArray() || view.IsDataView()))) throw InvalidArg(env, usage);
+  if (!a.data && (argc == 0 || !IsView(view))) throw ArgTypeError(env, usage);
   double spin_us = 50, tmo_ms = 0;
-  if (argc > 1 && napi_get_value_double(env, argv[1], &spin_us) != napi_ok) throw InvalidArg(env, usage);
-  if (argc > 2 && napi_get_value_double(env, argv[2], &tmo_ms) != napi_ok) throw InvalidArg(env, usage);
+  if (argc > 1 && napi_get_value_double(env, argv[1], &spin_us) != napi_ok) throw ArgTypeError(env, usage);
+  if (argc > 2 && napi_get_value_double(env, argv[2], &tmo_ms) != napi_ok) throw ArgTypeError(env, usage);
   a.spin_ns = spin_us > 0 ? static_cast<uint64_t>(spin_us * 1000) : 0;
   if (tmo_ms > 0) a.deadline_ns = NowNs() + static_cast<uint64_t>(tmo_ms * 1e6);
   return a;
 }
 
 // writeSync(view, spinUs, timeoutMs) -> bytes written (all of them, or fewer when the peer
-// reset), or throws ECONNRESET (the peer is gone) or ETIMEDOUT (with `bytesWritten`).
+// reset), or throws ECONNRESET (the peer is gone), ETIMEDOUT (with `bytesWritten`), EBADF
+// (closed).
 // readIntoSync(view, spinUs, timeoutMs) -> bytes read: all of view, or fewer at EOF. Throws
-// ECONNRESET (the peer reset, or is gone) or ETIMEDOUT (with `bytesRead`).
+// ECONNRESET (the peer reset, or is gone), ETIMEDOUT (with `bytesRead`), EBADF (closed).
 template <bool kWrite>
 napi_value DoSync(napi_env env, shm::Conn* conn, size_t argc, const napi_value* argv) {
   SyncArgs a = ParseSyncArgs(env, argc, argv, kWrite ? kWriteUsage : kReadUsage);
@@ -81,9 +69,11 @@ napi_value DoSync(napi_env env, shm::Conn* conn, size_t argc, const napi_value* 
                              : conn->ReadSync(a.data, a.len, a.spin_ns, a.deadline_ns);
   if (r.err) {
     const char* call = kWrite ? "writeSync" : "readIntoSync";
-    if (r.err == EBADF) throw Napi::Error::New(env, std::string(call) + " on a closed shm endpoint");
+    if (r.err == EBADF) throw ErrnoError(env, EBADF, kWrite ? "write" : "read", std::string(call) + " on a closed shm endpoint");
     std::string message = std::string(call) + ": " + (r.peer_reset ? "connection reset by peer" : strerror(r.err));
-    throw SyncError(env, message, r.err == ETIMEDOUT ? "ETIMEDOUT" : "ECONNRESET", kWrite ? "bytesWritten" : "bytesRead", r.done);
+    Napi::Error e = ErrnoError(env, r.err == ETIMEDOUT ? ETIMEDOUT : ECONNRESET, kWrite ? "write" : "read", message);
+    e.Set(kWrite ? "bytesWritten" : "bytesRead", Napi::Number::New(env, static_cast<double>(r.done)));
+    throw e;
   }
   napi_value out;
   napi_create_double(env, static_cast<double>(r.done), &out);
@@ -100,7 +90,7 @@ napi_value ShmEndpoint::SyncFast(napi_env env, napi_callback_info cbinfo) {
   if (napi_get_cb_info(env, cbinfo, &argc, argv, nullptr, &data) != napi_ok) return nullptr;
   shm::Conn* conn = static_cast<SyncEntry*>(data)->conn;
   try {
-    if (!conn) throw Napi::Error::New(env, "synchronous I/O on a collected shm endpoint");
+    if (!conn) throw ErrnoError(env, EBADF, kWrite ? "write" : "read", "synchronous I/O on a collected shm endpoint");
     return DoSync<kWrite>(env, conn, argc, argv);
   } catch (const Napi::Error& e) {
     e.ThrowAsJavaScriptException();
