@@ -1,6 +1,6 @@
 // The JS face of an shm connection end (csrc/shm/endpoint.h): construction, the data path's
 // calls that take JS views, loans, memStats, and the module's shm functions. The protocol is
-// shm::Conn's (csrc/shm/conn.h).
+// shm::Conn's (csrc/shm/conn.h); the methods every face shares are in csrc/endpoint_face.h.
 #include "shm/endpoint.h"
 
 #include <errno.h>
@@ -13,39 +13,27 @@
 #include "callback.h"
 #include "errors.h"
 #include "loop_util.h"
-#include "progress_js.h"
-#include "stream_state.h"
 
 namespace fastsock {
 
 Napi::Function ShmEndpoint::Define(Napi::Env env) {
-  return DefineClass(env, "ShmEndpoint", {
+  Props props = {
       InstanceMethod("write", &ShmEndpoint::Write),
       InstanceMethod("writev", &ShmEndpoint::Writev),
       InstanceMethod("controlView", &ShmEndpoint::ControlView),
       InstanceMethod("readInto", &ShmEndpoint::ReadInto),
       InstanceMethod("read", &ShmEndpoint::Read),
-      InstanceMethod("readable", &ShmEndpoint::Readable),
-      InstanceMethod("writable", &ShmEndpoint::Writable),
-      InstanceMethod("armRead", &ShmEndpoint::ArmRead),
-      InstanceMethod("armWrite", &ShmEndpoint::ArmWrite),
-      InstanceMethod("state", &ShmEndpoint::State),
-      InstanceMethod("shutdown", &ShmEndpoint::Shutdown),
-      InstanceMethod("close", &ShmEndpoint::Close),
-      InstanceMethod("ref", &ShmEndpoint::Ref),
-      InstanceMethod("unref", &ShmEndpoint::Unref),
       InstanceMethod("writeSync", &ShmEndpoint::WriteSync),
       InstanceMethod("readIntoSync", &ShmEndpoint::ReadIntoSync),
-      InstanceMethod("counters", &ShmEndpoint::Counters),
-      InstanceMethod("setPollUs", &ShmEndpoint::SetPollUs),
-      InstanceMethod("pollStats", &ShmEndpoint::PollStats),
       InstanceMethod("txRegion", &ShmEndpoint::TxRegion),
       InstanceMethod("txHeadOffset", &ShmEndpoint::TxHeadOffset),
       InstanceMethod("commit", &ShmEndpoint::Commit),
       InstanceMethod("memStats", &ShmEndpoint::MemStats),
       InstanceMethod("yieldRead", &ShmEndpoint::YieldRead),
       StaticValue("controlLayout", ShmControlLayout(env)),
-  });
+  };
+  AddMethods(&props);  // readable, writable, armRead, ..., counters, setPollUs, pollStats
+  return DefineClass(env, "ShmEndpoint", props);
 }
 
 // new ShmEndpoint(memfd, c2sBytes, s2cBytes, isClient, peerDoorbellFd, peerDoorbellId, peerReadyFd,
@@ -108,22 +96,27 @@ void ShmEndpoint::OnEvent() {
   CallFromLoop(env, onevent_.Value(), Value(), 0, nullptr, *async_);
 }
 
-// write(view) -> bytes copied into the ring (0 when full)
+void ShmEndpoint::BeforeClose() {
+  if (control_view_.IsEmpty()) return;
+  control_ab_.Value().Detach();
+  tx_ring_ab_.Value().Detach();
+}
+
+// write(view) -> bytes copied into the ring (0 when full, or closed)
 Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
-  if (conn_->closed()) return Napi::Number::New(info.Env(), 0);
   size_t len = 0;
-  const uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw ArgTypeError(info.Env(), "write(view)");
+  const uint8_t* p = BytesOf(info[0], &len);
+  if (!p && !IsView(info[0])) throw NotAViewError(info.Env(), "write(view)");
   return Napi::Number::New(info.Env(), static_cast<double>(conn_->Write(p, len)));
 }
 
 // readInto(view, offset = 0, maxBytes = rest of view) -> bytes copied from the ring into
-// view[offset, offset + maxBytes) (0 when empty). Offsets past the view are clamped to it.
+// view[offset, offset + maxBytes) (0 when empty, or closed). Offsets past the view are clamped
+// to it.
 Napi::Value ShmEndpoint::ReadInto(const Napi::CallbackInfo& info) {
-  if (conn_->closed()) return Napi::Number::New(info.Env(), 0);
   size_t len = 0;
-  uint8_t* p = info.Length() > 0 ? BytesOf(info[0], &len) : nullptr;
-  if (!p && len) throw ArgTypeError(info.Env(), "readInto(view, offset, maxBytes)");
+  uint8_t* p = BytesOf(info[0], &len);
+  if (!p && !IsView(info[0])) throw NotAViewError(info.Env(), "readInto(view, offset, maxBytes)");
   if (info.Length() > 1 && p) {
     size_t off = info[1].IsNumber() ? static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()) : 0;
     if (off > len) off = len;
@@ -179,85 +172,6 @@ Napi::Value ShmEndpoint::TxHeadOffset(const Napi::CallbackInfo& info) {
 Napi::Value ShmEndpoint::Commit(const Napi::CallbackInfo& info) {
   uint64_t n = info.Length() > 0 ? static_cast<uint64_t>(info[0].ToNumber().Int64Value()) : 0;
   return Napi::Number::New(info.Env(), static_cast<double>(conn_->Commit(n)));
-}
-
-Napi::Value ShmEndpoint::Readable(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(conn_->Readable()));
-}
-
-Napi::Value ShmEndpoint::Writable(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(conn_->Writable()));
-}
-
-Napi::Value ShmEndpoint::ArmRead(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), conn_->ArmRead());
-}
-
-Napi::Value ShmEndpoint::ArmWrite(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), conn_->ArmWrite());
-}
-
-// state() -> kState* bits (csrc/stream_state.h; shm::Conn::State)
-Napi::Value ShmEndpoint::State(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), conn_->State());
-}
-
-Napi::Value ShmEndpoint::Shutdown(const Napi::CallbackInfo& info) {
-  conn_->Shutdown();
-  return info.Env().Undefined();
-}
-
-// close(reset: boolean): see shm::Conn::Close. controlView()'s views of the segment are
-// detached first: nothing reads the mapping once it is gone.
-Napi::Value ShmEndpoint::Close(const Napi::CallbackInfo& info) {
-  if (!conn_->closed() && !control_view_.IsEmpty()) {
-    control_ab_.Value().Detach();
-    tx_ring_ab_.Value().Detach();
-  }
-  conn_->Close(info.Length() > 0 && info[0].ToBoolean().Value());
-  return info.Env().Undefined();
-}
-
-Napi::Value ShmEndpoint::Ref(const Napi::CallbackInfo& info) {
-  conn_->SetRefed(true);
-  return info.Env().Undefined();
-}
-
-Napi::Value ShmEndpoint::Unref(const Napi::CallbackInfo& info) {
-  conn_->SetRefed(false);
-  return info.Env().Undefined();
-}
-
-// counters() -> [bytesWritten, bytesRead] by this endpoint since it was created
-Napi::Value ShmEndpoint::Counters(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Array a = Napi::Array::New(env, 2);
-  if (conn_->closed()) {
-    a.Set(0u, -1.0);
-    a.Set(1u, -1.0);
-    return a;
-  }
-  StreamCounters c = conn_->Counters();
-  a.Set(0u, static_cast<double>(c.bytes_written));
-  a.Set(1u, static_cast<double>(c.bytes_read));
-  return a;
-}
-
-// setPollUs(us): the polling window's upper bound in µs, in [0, 1e6]; 0 (the default) never
-// polls. RangeError (ERR_OUT_OF_RANGE) otherwise.
-Napi::Value ShmEndpoint::SetPollUs(const Napi::CallbackInfo& info) {
-  double us = info.Length() > 0 ? info[0].ToNumber().DoubleValue() : 0;
-  if (!(us >= 0) || us > 1e6) throw ArgRangeError(info.Env(), "pollUs must be in [0, 1e6]");
-  conn_->SetPollUs(us);
-  return info.Env().Undefined();
-}
-
-// pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }: the learned
-// polling window (µs), its cap, whether the engine polls this endpoint now, waits caught while
-// polling, windows that ran out into a sleep, this endpoint's share of the spinning (ns), and the
-// last wait observed (µs).
-Napi::Value ShmEndpoint::PollStats(const Napi::CallbackInfo& info) {
-  return PollStatsObject(info.Env(), conn_->GetPollStats());
 }
 
 // memStats() -> { ringBytes, txResidentBytes, rxResidentBytes, trims, trimmedBytes }

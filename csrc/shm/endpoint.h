@@ -1,7 +1,9 @@
 // One end of a `shm` connection, exposed to JS as `ShmEndpoint`: the JS face of its protocol
 // core, shm::Conn (csrc/shm/conn.h, no N-API: the segment, the rings, the doorbells, the waits).
 // N-API lives here only: argument checks, views of JS arrays and of the mapping, the onevent
-// callback, the synchronous pair's own entry points, errors (csrc/errors.h).
+// callback, the synchronous pair's own entry points, errors (csrc/errors.h). The methods every
+// stream endpoint face shares (readable, writable, armRead, armWrite, state, shutdown, close,
+// ref, unref, counters, setPollUs, pollStats) are bound once, in csrc/endpoint_face.h.
 // Files: endpoint.cc (the class, construction, write/readInto/read, loans, memStats, the
 // module functions), endpoint_datapath.cc (controlView, writev), endpoint_sync.cc (writeSync,
 // readIntoSync).
@@ -51,7 +53,7 @@
 //   handed to JS across connections in the order they became ready (docs/polling.md).
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
-//   closes, which the peer sees at once.
+//   closes, which the peer sees at once. counters() then keeps the values it had.
 // - A bad argument throws a TypeError (code ERR_INVALID_ARG_TYPE) or RangeError
 //   (ERR_OUT_OF_RANGE); a call that needs the mapping (controlView, txRegion, the synchronous
 //   pair) throws EBADF once closed.
@@ -61,17 +63,23 @@
 
 #include <memory>
 
+#include "endpoint_face.h"
 #include "shm/conn.h"
 
 namespace fastsock {
 
-class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, private shm::Owner {
+class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public EndpointFace<ShmEndpoint>, private shm::Owner {
  public:
   static Napi::Function Define(Napi::Env env);
   explicit ShmEndpoint(const Napi::CallbackInfo& info);
   ~ShmEndpoint() override;
 
  private:
+  friend class EndpointFace<ShmEndpoint>;
+  shm::Conn& core() { return *conn_; }
+  // close(): controlView()'s views of the segment are detached first: nothing reads the
+  // mapping once it is gone.
+  void BeforeClose();
   // shm::Owner: the core's event, relayed to onevent() from the loop.
   void OnEvent() override;
   static void CleanupHook(void* arg);
@@ -81,18 +89,6 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, private shm::Owner {
   Napi::Value ControlView(const Napi::CallbackInfo& info);
   Napi::Value ReadInto(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
-  Napi::Value Readable(const Napi::CallbackInfo& info);
-  Napi::Value Writable(const Napi::CallbackInfo& info);
-  Napi::Value ArmRead(const Napi::CallbackInfo& info);
-  Napi::Value ArmWrite(const Napi::CallbackInfo& info);
-  Napi::Value State(const Napi::CallbackInfo& info);
-  Napi::Value Shutdown(const Napi::CallbackInfo& info);
-  Napi::Value Close(const Napi::CallbackInfo& info);
-  Napi::Value Ref(const Napi::CallbackInfo& info);
-  Napi::Value Unref(const Napi::CallbackInfo& info);
-  Napi::Value Counters(const Napi::CallbackInfo& info);
-  Napi::Value SetPollUs(const Napi::CallbackInfo& info);
-  Napi::Value PollStats(const Napi::CallbackInfo& info);
   Napi::Value WriteSync(const Napi::CallbackInfo& info);
   Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
   Napi::Value TxRegion(const Napi::CallbackInfo& info);
