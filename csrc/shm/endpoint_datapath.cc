@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -44,10 +45,12 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   uint32_t count = views.Length();
   uint32_t i = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Uint32Value() : 0;
   size_t off = info.Length() > 2 && info[2].IsNumber() ? static_cast<size_t>(info[2].As<Napi::Number>().Int64Value()) : 0;
-  // The views' bytes, as far as the ring has room for them now (it only grows meanwhile).
+  // The views' bytes, as far as the ring has room for them now (it only grows meanwhile). Only
+  // views over 4 KiB, or not Uint8Arrays, come here (lib/transports/shm/endpoint.ts copies the
+  // others from JS): one allocation is nothing beside their copy.
   const uint64_t room = conn_->Writable();
-  static thread_local std::vector<iovec> iov;
-  iov.clear();
+  std::vector<iovec> iov;
+  iov.reserve(count > i ? std::min<uint32_t>(count - i, 64) : 0);
   uint64_t gathered = 0;
   bool bad = false;
   for (; i < count && gathered < room; i++, off = 0) {
