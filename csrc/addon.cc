@@ -13,7 +13,7 @@
 #include "fdpass.h"
 #include "kernelsock.h"
 #include "native_limits.h"
-#include "progress.h"
+#include "progress_js.h"
 #include "rdma/probe.h"
 #include "rdma/verbs.h"
 #include "rdma/bridge.h"

@@ -32,4 +32,16 @@ Napi::Error FastsockError(Napi::Env env, const char* code, const std::string& me
   return Make(env, code, message, err, syscall);
 }
 
+Napi::TypeError ArgTypeError(Napi::Env env, const std::string& message) {
+  Napi::TypeError e = Napi::TypeError::New(env, message);
+  e.Set("code", Napi::String::New(env, "ERR_INVALID_ARG_TYPE"));
+  return e;
+}
+
+Napi::RangeError ArgRangeError(Napi::Env env, const std::string& message) {
+  Napi::RangeError e = Napi::RangeError::New(env, message);
+  e.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
+  return e;
+}
+
 }  // namespace fastsock

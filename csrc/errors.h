@@ -1,5 +1,7 @@
-// The addon's one way to build the JS error for a failure. Bad arguments are not failures: they
-// stay TypeError/RangeError, thrown where they are checked. Every error made here has `code`:
+// The addon's one way to build a JS error. Bad arguments are not failures: ArgTypeError and
+// ArgRangeError build them as Node's own argument errors (a TypeError with `code`
+// ERR_INVALID_ARG_TYPE, a RangeError with ERR_OUT_OF_RANGE), thrown where they are checked.
+// Every failure made here has `code`:
 //   - a failed system (or rdma-core) call: `code` is the errno's name as libuv and Node spell it
 //     ('EADDRINUSE'), `errno` the negative number (-98) and `syscall` the call, as Node's own
 //     system errors (uvException in lib/internal/errors.js);
@@ -26,5 +28,11 @@ Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall, const std::s
 // `syscall` (nullptr for none) when a failed call lies beneath it.
 Napi::Error FastsockError(Napi::Env env, const char* code, const std::string& message, int err = 0,
                           const char* syscall = nullptr);
+
+// An argument of the wrong type: a TypeError with code ERR_INVALID_ARG_TYPE (Node's).
+Napi::TypeError ArgTypeError(Napi::Env env, const std::string& message);
+
+// An argument outside its range: a RangeError with code ERR_OUT_OF_RANGE (Node's).
+Napi::RangeError ArgRangeError(Napi::Env env, const std::string& message);
 
 }  // namespace fastsock

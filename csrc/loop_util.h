@@ -37,6 +37,10 @@ inline uint8_t* BytesOf(const Napi::Value& v, size_t* len) {
   return nullptr;
 }
 
+// True for a TypedArray or DataView: what BytesOf's nullptr means (not a view, or an empty one
+// without memory). Checked only when BytesOf found no bytes: no cost on the data path.
+inline bool IsView(const Napi::Value& v) { return v.IsTypedArray() || v.IsDataView(); }
+
 // The ArrayBuffer behind a TypedArray or DataView (undefined for anything else).
 inline Napi::Value ArrayBufferOf(const Napi::Value& v) {
   if (v.IsTypedArray()) return v.As<Napi::TypedArray>().ArrayBuffer();

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "clock.h"
-#include "loop_util.h"
+#include "uv_handles.h"
 
 namespace fastsock {
 namespace {
@@ -404,8 +404,8 @@ void ProgressEngine::OnIdleTimer(uv_timer_t* h) {
   }
 }
 
-std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env, int* err) {
-  uv_loop_t* loop = LoopOf(env);
+std::shared_ptr<ProgressEngine> ProgressEngine::ForLoop(uv_loop_t* loop, int* err, bool* made) {
+  if (made) *made = false;
   std::lock_guard<std::mutex> lock(g_engines_mu);
   auto& engines = Engines();
   auto it = engines.find(loop);
@@ -424,14 +424,30 @@ std::shared_ptr<ProgressEngine> ProgressEngine::ForEnv(napi_env env, int* err) {
   }
   std::shared_ptr<ProgressEngine> e(new ProgressEngine(loop, fd, std::move(list)));
   engines.emplace(loop, e);
-  napi_add_env_cleanup_hook(env, CleanupHook, loop);
+  if (made) *made = true;
   return e;
 }
 
-// The environment (a worker, or the process) is going away: close the loop handles while the
-// loop exists and forget the loop (its address may be reused). Endpoints still holding the
-// engine keep the object alive; it polls nothing more.
-void ProgressEngine::CleanupHook(void* arg) {
+std::shared_ptr<ProgressEngine> ProgressEngine::Find(uv_loop_t* loop) {
+  std::lock_guard<std::mutex> lock(g_engines_mu);
+  auto& engines = Engines();
+  auto it = engines.find(loop);
+  return it == engines.end() ? nullptr : it->second;
+}
+
+ProgressEngine::ProcessStats ProgressEngine::Process() {
+  SpinCap& cap = Cap();
+  ProcessStats s;
+  s.spin_ns = cap.total_ns.load(std::memory_order_relaxed);
+  s.throttles = cap.throttles.load(std::memory_order_relaxed);
+  s.contended = cap.contended.load(std::memory_order_relaxed);
+  s.cap_percent = cap.percent;
+  s.period_ns = kCapPeriodNs;
+  return s;
+}
+
+// The environment of the loop is going away (progress.h): its handles close while it exists.
+void ProgressEngine::ForgetLoop(void* arg) {
   std::shared_ptr<ProgressEngine> e;
   {
     std::lock_guard<std::mutex> lock(g_engines_mu);
@@ -622,64 +638,6 @@ void ProgressEngine::Run() {
     // without blocking, whose prepare takes it.
     Kick();
   }
-}
-
-Napi::Object PollStatsObject(Napi::Env env, const Pollable& p) {
-  Napi::Object o = Napi::Object::New(env);
-  const PollWindow& w = p.poll_window;
-  o.Set("windowUs", static_cast<double>(w.window_ns) / 1e3);
-  o.Set("maxUs", static_cast<double>(w.max_ns) / 1e3);
-  o.Set("hot", p.hot_index >= 0);
-  o.Set("hits", static_cast<double>(w.hits));
-  o.Set("misses", static_cast<double>(w.misses));
-  o.Set("spinNs", static_cast<double>(w.spin_ns));
-  o.Set("lastWaitUs", static_cast<double>(w.last_wait_ns) / 1e3);
-  return o;
-}
-
-Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  ProgressEngine::Stats s;
-  size_t hot = 0, sleeping = 0, held = 0, idle = 0, tokens = 0;
-  int doorbell = -1, ready = -1;
-  {
-    std::lock_guard<std::mutex> lock(g_engines_mu);
-    auto& engines = Engines();
-    auto it = engines.find(LoopOf(env));
-    if (it != engines.end()) {
-      s = it->second->stats();
-      hot = it->second->hot();
-      sleeping = it->second->sleeping();
-      held = it->second->held();
-      idle = it->second->idle_watched();
-      doorbell = it->second->doorbell_fd();
-      ready = it->second->ready_fd();
-      tokens = it->second->tokens();
-    }
-  }
-  SpinCap& cap = Cap();
-  o.Set("hot", static_cast<double>(hot));
-  o.Set("sleeping", static_cast<double>(sleeping));
-  o.Set("held", static_cast<double>(held));
-  o.Set("idleWatched", static_cast<double>(idle));
-  o.Set("doorbellFd", doorbell);
-  o.Set("readyFd", ready);
-  o.Set("tokens", static_cast<double>(tokens));
-  o.Set("spinNs", static_cast<double>(s.spin_ns));
-  o.Set("hits", static_cast<double>(s.hits));
-  o.Set("misses", static_cast<double>(s.misses));
-  o.Set("throttles", static_cast<double>(s.throttles));
-  o.Set("slices", static_cast<double>(s.slices));
-  o.Set("holds", static_cast<double>(s.holds));
-  o.Set("listed", static_cast<double>(s.listed));
-  o.Set("scans", static_cast<double>(s.scans));
-  o.Set("processSpinNs", static_cast<double>(cap.total_ns.load(std::memory_order_relaxed)));
-  o.Set("processThrottles", static_cast<double>(cap.throttles.load(std::memory_order_relaxed)));
-  o.Set("processContended", static_cast<double>(cap.contended.load(std::memory_order_relaxed)));
-  o.Set("capPercent", static_cast<double>(cap.percent));
-  o.Set("periodNs", static_cast<double>(kCapPeriodNs));
-  return o;
 }
 
 }  // namespace fastsock

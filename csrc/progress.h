@@ -49,8 +49,11 @@
 //
 // Threading: an engine is used only on its loop's thread; the registry (loop -> engine) and the
 // process cap are shared by all threads.
+//
+// No N-API here: the endpoints' protocol cores (csrc/shm/conn.h, csrc/rdma/verbs/conn.h) are
+// Pollables. csrc/progress_js.h is the JS side: the engine of an environment's loop, and the
+// pollStats() / progressStats() objects.
 #pragma once
-#include <napi.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -85,6 +88,13 @@ struct PollWindow {
   }
   // The wait that began at armed_at_ns ended at now_ns: adapt the window (haltpoll's rule).
   void EndWait(uint64_t now_ns);
+};
+
+// pollStats() of one polled endpoint: its PollWindow, and whether the engine polls it now.
+struct PollStats {
+  uint64_t window_ns = 0, max_ns = 0;
+  bool hot = false;
+  uint64_t hits = 0, misses = 0, spin_ns = 0, last_wait_ns = 0;
 };
 
 // What the engine polls: a stream endpoint (shm; verbs can join the same way).
@@ -127,6 +137,11 @@ class Pollable {
   // token (shm asks its peer to stamp only then: a lone connection's messages cost no clock read).
   virtual void WantStamps(bool) {}
 
+  PollStats GetPollStats() const {
+    const PollWindow& w = poll_window;
+    return {w.window_ns, w.max_ns, hot_index >= 0, w.hits, w.misses, w.spin_ns, w.last_wait_ns};
+  }
+
   PollWindow poll_window;
   uint32_t ready_token = 0;  // its token in the loop's ready list (AdoptToken); 0: none
   int hot_index = -1;    // the engine's bookkeeping: index in its hot list, -1 when not hot
@@ -137,10 +152,17 @@ class Pollable {
 
 class ProgressEngine {
  public:
-  // The engine of the loop of `env`, made on first use; freed by the env's cleanup hook (the
-  // handles) and when the last endpoint lets go (the object). Null with *err set when its
-  // doorbell cannot be made (EMFILE...).
-  static std::shared_ptr<ProgressEngine> ForEnv(napi_env env, int* err = nullptr);
+  // The engine of `loop`, made on first use (*made true then: its owner arranges for
+  // ForgetLoop(loop) when the loop's environment goes away: EngineForEnv, csrc/progress_js.h);
+  // freed by ForgetLoop (the handles) and when the last endpoint lets go (the object). Null with
+  // *err set when its doorbell cannot be made (EMFILE...).
+  static std::shared_ptr<ProgressEngine> ForLoop(uv_loop_t* loop, int* err = nullptr, bool* made = nullptr);
+  // The loop (a uv_loop_t*) is going away: its engine's handles are closed while the loop still
+  // exists, and the loop is forgotten (its address may be reused). Endpoints still holding the
+  // engine keep the object alive; it polls nothing more. (The signature of an env cleanup hook.)
+  static void ForgetLoop(void* loop);
+  // The engine of `loop` if one was made (null otherwise): for the counters.
+  static std::shared_ptr<ProgressEngine> Find(uv_loop_t* loop);
   ~ProgressEngine();
 
   // `p` waits: poll it until its window (poll_window.armed_at_ns + window_ns) runs out. False
@@ -213,6 +235,14 @@ class ProgressEngine {
   size_t held() const { return held_.size(); }
   size_t tokens() const { return tokens_.size() - 1 - free_tokens_.size() - quarantine_.size(); }
 
+  // The process cap's counters (every loop of the process).
+  struct ProcessStats {
+    uint64_t spin_ns = 0, throttles = 0, contended = 0;
+    unsigned cap_percent = 0;
+    uint64_t period_ns = 0;
+  };
+  static ProcessStats Process();
+
  private:
   void Kick();  // one non-blocking turn of the loop
   // How an endpoint in due_ is handed over: ready while hot (OnPollReady), ready while asleep
@@ -233,7 +263,6 @@ class ProgressEngine {
   bool Holding();
   void StartWatchIdle(Pollable* p);
   static void OnIdleTimer(uv_timer_t* h);
-  static void CleanupHook(void* arg);
   void CloseHandles();
   // The prepare callback: sweeps, then spins while the loop would otherwise block.
   void Run();
@@ -274,15 +303,5 @@ class ProgressEngine {
   std::vector<DueEntry> due_;
   Stats stats_;
 };
-
-// progressStats() -> { hot, sleeping, held, idleWatched, doorbellFd, readyFd, tokens, spinNs, hits, misses, throttles, slices,
-// holds, listed, scans } of this thread's loop
-// engine (zeros before any), plus the process-wide { processSpinNs, processThrottles,
-// processContended, capPercent, periodNs }.
-Napi::Value ProgressStatsJs(const Napi::CallbackInfo& info);
-
-// pollStats() of one polled endpoint (shm, verbs): { windowUs, maxUs, hot, hits, misses, spinNs,
-// lastWaitUs } from its PollWindow (times in µs, spin in ns).
-Napi::Object PollStatsObject(Napi::Env env, const Pollable& p);
 
 }  // namespace fastsock

@@ -1,6 +1,8 @@
 'use strict'
 // lib/ imports point downward only: no import cycle (type imports and require() included, found
 // by madge over the TypeScript sources), and no lib/ file over 800 lines (docs/design.md, "Layers").
+// In csrc/, the protocol cores include no N-API, even through another header, and no source file
+// is over 800 lines either (docs/design.md, "csrc/ layout").
 const t = require('tap')
 const fs = require('fs')
 const os = require('os')
@@ -89,4 +91,40 @@ t.test('lib/mpi/ imports fastsock only through its public facade (lib/index.ts)'
   const probe = "import { Socket } from '../socket'"
   const m = /(?:from\s+)['"]([^'"]+)['"]/.exec(probe)
   t.not(path.relative(path.join(root, 'lib'), path.resolve(path.join(root, 'lib', 'mpi'), m[1])), 'index', 'a direct import of ../socket is not the facade')
+})
+
+// docs/design.md, "csrc/ layout": the protocol cores, plain C++ beside their JS faces.
+const CSRC = path.join(root, 'csrc')
+const CORES = [/^shm\/(?!endpoint)/, /^rdma\/verbs\//, /^rdma\/bridge\//, /^wire\//,
+  /^(progress|ready_list|sealed_memfd|peer_doorbell)\.(h|cc)$/, /^(stream_state|clock|uv_handles)\.h$/]
+const NAPI = /^#include\s*[<"](napi\.h|node_api\.h|js_native_api\.h|node_api_types\.h|js_native_api_types\.h)[>"]/m
+const csrcFiles = (d = CSRC) => fs.readdirSync(d, { withFileTypes: true })
+  .flatMap(e => e.isDirectory() ? csrcFiles(path.join(d, e.name)) : /\.(h|cc)$/.test(e.name) ? [path.relative(CSRC, path.join(d, e.name)).split(path.sep).join('/')] : [])
+
+/** The csrc/ headers `file` includes with quotes, and theirs, as csrc/-relative paths. */
+function includesOf (file, seen = new Set()) {
+  const src = fs.readFileSync(path.join(CSRC, file), 'utf8')
+  for (const m of src.matchAll(/^#include\s*"([^"]+)"/gm)) {
+    const rel = m[1]
+    if (seen.has(rel) || !fs.existsSync(path.join(CSRC, rel))) continue // generated/source_hash.h
+    seen.add(rel)
+    includesOf(rel, seen)
+  }
+  return seen
+}
+
+t.test('the protocol cores in csrc/ include no N-API (directly or through a header)', async t => {
+  const cores = csrcFiles().filter(f => CORES.some(re => re.test(f)))
+  t.ok(cores.includes('shm/conn.h') && cores.includes('rdma/verbs/conn.h') && cores.includes('progress.h'), `the cores were found (${cores.length} files)`)
+  const bad = []
+  for (const f of cores) {
+    for (const g of [f, ...includesOf(f)]) if (NAPI.test(fs.readFileSync(path.join(CSRC, g), 'utf8'))) bad.push(g === f ? f : `${f} (through ${g})`)
+  }
+  t.same(bad, [], 'no <napi.h> nor node_api headers')
+  t.ok(NAPI.test('#include <napi.h>\n') && includesOf('shm/endpoint.h').has('endpoint_face.h'), 'the check can fail: a face includes N-API')
+})
+
+t.test('no csrc/ file over 800 lines', async t => {
+  const big = csrcFiles().map(f => [f, fs.readFileSync(path.join(CSRC, f), 'utf8').split('\n').length]).filter(([, n]) => n > 800)
+  t.same(big, [], 'every file 800 lines or fewer')
 })

@@ -1,6 +1,7 @@
 // The verbs rung's JS face: VerbsEndpoint (a Conn), VerbsListener (a Listener) and verbsConnect.
 // N-API lives here only: JS views become CallerBytes, JS references become Holds, results become
-// JS values; the protocol itself is in csrc/rdma/verbs/ (conn.h states its contracts).
+// JS values; the protocol itself is in csrc/rdma/verbs/ (conn.h states its contracts). The
+// methods VerbsEndpoint shares with ShmEndpoint are bound once, in csrc/endpoint_face.h.
 #include "rdma/verbs.h"
 
 #if FASTSOCK_HAVE_RDMA
@@ -11,10 +12,11 @@
 #include <string>
 
 #include "callback.h"
+#include "endpoint_face.h"
 #include "errors.h"
 #include "ip_addr.h"
 #include "loop_util.h"
-#include "progress.h"
+#include "progress_js.h"
 #include "rdma/lib.h"
 #include "rdma/verbs/conn.h"
 #include "rdma/verbs/listener.h"
@@ -94,7 +96,7 @@ verbs::Options ParseOptions(const Napi::Value& v) {
     Napi::Value x = obj.Get(k);
     if (!x.IsNumber()) return dflt;
     double d = x.As<Napi::Number>().DoubleValue();
-    if (!(d >= lo && d <= hi)) throw Napi::RangeError::New(v.Env(), std::string("verbs option ") + k + " out of range");
+    if (!(d >= lo && d <= hi)) throw ArgRangeError(v.Env(), std::string("verbs option ") + k + " out of range");
     return d;
   };
   o.eager_bytes = static_cast<uint32_t>(num("eagerBytes", verbs::kMinEagerBytes, verbs::kMaxEagerBytes, o.eager_bytes));
@@ -150,40 +152,29 @@ Napi::Object StatsObject(Napi::Env env, const verbs::Stats& s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allocator {
+class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public EndpointFace<VerbsEndpoint>, public verbs::Allocator {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "VerbsEndpoint",
-                       {
-                           InstanceMethod("write", &VerbsEndpoint::Write),
-                           InstanceMethod("readInto", &VerbsEndpoint::ReadInto),
-                           InstanceMethod("read", &VerbsEndpoint::Read),
-                           InstanceMethod("readable", &VerbsEndpoint::Readable),
-                           InstanceMethod("writable", &VerbsEndpoint::Writable),
-                           InstanceMethod("armRead", &VerbsEndpoint::ArmRead),
-                           InstanceMethod("armWrite", &VerbsEndpoint::ArmWrite),
-                           InstanceMethod("state", &VerbsEndpoint::State),
-                           InstanceMethod("shutdown", &VerbsEndpoint::Shutdown),
-                           InstanceMethod("close", &VerbsEndpoint::Close),
-                           InstanceMethod("ref", &VerbsEndpoint::Ref),
-                           InstanceMethod("unref", &VerbsEndpoint::Unref),
-                           InstanceMethod("counters", &VerbsEndpoint::Counters),
-                           InstanceMethod("setPollUs", &VerbsEndpoint::SetPollUs),
-                           InstanceMethod("pollStats", &VerbsEndpoint::PollStats),
-                           InstanceMethod("setOnEvent", &VerbsEndpoint::SetOnEvent),
-                           InstanceMethod("stats", &VerbsEndpoint::Stats),
-                       });
+    Props props = {
+        InstanceMethod("write", &VerbsEndpoint::Write),
+        InstanceMethod("readInto", &VerbsEndpoint::ReadInto),
+        InstanceMethod("read", &VerbsEndpoint::Read),
+        InstanceMethod("setOnEvent", &VerbsEndpoint::SetOnEvent),
+        InstanceMethod("stats", &VerbsEndpoint::Stats),
+    };
+    AddMethods(&props);  // readable, writable, armRead, ..., counters, setPollUs, pollStats
+    return DefineClass(env, "VerbsEndpoint", props);
   }
 
   // new VerbsEndpoint(external<Conn>): only from C++ (a connection just established).
   explicit VerbsEndpoint(const Napi::CallbackInfo& info) : Napi::ObjectWrap<VerbsEndpoint>(info) {
     if (info.Length() < 1 || !info[0].IsExternal())
-      throw Napi::TypeError::New(info.Env(), "VerbsEndpoint is made by verbsConnect / VerbsListener");
+      throw ArgTypeError(info.Env(), "VerbsEndpoint is made by verbsConnect / VerbsListener");
     conn_.reset(info[0].As<Napi::External<Conn>>().Data());
     async_ = std::make_unique<Napi::AsyncContext>(info.Env(), "FASTSOCK_VERBS");
     conn_->on_event = [this] { Notify(); };
     conn_->allocator = this;
-    conn_->SetEngine(ProgressEngine::ForEnv(info.Env()));  // null (EMFILE): never polls
+    conn_->SetEngine(EngineForEnv(info.Env()));  // null (EMFILE): never polls
     env_ = info.Env();
     napi_add_env_cleanup_hook(env_, CleanupHook, this);
   }
@@ -200,6 +191,9 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   }
 
  private:
+  friend class EndpointFace<VerbsEndpoint>;
+  Conn& core() { return *conn_; }
+
   static void CleanupHook(void* arg) {
     // The environment is going away: as a kernel does for a TCP socket of an exiting process, a
     // FIN (or a RST when bytes were left unread), then the resources.
@@ -207,24 +201,24 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
   }
 
   void Notify() {
-    if (onevent_.IsEmpty() || conn_->closed_) return;
+    if (onevent_.IsEmpty() || conn_->closed()) return;
     Napi::HandleScope scope(env_);
     CallFromLoop(env_, onevent_.Value(), Value(), 0, nullptr, *async_);
   }
 
-  static void View(const Napi::CallbackInfo& info, ViewBytes* v) {
-    if (info.Length() < 1 || !v->Init(info.Env(), info[0])) throw Napi::TypeError::New(info.Env(), "a TypedArray or DataView is required");
+  static void View(const Napi::CallbackInfo& info, ViewBytes* v, const char* call) {
+    if (info.Length() < 1 || !v->Init(info.Env(), info[0])) throw NotAViewError(info.Env(), call);
   }
 
   Napi::Value Write(const Napi::CallbackInfo& info) {
     ViewBytes v;
-    View(info, &v);
-    return Napi::Number::New(info.Env(), static_cast<double>(conn_->closed_ ? 0 : conn_->Write(v.bytes)));
+    View(info, &v, "write(view)");
+    return Napi::Number::New(info.Env(), static_cast<double>(conn_->closed() ? 0 : conn_->Write(v.bytes)));
   }
   Napi::Value ReadInto(const Napi::CallbackInfo& info) {
     ViewBytes v;
-    View(info, &v);
-    return Napi::Number::New(info.Env(), static_cast<double>(conn_->closed_ ? 0 : conn_->ReadInto(v.bytes)));
+    View(info, &v, "readInto(view)");
+    return Napi::Number::New(info.Env(), static_cast<double>(conn_->closed() ? 0 : conn_->ReadInto(v.bytes)));
   }
   // read(max = 65536): Buffer | Uint8Array | null. A rendezvous READ that landed in a Buffer of
   // its own is handed out as it is (or in views of at most `max` bytes); eager bytes are copied
@@ -233,7 +227,7 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
     Napi::Env env = info.Env();
     size_t max = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Uint32Value() : 65536;
     if (max == 0) max = 65536;
-    if (conn_->closed_) return env.Null();
+    if (conn_->closed()) return env.Null();
     verbs::HeadBlock head;
     bool wait = false;
     if (conn_->PeekHead(max, &head, &wait)) {
@@ -255,47 +249,8 @@ class VerbsEndpoint : public Napi::ObjectWrap<VerbsEndpoint>, public verbs::Allo
     conn_->ReadInto(v.bytes);  // n <= Readable(): fills it
     return b;
   }
-  Napi::Value Readable(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(conn_->Readable())); }
-  Napi::Value Writable(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(conn_->Writable())); }
-  Napi::Value ArmRead(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), conn_->ArmRead()); }
-  Napi::Value ArmWrite(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), conn_->ArmWrite()); }
-  Napi::Value State(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), conn_->State()); }
-  Napi::Value Shutdown(const Napi::CallbackInfo& info) {
-    conn_->Shutdown();
-    return info.Env().Undefined();
-  }
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    conn_->Close(info.Length() > 0 && info[0].ToBoolean().Value());
-    return info.Env().Undefined();
-  }
-  Napi::Value Ref(const Napi::CallbackInfo& info) {
-    conn_->SetRefed(true);
-    return info.Env().Undefined();
-  }
-  Napi::Value Unref(const Napi::CallbackInfo& info) {
-    conn_->SetRefed(false);
-    return info.Env().Undefined();
-  }
-  Napi::Value Counters(const Napi::CallbackInfo& info) {
-    Napi::Array a = Napi::Array::New(info.Env(), 2);
-    a.Set(0u, static_cast<double>(conn_->bytes_written_));
-    a.Set(1u, static_cast<double>(conn_->bytes_read_));
-    return a;
-  }
-  // setPollUs(us): the cap of the polling window in µs, in [0, 1e6]; 0 (the default) never polls.
-  // TypeError / RangeError otherwise.
-  Napi::Value SetPollUs(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "setPollUs(us)");
-    double us = info[0].As<Napi::Number>().DoubleValue();
-    if (!(us >= 0) || us > 1e6) throw Napi::RangeError::New(info.Env(), "pollUs must be in [0, 1e6]");
-    conn_->SetPollUs(us);
-    return info.Env().Undefined();
-  }
-  // pollStats() -> { windowUs, maxUs, hot, hits, misses, spinNs, lastWaitUs }, as the shm
-  // endpoint's (docs/polling.md, "Counters").
-  Napi::Value PollStats(const Napi::CallbackInfo& info) { return PollStatsObject(info.Env(), *conn_); }
   Napi::Value SetOnEvent(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || !info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "setOnEvent(fn)");
+    if (info.Length() < 1 || !info[0].IsFunction()) throw ArgTypeError(info.Env(), "setOnEvent(fn): fn must be a function");
     onevent_ = Napi::Persistent(info[0].As<Napi::Function>());
     return info.Env().Undefined();
   }
@@ -328,10 +283,10 @@ Napi::Value VerbsConnectJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   NeedRdma(env);
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[4].IsFunction())
-    throw Napi::TypeError::New(env, "verbsConnect(addr, port, iwarpPort, options, cb)");
+    throw ArgTypeError(env, "verbsConnect(addr, port, iwarpPort, options, cb)");
   sockaddr_storage dst;
   if (!ParseIpAddr(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::Number>().Int32Value(), &dst))
-    throw Napi::TypeError::New(env, "verbsConnect: addr must be an IP address literal");
+    throw ArgTypeError(env, "verbsConnect: addr must be an IP address literal");
   verbs::Options opt = ParseOptions(info[3]);
   int timeout = 2000;
   if (info[3].IsObject()) {
@@ -384,11 +339,11 @@ class VerbsListener : public Napi::ObjectWrap<VerbsListener> {
     env_ = env;
     if (info.Length() < 6 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber() ||
         !info[5].IsFunction())
-      throw Napi::TypeError::New(env, "VerbsListener(addr, port, iwarpPort, backlog, options, onconnection)");
+      throw ArgTypeError(env, "VerbsListener(addr, port, iwarpPort, backlog, options, onconnection)");
     std::string addr = info[0].As<Napi::String>().Utf8Value();
     int port = info[1].As<Napi::Number>().Int32Value();
     sockaddr_storage ss;
-    if (!ParseIpAddr(addr, port, &ss)) throw Napi::TypeError::New(env, "VerbsListener: addr must be an IP address literal");
+    if (!ParseIpAddr(addr, port, &ss)) throw ArgTypeError(env, "VerbsListener: addr must be an IP address literal");
     listener_ = std::make_unique<verbs::Listener>(LoopOf(env), ParseOptions(info[4]));
     onconnection_ = Napi::Persistent(info[5].As<Napi::Function>());
     async_ = std::make_unique<Napi::AsyncContext>(env, "FASTSOCK_VERBS_LISTEN");

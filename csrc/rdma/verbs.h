@@ -9,7 +9,7 @@
 // Completions arrive on a completion channel whose fd sits on a uv_poll; with setPollUs(us) > 0
 // a waiting connection is first busy-polled (ibv_poll_cq) by its loop's progress engine for a
 // window learned per connection, at most `us`, before it arms the CQ and sleeps on the channel
-// (csrc/progress.h, docs/polling.md; lib/ passes shmPollUs, 200 unless set). RDMA CM events
+// (csrc/progress.h, docs/polling.md; lib/ passes pollUs, 200 unless set). RDMA CM events
 // (disconnect) have their own channel fd on a uv_poll.
 //
 // Files: the protocol core has no N-API: verbs/conn.h (one connection: set-up in conn.cc, the
@@ -20,9 +20,10 @@
 // ERR_FASTSOCK_NO_RDMA when rdma-core cannot be loaded):
 //   verbsConnect(addr, port, iwarpPort, options, cb(err, endpoint, info))
 //   new VerbsListener(addr, port, iwarpPort, backlog, options, onconnection(endpoint, info))
-//   VerbsEndpoint: the ShmEndpoint surface the stream pump drives (write, readInto, read,
+//   VerbsEndpoint: the ShmEndpoint surface the stream pump drives (write, readInto, read, and
 //   readable, writable, armRead, armWrite, state, shutdown, close, ref, unref, counters,
-//   setPollUs) plus pollStats() (as shm's), setOnEvent(fn) and stats().
+//   setPollUs, pollStats, bound once for both in csrc/endpoint_face.h), setOnEvent(fn) and
+//   stats().
 #pragma once
 #include <napi.h>
 

@@ -1,4 +1,12 @@
-// One end of a `shm` connection, exposed to JS as `ShmEndpoint`.
+// One end of a `shm` connection, exposed to JS as `ShmEndpoint`: the JS face of its protocol
+// core, shm::Conn (csrc/shm/conn.h, no N-API: the segment, the rings, the doorbells, the waits).
+// N-API lives here only: argument checks, views of JS arrays and of the mapping, the onevent
+// callback, the synchronous pair's own entry points, errors (csrc/errors.h). The methods every
+// stream endpoint face shares (readable, writable, armRead, armWrite, state, shutdown, close,
+// ref, unref, counters, setPollUs, pollStats) are bound once, in csrc/endpoint_face.h.
+// Files: endpoint.cc (the class, construction, write/readInto/read, loans, memStats, the
+// module functions), endpoint_datapath.cc (controlView, writev), endpoint_sync.cc (writeSync,
+// readIntoSync).
 //
 // Contract (in the manner of Node's stream_base.h):
 // - Construction takes ownership of the segment's memfd (closed once mapped), the peer loop's
@@ -9,7 +17,7 @@
 //   ready list and writes it in its side's hint line, where the peer reads it to wake it.
 // - `onevent()` (a JS function given at construction) is called from the loop whenever the
 //   doorbell rang or the side channel changed; it is level-free: JS then asks what is
-//   available (readable(), writable(), eof(), peerGone()) and does the work.
+//   available (readable(), writable(), state()) and does the work.
 // - write(bytes), writev(views, index, offset) and readInto(bytes[, offset, maxBytes]) never
 //   block: they move what fits and return the count (writev: a whole corked batch in one call,
 //   one doorbell check for all of it). When they return less than asked and the caller wants to
@@ -21,7 +29,7 @@
 //   this end's local state bits (kStateGone, kStateClosed), which this end keeps current:
 //   state() and readable() are then a few loads in JS (lib/transports/shm/endpoint.ts). Its
 //   views of the mapping are detached by close(), which unmaps at once.
-// - setPollUs(us) (default 0: never spins; lib/ passes shmPollUs, 200 unless set) lets
+// - setPollUs(us) (default 0: never spins; lib/ passes pollUs, 200 unless set) lets
 //   armRead/armWrite poll the ring from the loop's progress engine (csrc/progress.h) for a
 //   window learned per connection, at most `us`, before sleeping on the doorbell;
 //   pollStats() reports the window and its counters.
@@ -38,161 +46,75 @@
 //   poll(2) on the doorbell and the side channel) and are meant for workers and tight
 //   request/response loops with a peer in another thread or process. The first call defines the
 //   object's own writeSync/readIntoSync, which reach this endpoint without napi_unwrap
-//   (csrc/shm/endpoint_sync.cc); they throw once it is gone.
+//   (csrc/shm/endpoint_sync.cc); they throw (EBADF) once it is gone.
 // - yieldRead(): asked by JS before it reads more bytes after it handed some to JS in the same
 //   turn (a handler ran meanwhile): true when another endpoint of the loop became ready in the
 //   meantime, and this one is then queued behind it (onevent() comes in its turn): bytes are
 //   handed to JS across connections in the order they became ready (docs/polling.md).
 // - shutdown() publishes EOF (a FIN); close(reset) tears down: with reset, or with bytes left
 //   unread, the peer sees a reset (ECONNRESET), else a FIN. Either way the side channel
-//   closes, which the peer sees at once.
+//   closes, which the peer sees at once. counters() then keeps the values it had.
+// - A bad argument throws a TypeError (code ERR_INVALID_ARG_TYPE) or RangeError
+//   (ERR_OUT_OF_RANGE); a call that needs the mapping (controlView, txRegion, the synchronous
+//   pair) throws EBADF once closed.
 #pragma once
 
 #include <napi.h>
-#include <uv.h>
 
 #include <memory>
 
-#include "progress.h"
-#include "shm/peer_doorbell.h"
-#include "shm/segment.h"
+#include "endpoint_face.h"
+#include "shm/conn.h"
 
 namespace fastsock {
 
-class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public Pollable {
+class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public EndpointFace<ShmEndpoint>, private shm::Owner {
  public:
   static Napi::Function Define(Napi::Env env);
   explicit ShmEndpoint(const Napi::CallbackInfo& info);
   ~ShmEndpoint() override;
 
  private:
+  friend class EndpointFace<ShmEndpoint>;
+  shm::Conn& core() { return *conn_; }
+  // close(): controlView()'s views of the segment are detached first: nothing reads the
+  // mapping once it is gone.
+  void BeforeClose();
+  // shm::Owner: the core's event, relayed to onevent() from the loop.
+  void OnEvent() override;
+  static void CleanupHook(void* arg);
+
   Napi::Value Write(const Napi::CallbackInfo& info);
   Napi::Value Writev(const Napi::CallbackInfo& info);
   Napi::Value ControlView(const Napi::CallbackInfo& info);
   Napi::Value ReadInto(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
-  Napi::Value Readable(const Napi::CallbackInfo& info);
-  Napi::Value Writable(const Napi::CallbackInfo& info);
-  Napi::Value ArmRead(const Napi::CallbackInfo& info);
-  Napi::Value ArmWrite(const Napi::CallbackInfo& info);
-  Napi::Value State(const Napi::CallbackInfo& info);
-  Napi::Value Shutdown(const Napi::CallbackInfo& info);
-  Napi::Value Close(const Napi::CallbackInfo& info);
-  Napi::Value Ref(const Napi::CallbackInfo& info);
-  Napi::Value Unref(const Napi::CallbackInfo& info);
   Napi::Value WriteSync(const Napi::CallbackInfo& info);
   Napi::Value ReadIntoSync(const Napi::CallbackInfo& info);
-  Napi::Value Counters(const Napi::CallbackInfo& info);
-  Napi::Value SetPollUs(const Napi::CallbackInfo& info);
-  Napi::Value PollStats(const Napi::CallbackInfo& info);
   Napi::Value TxRegion(const Napi::CallbackInfo& info);
   Napi::Value TxHeadOffset(const Napi::CallbackInfo& info);
   Napi::Value Commit(const Napi::CallbackInfo& info);
   Napi::Value MemStats(const Napi::CallbackInfo& info);
   Napi::Value YieldRead(const Napi::CallbackInfo& info);
 
-  static void OnSide(uv_poll_t* h, int status, int events);
-  // Pollable (csrc/progress.h): the ring's control block, read by the loop's engine.
-  bool Poll() override;
-  void OnPollReady() override;
-  void OnPollExpired() override;
-  // Asleep on the loop's doorbell (csrc/progress.h).
-  bool Woken() override;
-  void OnWake() override;
-  // The receive ring's ready_ticks when it waits for bytes and they (or a flag) are there.
-  uint64_t ReadyStamp() override;
-  // Asks the peer to stamp the receive ring (RingControl::want_ticks).
-  void WantStamps(bool on) override {
-    if (!closed_) rx_.WantTicks(on);
-  }
-  // The peer's CPU hint (wire::SideHint) is this thread's CPU and the transmit ring holds bytes
-  // it has not taken: it needs this CPU to answer.
-  bool PartnerNeedsCpu() override { return PeerNeeds(CpuHint()); }
-  // This thread's CPU as a hint value: 1 + sched_getcpu() (glibc reads rseq or the vDSO: no
-  // system call), 0 when unknown.
-  static uint32_t CpuHint();
-  // PartnerNeedsCpu() with this thread's CPU hint `cpu` already read.
-  bool PeerNeeds(uint32_t cpu);
-  // Writes this thread's CPU into this side's hint line when it changed (one load otherwise);
-  // returns it (CpuHint()).
-  uint32_t PublishCpu();
-  // Raises the waiting flag of each direction asked (r: bytes, w: space) and sleeps on the
-  // loop's doorbell: false, asleep for nothing, when an event of either is already there.
-  bool SleepIfIdle(bool r, bool w);
-  // The idle timer (csrc/progress.h): gives the transmit ring's free pages back once no write
-  // came for a whole tick; true (stop watching) when the ring is drained and trimmed.
-  bool OnIdleTick() override;
-  // A write published bytes: watch for the ring going idle.
-  void WroteTx() {
-    loaned_ = false;
-    if (engine_) engine_->WatchIdle(this);
-  }
-  // Sleeps on the loop's doorbell for bytes (read) and/or space (write).
-  void SleepFor(bool read, bool write);
-  // armRead/armWrite: joins the engine while the window lasts, else sleeps on the doorbell.
-  // True: onevent() will come; false: retry now.
-  bool Await(bool read);
-  void Notify();
-  static void CleanupHook(void* arg);
-  void RingPeer();
-  void RestoreDoorbell();
-  bool CheckSide();  // true when the peer is gone
-  // The synchronous pair (csrc/shm/endpoint_sync.cc). Waits (spin then poll) until cond() or
-  // the peer is gone, deadline in ns (0: none).
-  template <typename Cond>
-  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns);
-  napi_value DoWriteSync(napi_env env, size_t argc, const napi_value* argv);
-  napi_value DoReadIntoSync(napi_env env, size_t argc, const napi_value* argv);
+  // The synchronous pair's own functions (csrc/shm/endpoint_sync.cc).
   struct SyncEntry;
   template <bool kWrite>
   static napi_value SyncFast(napi_env env, napi_callback_info cbinfo);
   static void UnrefSyncEntry(napi_env env, void* data, void* hint);
   void InstallSyncEntry(napi_env env, napi_value self);
   void ReleaseSyncEntry();
-  void Teardown();
-  void PublishCloseAndTeardown(bool reset);
-  void SetRefed(bool on);
-  // Mirrors a kState* bit (kStateGone, kStateClosed) into the local word of controlView().
-  void PublishLocal(uint32_t bit) {
-    if (local_) local_[0] |= bit;
-  }
 
-  std::shared_ptr<Segment> seg_;
-  RingView tx_, rx_;
-  wire::SideHint* own_hint_ = nullptr;   // written by this side (PublishCpu)
-  wire::SideHint* peer_hint_ = nullptr;  // written by the peer
-  uint64_t tx_start_ = 0, rx_start_ = 0;
-  std::shared_ptr<PeerDoorbell> peer_;
-  int side_fd_ = -1;
-  uv_poll_t* side_poll_ = nullptr;
-  // The engine of this loop (its doorbell, and adaptive polling), and what the current wait is
-  // for (bytes, space, or both) while polled (poll_*) or asleep on the doorbell (sleep_*).
-  std::shared_ptr<ProgressEngine> engine_;
-  bool poll_read_ = false, poll_write_ = false;
-  bool sleep_read_ = false, sleep_write_ = false;
-  bool closed_ = false;
+  std::unique_ptr<shm::Conn> conn_;  // set in the constructor, for the endpoint's whole life
   napi_env cleanup_env_ = nullptr;
-  bool peer_gone_ = false;
-  // A synchronous call armed a waiting flag (Arm*Wait): the flag this endpoint may sleep on in
-  // its loop was then raised and lowered again without a peer pushing its token (RestoreDoorbell).
-  bool sync_armed_ = false;
-  bool drained_doorbell_ = false;
   SyncEntry* sync_entry_ = nullptr;  // the own writeSync/readIntoSync functions' (InstallSyncEntry)
-  uint64_t sync_tail_seen_ = 0;       // the transmit ring's tail as writeSync saw it last (PushSeenTail)
-  // Ring memory: the transmit ring's head at the last idle tick, the position up to which its
-  // free pages were given back (RingView::TrimFree), whether a loan is outstanding, and counters.
-  uint64_t idle_seen_head_ = UINT64_MAX;
-  uint64_t trimmed_to_ = 0;
-  bool loaned_ = false;
-  uint64_t trims_ = 0, trimmed_bytes_ = 0;
   Napi::FunctionReference onevent_;
+  std::unique_ptr<Napi::AsyncContext> async_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
-  // controlView(): its object (made on the first call), its local word (null until then), and
-  // its views of the mapping, detached by close().
-  uint32_t* local_ = nullptr;
+  // controlView(): its object (made on the first call), and its views of the mapping, detached
+  // by close(); its local word is the core's MirrorState word.
   Napi::ObjectReference control_view_;
   Napi::Reference<Napi::ArrayBuffer> control_ab_, tx_ring_ab_;
-  std::unique_ptr<Napi::AsyncContext> async_;
 };
 
 // ShmEndpoint.controlLayout: the byte offsets JS reads a ring's control block at

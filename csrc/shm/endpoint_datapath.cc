@@ -2,12 +2,18 @@
 // views of the control blocks and the transmit ring that lib/transports/shm/endpoint.ts reads
 // and copies into without a call per message (docs/design.md, "Per-message cost").
 #include "shm/endpoint.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "errors.h"
 #include "loop_util.h"
 #include "stream_state.h"
-
-#include <string.h>
-
-#include <cstddef>
 
 namespace fastsock {
 
@@ -27,53 +33,41 @@ Napi::Object ShmControlLayout(Napi::Env env) {
 
 // writev(views, index = 0, offset = 0) -> bytes copied into the ring from views[index] (its
 // bytes from `offset` on), then views[index + 1]..., in order, as far as they fit (0 when full).
-// One call and one doorbell check for a whole corked batch; a large batch is published
-// kPublishChunk bytes at a time, as write() does. TypeError for a non-array or an element that
-// is not a TypedArray/DataView; the views before it are in the ring, and the error's
-// `bytesWritten` says how many bytes.
+// One call and one doorbell check for a whole corked batch (shm::Conn::Writev); a large batch is
+// published kPublishChunk bytes at a time, as write() does. TypeError (ERR_INVALID_ARG_TYPE)
+// for a non-array or an element that is not a TypedArray/DataView; the views before it are in
+// the ring, and the error's `bytesWritten` says how many bytes.
 Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "writev(views, index, offset)");
-  if (closed_) return Napi::Number::New(env, 0);
+  if (info.Length() < 1 || !info[0].IsArray()) throw ArgTypeError(env, "writev(views, index, offset): views must be an array");
+  if (conn_->closed()) return Napi::Number::New(env, 0);
   Napi::Array views = info[0].As<Napi::Array>();
   uint32_t count = views.Length();
   uint32_t i = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Uint32Value() : 0;
   size_t off = info.Length() > 2 && info[2].IsNumber() ? static_cast<size_t>(info[2].As<Napi::Number>().Int64Value()) : 0;
-  const uint64_t room = tx_.Writable();
-  uint8_t* dst = tx_.WritePtr();  // contiguous for `room` bytes (the mirror)
-  uint64_t done = 0, pending = 0;
-  bool empty = room == tx_.size();  // the first publish makes the ring ready: stamped
-  auto publish = [&] {
-    if (empty) tx_.StampIfWanted(), empty = false;
-    tx_.Commit(pending);
-    pending = 0;
-    if (tx_.ConsumerNeedsWake()) RingPeer();
-  };
+  // The views' bytes, as far as the ring has room for them now (it only grows meanwhile). Only
+  // views over 4 KiB, or not Uint8Arrays, come here (lib/transports/shm/endpoint.ts copies the
+  // others from JS): one allocation is nothing beside their copy.
+  const uint64_t room = conn_->Writable();
+  std::vector<iovec> iov;
+  iov.reserve(count > i ? std::min<uint32_t>(count - i, 64) : 0);
+  uint64_t gathered = 0;
   bool bad = false;
-  for (; i < count && done < room; i++, off = 0) {
+  for (; i < count && gathered < room; i++, off = 0) {
     Napi::Value v = views.Get(i);
     size_t len = 0;
-    const uint8_t* p = BytesOf(v, &len);
-    if (!p && !v.IsTypedArray() && !v.IsDataView()) {  // (an empty view may have no pointer)
+    uint8_t* p = BytesOf(v, &len);
+    if (!p && !IsView(v)) {  // (an empty view may have no pointer)
       bad = true;
       break;
     }
-    while (off < len && done < room) {
-      uint64_t k = len - off;
-      if (k > room - done) k = room - done;
-      if (k > RingView::kPublishChunk - pending) k = RingView::kPublishChunk - pending;
-      memcpy(dst + done, p + off, k);
-      off += k;
-      done += k;
-      pending += k;
-      if (pending == RingView::kPublishChunk) publish();
-    }
-    if (off < len) break;  // the ring is full
+    if (off >= len) continue;
+    iov.push_back({p + off, len - off});
+    gathered += len - off;
   }
-  if (pending) publish();
-  if (done) WroteTx();
-  if (bad) {
-    Napi::Error e = Napi::TypeError::New(env, "writev: every element must be a TypedArray or DataView");
+  uint64_t done = conn_->Writev(iov.data(), iov.size());
+  if (bad) {  // every view before it fitted
+    Napi::Error e = ArgTypeError(env, "writev: every element must be a TypedArray or DataView");
     e.Set("bytesWritten", Napi::Number::New(env, static_cast<double>(done)));
     throw e;
   }
@@ -86,31 +80,31 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
 // ShmEndpoint.controlLayout), `txRing` an ArrayBuffer over the transmit ring's mirrored mapping
 // (2 x its size; a writer copies in at head and publishes with commit(n)), `local` an
 // ArrayBuffer whose first u32 holds this end's kStateGone | kStateClosed bits, kept current by
-// this end. Unlike txRegion(), `control` and `txRing` do not keep the mapping alive: close()
-// detaches them (length 0) before it unmaps, so a closed connection's memory goes at once, not
-// at the next garbage collection; check kStateClosed in `local` before touching them. Throws
-// once closed.
+// the core (shm::Conn::MirrorState). Unlike txRegion(), `control` and `txRing` do not keep the
+// mapping alive: close() detaches them (length 0) before it unmaps, so a closed connection's
+// memory goes at once, not at the next garbage collection; check kStateClosed in `local` before
+// touching them. Throws EBADF once closed.
 Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (closed_) throw Napi::Error::New(env, "controlView on a closed shm endpoint");
+  if (conn_->closed()) throw ErrnoError(env, EBADF, "controlView", "controlView on a closed shm endpoint");
   if (!control_view_.IsEmpty()) return control_view_.Value();
+  shm::Mapping m = conn_->GetMapping();
   Napi::ArrayBuffer local = Napi::ArrayBuffer::New(env, 64);
-  local_ = static_cast<uint32_t*>(local.Data());
-  memset(local_, 0, 64);
-  if (peer_gone_) local_[0] |= kStateGone;
-  uint8_t* header = seg_->header();
+  uint32_t* word = static_cast<uint32_t*>(local.Data());
+  memset(word, 0, 64);
   auto none = [](Napi::Env, void*) {};
-  Napi::ArrayBuffer control = Napi::ArrayBuffer::New(env, header, wire::kSegmentHeaderBytes, none);
-  Napi::ArrayBuffer ring = Napi::ArrayBuffer::New(env, tx_.data(), 2 * tx_.size(), none);
+  Napi::ArrayBuffer control = Napi::ArrayBuffer::New(env, m.header, wire::kSegmentHeaderBytes, none);
+  Napi::ArrayBuffer ring = Napi::ArrayBuffer::New(env, m.tx_ring, 2 * m.tx_ring_size, none);
   control_ab_ = Napi::Persistent(control);
   tx_ring_ab_ = Napi::Persistent(ring);
   Napi::Object o = Napi::Object::New(env);
   o.Set("control", control);
-  o.Set("rx", static_cast<double>(reinterpret_cast<uint8_t*>(rx_.control()) - header));
-  o.Set("tx", static_cast<double>(reinterpret_cast<uint8_t*>(tx_.control()) - header));
+  o.Set("rx", static_cast<double>(m.rx_control));
+  o.Set("tx", static_cast<double>(m.tx_control));
   o.Set("txRing", ring);
   o.Set("local", local);
   control_view_ = Napi::Persistent(o);
+  conn_->MirrorState(word);  // kStateGone now if so, kStateClosed at close
   return o;
 }
 

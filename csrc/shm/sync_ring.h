@@ -1,4 +1,4 @@
-// The synchronous pair's ring helpers (writeSync/readIntoSync in csrc/shm/endpoint_sync.cc, and
+// The synchronous pair's ring helpers (shm::Conn::WriteSync/ReadSync in csrc/shm/sync.cc, and
 // the ring floor of csrc/native_limits.cc).
 #pragma once
 

@@ -85,9 +85,13 @@ export interface StreamEndpoint {
   close (reset: boolean): void
   ref (): void
   unref (): void
-  /** Upper bound (µs) of the in-loop polling before sleeping; 0 never polls. */
+  /**
+   * Upper bound (µs) of the in-loop polling before sleeping, a number in [0, 1e6]; 0 never polls.
+   * Throws a TypeError (ERR_INVALID_ARG_TYPE) for a non-number, a RangeError (ERR_OUT_OF_RANGE)
+   * for a negative, non-finite or larger value (csrc/endpoint_face.h: the same on every endpoint).
+   */
   setPollUs (us: number): void
-  /** [bytesWritten, bytesRead] since creation, or [-1, -1] once closed. */
+  /** [bytesWritten, bytesRead] since creation; once closed, the values it had when it closed. */
   counters (): [number, number]
   /**
    * Where the endpoint's events (doorbells, liveness, completions) go: the endpoint is made

@@ -25,6 +25,7 @@
 //   Readable, HasReadable, Writable, ArmRead, ArmWrite, State: what the pump needs to decide
 //                   between "more work", "end of stream" and "sleep"; see each.
 //   Shutdown()      sends EOF (FIN) once the rendezvous in flight, if any, has completed.
+//   Counters()      bytes written and read since the connection was made, kept after Close.
 //   Close(reset)    FIN (or RST when `reset` or bytes are left unread, as TCP does), waits up to
 //                   kCloseDrainMs for the last SENDs, then frees everything; later calls are
 //                   no-ops.
@@ -55,6 +56,7 @@
 #include "rdma/lib.h"
 #include "rdma/verbs/options.h"
 #include "rdma/verbs/regcache.h"
+#include "stream_state.h"
 #include "wire/verbs.h"
 
 namespace fastsock {
@@ -187,14 +189,15 @@ class Conn : public Pollable {
   void SetRefed(bool on);
   // The loop's progress engine (null: never poll, every wait sleeps on the completion channel).
   void SetEngine(std::shared_ptr<ProgressEngine> e) { engine_ = std::move(e); }
-  // The cap of the polling window, in µs (shmPollUs; 0, the default: never poll).
+  // The cap of the polling window, in µs (pollUs; 0, the default: never poll).
   void SetPollUs(double us);
   Stats GetStats() const;
   // False when there is no connection (any more).
   bool GetInfo(ConnInfo* info) const;
-
-  uint64_t bytes_written_ = 0, bytes_read_ = 0;
-  bool closed_ = false;
+  // Close() ran: every data-path call is a no-op.
+  bool closed() const { return closed_; }
+  // Bytes written and read since the connection was made (kept after Close).
+  StreamCounters Counters() const { return {bytes_written_, bytes_read_}; }
 
  private:
   // set-up (conn.cc)
@@ -306,7 +309,9 @@ class Conn : public Pollable {
   bool told_reset_ = false, told_gone_ = false;  // reset_ / peer_gone_ as last delivered
   bool in_cq_ = false;
   bool* alive_ = nullptr;  // cleared by the destructor: a callback may delete this connection
+  bool closed_ = false;
   // statistics
+  uint64_t bytes_written_ = 0, bytes_read_ = 0;
   uint64_t rndv_declined_ = 0;
   uint64_t rndv_sent_ = 0, rndv_received_ = 0, rndv_direct_ = 0, eager_sent_ = 0, credit_msgs_ = 0, starved_ = 0;
 };

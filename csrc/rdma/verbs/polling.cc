@@ -18,7 +18,7 @@ void Conn::SetPollUs(double us) {
 }
 
 // A wait begins at the first arm and lasts until its event is seen (by the engine, or after a
-// wake-up); re-arming during it does not restart the window (as ShmEndpoint::Await).
+// wake-up); re-arming during it does not restart the window (as shm::Conn::Await).
 bool Conn::Await(bool read) {
   if (closed_ || !cq_) return true;  // nothing more comes: state() says why
   (read ? wait_read_ : wait_write_) = true;

@@ -47,7 +47,7 @@ export interface ControlLayout {
   headerBytes: number
 }
 
-/** What csrc/shm/endpoint.cc's controlView() returns. */
+/** What csrc/shm/endpoint_datapath.cc's controlView() returns. */
 export interface ControlView {
   /** The segment's header page (shared with the peer): both control blocks. */
   control: ArrayBuffer
