@@ -42,8 +42,12 @@ t.test('the process cap holds with many hot connections', { skip }, async t => {
   await sleep(200) // windows learned
   t.equal(native.progressStats().capPercent, CAP_PERCENT, 'the cap comes from FASTSOCK_POLL_CAP_PERCENT')
   const samples = []
-  let prev = { ns: process.hrtime.bigint(), stats: native.progressStats() }
-  for (let i = 0; i < 10; i++) {
+  const first = native.progressStats()
+  let prev = { ns: process.hrtime.bigint(), stats: first }
+  // 10 windows of 100 ms; more (up to 5 s) while the cap has not been reached yet: a process that
+  // finds its CPU contended (another test file running beside this one) rightly stops spinning
+  // (docs/polling.md, "Backing off when the CPU is contended"), and the cap is tested once that passes.
+  for (let i = 0; i < 50 && (i < 10 || native.progressStats().throttles === 0); i++) {
     await sleep(100)
     const cur = { ns: process.hrtime.bigint(), stats: native.progressStats() }
     const elapsedMs = Number(cur.ns - prev.ns) / 1e6
@@ -52,7 +56,7 @@ t.test('the process cap holds with many hot connections', { skip }, async t => {
   }
   stop = true
   const s = native.progressStats()
-  t.ok(s.throttles > 0, `the cap was reached (${s.throttles} throttles): the connections wanted more spinning`)
+  t.ok(s.throttles > 0, `the cap was reached (${s.throttles} throttles in ${samples.length} windows; ${s.processContended - first.processContended} contention pauses): the connections wanted more spinning`)
   for (const { elapsedMs, spinMs } of samples) {
     const bound = elapsedMs * CAP_PERCENT / 100 + SLACK_MS * elapsedMs / 100
     t.ok(spinMs <= bound, `spun ${spinMs.toFixed(2)} ms in ${elapsedMs.toFixed(1)} ms (bound ${bound.toFixed(2)} ms)`)
