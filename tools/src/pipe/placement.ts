@@ -8,8 +8,11 @@ import { track } from '../harness/children'
 import { probePlacement } from './limits'
 import type { PlacementProbe } from './types'
 
-/** Runs the probe in a child process; null when it fails or takes longer than `timeoutMs`. */
-export async function probePlacementIsolated (timeoutMs = 10_000): Promise<PlacementProbe | null> {
+/**
+ * Runs the probe in a child process; null when it fails or takes longer than `timeoutMs` (it takes
+ * under 1 s on an idle machine, up to 18 s seen with two other test suites running).
+ */
+export async function probePlacementIsolated (timeoutMs = 30_000): Promise<PlacementProbe | null> {
   return await new Promise((resolve) => {
     // Tracked: killed with this process if it is interrupted meanwhile.
     track(execFile(process.execPath, [__filename], { timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout) => {
