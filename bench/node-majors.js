@@ -3,8 +3,8 @@
 /**
  * fastsock's ratios to Node's net on each tested Node major (docs/node-versions.md): for each
  * major, with its pinned binary (scripts/node-versions.json, fetched from the npm registry),
- * `fastsock pipe --quick` (RTT/2 of 64 B and 64 KiB over shm, unix and net:tcp, streaming MB/s at
- * 1 MiB) and bench/http.js (an unmodified http server under autocannon, 10 connections). Each
+ * `fastsock pipe --quick` (RTT/2 of 64 B and 64 KiB over shm, unix and net:tcp, streaming MB/s at the
+ * largest size it streams, 64 KiB) and bench/http.js (an unmodified http server under autocannon, 10 connections). Each
  * ratio is taken within one run of one binary, so the majors compare by ratio, not by absolute.
  *
  *   node bench/node-majors.js [--majors 20,22,24,26] [--http-rounds 3] [--http-duration 2]
@@ -62,12 +62,12 @@ function main () {
     const tcp64k = rtt(doc, 'net:tcp', 65536)
     rows.push({
       version,
-      shm64: rtt(doc, 'shm', 64),
+      shm64: rtt(doc, 'fastsock:shm', 64),
       tcp64,
-      lat64: tcp64 / rtt(doc, 'shm', 64),
-      lat64k: tcp64k / rtt(doc, 'shm', 65536),
-      unix64: tcp64 / rtt(doc, 'unix', 64),
-      bw: stream(doc, 'shm') / stream(doc, 'net:tcp'),
+      lat64: tcp64 / rtt(doc, 'fastsock:shm', 64),
+      lat64k: tcp64k / rtt(doc, 'fastsock:shm', 65536),
+      unix64: tcp64 / rtt(doc, 'fastsock:unix', 64),
+      bw: stream(doc, 'fastsock:shm') / stream(doc, 'net:tcp'),
       httpShm: httpRatio(http, 'shm'),
       httpUnix: httpRatio(http, 'unix')
     })
@@ -75,7 +75,7 @@ function main () {
   const lines = [
     `fastsock against Node's net per Node major (fastsock pipe --quick; bench/http.js, 10 connections, median of ${values['http-rounds']} rounds of ${values['http-duration']} s), ratios within each run (> 1: fastsock faster)`,
     '',
-    '| Node | shm 64 B RTT/2 µs | net:tcp 64 B RTT/2 µs | 64 B latency × net (shm / unix) | 64 KiB latency × net (shm) | stream bandwidth × net (shm, largest size) | http req/s × net (shm / unix) |',
+    '| Node | shm 64 B RTT/2 µs | net:tcp 64 B RTT/2 µs | 64 B latency × net (shm / unix) | 64 KiB latency × net (shm) | stream bandwidth × net (shm, 64 KiB; --quick: noisy) | http req/s × net (shm / unix) |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: |'
   ]
   for (const r of rows) {
