@@ -124,10 +124,16 @@ function transportOf (runs) {
   return c === s ? c : `${c} / ${s}`
 }
 
-/** p50, p99, p99.9, max over all rounds' histograms merged (µs), for --json. */
-function merged (runs) {
+/** One HDR histogram (µs, as the client's) of all `runs`' histograms added together. */
+function mergedHistogram (runs) {
   const all = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60e6, numberOfSignificantValueDigits: 3 })
   for (const r of runs) all.add(hdr.decodeFromCompressedBase64(r.hist, 32, false))
+  return all
+}
+
+/** p50, p99, p99.9, max over all rounds' histograms merged (µs), for --json. */
+function merged (runs) {
+  const all = mergedHistogram(runs)
   return { count: all.totalCount, p50: all.getValueAtPercentile(50), p99: all.getValueAtPercentile(99), p999: all.getValueAtPercentile(99.9), max: all.getValueAtPercentile(100) }
 }
 
@@ -136,8 +142,7 @@ function merged (runs) {
  * fraction of requests slower than `us` (1 - CDF), from each of its recorded values' buckets.
  */
 function cdfPoints (runs) {
-  const all = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60e6, numberOfSignificantValueDigits: 3 })
-  for (const r of runs) all.add(hdr.decodeFromCompressedBase64(r.hist, 32, false))
+  const all = mergedHistogram(runs)
   const points = []
   // The percentiles a log tail axis shows evenly: 0..90 by 10, then 9s up to 99.999, then max.
   const ps = [1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999]

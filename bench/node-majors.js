@@ -16,14 +16,14 @@ const os = require('os')
 const path = require('path')
 const { execFileSync } = require('child_process')
 const { parseArgs } = require('util')
-const { ensureNode, pinOf } = require('../scripts/node-matrix')
+const { ensureNode, pinOf, envFor } = require('../scripts/node-matrix')
 
 const ROOT = path.join(__dirname, '..')
 const { values } = parseArgs({ options: { majors: { type: 'string', default: '20,22,24,26' }, 'http-rounds': { type: 'string', default: '3' }, 'http-duration': { type: 'string', default: '2' } } })
 
 /** Runs `node args` with the major's binary first in PATH; returns stdout. */
 function runUnder (bin, args) {
-  return execFileSync(path.join(bin, 'node'), args, { cwd: ROOT, env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}` }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 })
+  return execFileSync(path.join(bin, 'node'), args, { cwd: ROOT, env: envFor(bin), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 })
 }
 
 /** Median RTT/2 (µs) of `channel` at `bytes` in a pipe JSON document. */

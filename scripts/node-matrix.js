@@ -164,4 +164,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { ensureNode, pinOf, integrityOf }
+module.exports = { ensureNode, pinOf, integrityOf, envFor }

@@ -4,25 +4,13 @@
 // not on PATH, and really run when it is (under CI=true its absence is a failure). No timing
 // assertions: only that the figures exist and are consistent.
 const t = require('tap')
-const { execFile } = require('child_process')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
+const { tools, run: runCli } = require('./helpers/cli')
 
-// The repository (the library) and fastsock-tools; the command as users run it: the library's
-// `fastsock`, which hands pipe, rate and osu to fastsock-tools.
-const root = path.join(__dirname, '..', '..')
-const tools = path.join(__dirname, '..')
-const cli = path.join(root, 'dist', 'cli', 'main.js')
-
-/** Runs the CLI; resolves with { code, signal, stdout, stderr } (never rejects). */
-function run (args, opts = {}) {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cli, 'osu', ...args], { timeout: 100_000, maxBuffer: 64 << 20, ...opts }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, signal: err && err.signal, stdout, stderr })
-    })
-  })
-}
+/** Runs `fastsock osu <args>` (helpers/cli.js). */
+const run = (args, opts) => runCli(['osu', ...args], opts)
 
 function onPath (name) {
   return (process.env.PATH || '').split(path.delimiter).some((d) => d !== '' && fs.existsSync(path.join(d, name)))

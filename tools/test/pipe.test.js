@@ -3,24 +3,9 @@
 // channel it should. No timing assertions: only that the figures exist, are finite and positive,
 // and that each row names the transport that actually ran.
 const t = require('tap')
-const { execFile } = require('child_process')
 const fs = require('fs')
 const path = require('path')
-
-// The repository (the library) and fastsock-tools; the command as users run it: the library's
-// `fastsock`, which hands pipe, rate and osu to fastsock-tools.
-const root = path.join(__dirname, '..', '..')
-const tools = path.join(__dirname, '..')
-const cli = path.join(root, 'dist', 'cli', 'main.js')
-
-/** Runs the CLI; resolves with { code, stdout, stderr } (never rejects on a non-zero exit). */
-function run (args, opts = {}) {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cli, ...args], { timeout: 100_000, maxBuffer: 64 << 20, ...opts }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, signal: err && err.signal, stdout, stderr })
-    })
-  })
-}
+const { root, tools, run } = require('./helpers/cli')
 
 function positiveFinite (t, x, what) {
   t.ok(typeof x === 'number' && Number.isFinite(x) && x > 0, `${what} is a positive finite number (${x})`)

@@ -4,26 +4,12 @@
 // --schema, and bad input (exit status 2 with a message). No timing assertions: only that the
 // figures exist, are consistent and that each row names the transport that actually ran.
 const t = require('tap')
-const { execFile } = require('child_process')
 const fs = require('fs')
 const path = require('path')
 const Ajv = require('ajv')
-
-// The repository (the library) and fastsock-tools; the command as users run it: the library's
-// `fastsock`, which hands pipe, rate and osu to fastsock-tools.
-const root = path.join(__dirname, '..', '..')
-const tools = path.join(__dirname, '..')
-const cli = path.join(root, 'dist', 'cli', 'main.js')
+const { root, tools, run } = require('./helpers/cli')
 const { CONFIG_SCHEMA, ROW_SCHEMA } = require(path.join(tools, 'dist', 'rate', 'schema.js'))
 
-/** Runs the CLI; resolves with { code, stdout, stderr } (never rejects on a non-zero exit). */
-function run (args, opts = {}) {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cli, ...args], { timeout: 100_000, maxBuffer: 64 << 20, ...opts }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, signal: err && err.signal, stdout, stderr })
-    })
-  })
-}
 
 const ajv = new Ajv({ allErrors: true })
 const validRow = ajv.compile(ROW_SCHEMA)

@@ -5,7 +5,7 @@
  * the ratios of the targets against the size (fastsock ÷ Open MPI, and the speedup over Node
  * net). Log-log; 0-byte rows are left out (no place on a log axis).
  */
-import { loadVega, SIZE_LABEL } from '../harness/vega'
+import { loadVega, sizePanel } from '../harness/vega'
 import { isBandwidth } from './options'
 import type { ImplId, OsuResult } from './types'
 
@@ -15,17 +15,7 @@ const DASH: Record<Point['impl'], number[]> = { fastsock: [1, 0], 'node-net': [6
 
 function panel (name: string, x: number, width: number, height: number, title: string, yTitle: string, ticks: number[]): object {
   return {
-    type: 'group',
-    encode: { enter: { x: { value: x }, y: { value: 0 }, width: { value: width }, height: { value: height } } },
-    title: { text: title, anchor: 'start', fontSize: 13 },
-    scales: [
-      { name: 'x', type: 'log', base: 2, range: [0, width], domain: { data: name, field: 'bytes' }, nice: false },
-      { name: 'y', type: 'log', range: [height, 0], domain: { data: name, field: 'value' }, nice: true }
-    ],
-    axes: [
-      { orient: 'bottom', scale: 'x', title: 'message size', grid: true, gridOpacity: 0.15, values: ticks, encode: { labels: { update: { text: { signal: SIZE_LABEL } } } } },
-      { orient: 'left', scale: 'y', title: yTitle, grid: true, gridOpacity: 0.15, format: ',~g', tickCount: 8 }
-    ],
+    ...sizePanel(name, x, width, height, title, yTitle, ticks),
     marks: [{
       type: 'group',
       from: { facet: { name: `${name}-series`, data: name, groupby: ['series', 'impl'] } },

@@ -6,7 +6,7 @@
  * and an optional dependency: MissingDependencyError when it is not installed).
  */
 import * as path from 'path'
-import { loadVega, SIZE_LABEL } from '../harness/vega'
+import { loadVega, sizePanel } from '../harness/vega'
 import type { PipeResult } from './types'
 
 interface Point { series: string, kind: 'measured' | 'limit' | 'nptcp', bytes: number, value: number }
@@ -42,22 +42,8 @@ const SIZE_TICKS = [1, 16, 256, 4096, 65536, 1048576, 4194304, 16777216]
 
 function panel (name: 'latency' | 'bandwidth', x: number, width: number, height: number, title: string, yTitle: string): object {
   return {
-    type: 'group',
+    ...sizePanel(name, x, width, height, title, yTitle, SIZE_TICKS),
     name: `${name}-panel`,
-    encode: { enter: { x: { value: x }, y: { value: 0 }, width: { value: width }, height: { value: height } } },
-    title: { text: title, anchor: 'start', fontSize: 13 },
-    scales: [
-      // Explicit ranges: 'width'/'height' would be the whole view's, not this panel's.
-      { name: 'x', type: 'log', base: 2, range: [0, width], domain: { data: name, field: 'bytes' }, nice: false },
-      { name: 'y', type: 'log', range: [height, 0], domain: { data: name, field: 'value' }, nice: true }
-    ],
-    axes: [
-      {
-        orient: 'bottom', scale: 'x', title: 'message size', grid: true, gridOpacity: 0.15,
-        values: SIZE_TICKS, encode: { labels: { update: { text: { signal: SIZE_LABEL } } } }
-      },
-      { orient: 'left', scale: 'y', title: yTitle, grid: true, gridOpacity: 0.15, format: ',~g', tickCount: 8 }
-    ],
     marks: [
       {
         type: 'group',
