@@ -20,7 +20,8 @@
 // new bytes arrive first (Linux 6.18 here: a plain epoll loop in Python over 5 loopback TCP
 // sockets, bytes written while it spins, reads 1,2,3,4,0 or similar in ~12 % of rounds). Those
 // rungs must be in order in at least as many rounds as Node's own net in the same run, minus
-// MARGIN_ROUNDS (as test/conformance/accept-order.test.js does for accept order).
+// MARGIN_ROUNDS (as test/conformance/accept-order.test.js does for accept order); a rung short
+// of that bar is measured once more right after Node's net (the kernel's order moves with load).
 // Before the loop's ready list (docs/polling.md, "Order across connections"), shm delivered
 // 0,2,1 and 0,4,3,2,1 in most rounds.
 const t = require('tap')
@@ -188,23 +189,37 @@ async function run (t, rung, n) {
 const bars = new Map()
 /** The rounds out of order over Node's own net with `n` connections, measured once per run. */
 async function netBar (t, n) {
-  if (!bars.has(n)) {
-    let bad = null
-    await t.test(`Node's net, ${n} connections (the bar)`, async t => { bad = await run(t, null, n) })
-    bars.set(n, bad)
-  }
+  if (!bars.has(n)) bars.set(n, await measureNet(t, n, 'the bar'))
   return bars.get(n)
+}
+async function measureNet (t, n, why) {
+  let bad = null
+  await t.test(`Node's net, ${n} connections (${why})`, async t => { bad = await run(t, null, n) })
+  return bad
 }
 
 const describe = list => list.map(b => `${b.round}(${b.kind}):${b.order}`).join(' ') || 'none'
+const DIRS = [['c2s', 'client to server'], ['s2c', 'server to client']]
+/** The directions in which `bad` has fewer rounds in order than `bar` allows. */
+const short = (bad, bar) => DIRS.filter(([dir]) => bad[dir].length > bar[dir].length + MARGIN_ROUNDS)
 
 forEachRung(t, async (t, rung) => {
   const ordered = rungOf(rung).handleless // fastsock's own order; else the kernel's
   for (const n of [3, 5]) {
-    const bar = ordered ? null : await netBar(t, n)
+    let bar = ordered ? null : await netBar(t, n)
     await t.test(`${n} connections`, async t => {
-      const bad = await run(t, rung, n)
-      for (const [dir, what] of [['c2s', 'client to server'], ['s2c', 'server to client']]) {
+      let bad = await run(t, rung, n)
+      if (!ordered && short(bad, bar).length > 0) {
+        // The kernel's order on these rungs moves with the machine's load (the bar was measured
+        // earlier in the run, maybe under other load: in the RDMA guest's emulated CPU, Node's net
+        // had 1 busy round of 30 out of order early in a run and the tcp rung, Node's own TCP
+        // handles on both ends, 8 later in the same run). So
+        // the verdict is that of a second pair measured back to back: Node's net, then the rung.
+        t.comment(`${rung}, ${n} connections: out of order ${DIRS.map(([d]) => describe(bad[d])).join(' / ')} against the bar's ${DIRS.map(([d]) => describe(bar[d])).join(' / ')}: measuring both again, back to back`)
+        bar = await measureNet(t, n, `again, beside ${rung}`)
+        bad = await run(t, rung, n)
+      }
+      for (const [dir, what] of DIRS) {
         const inOrder = ROUNDS - bad[dir].length
         if (ordered) {
           t.same(describe(bad[dir]), 'none', `${rung}, ${what}, ${n} connections: every round in order`)
