@@ -1,5 +1,6 @@
 // Module init: the JS-facing functions of the native core. Each binding validates its arguments
-// and throws a TypeError on bad input; system errors come back as -errno numbers where callers
+// and throws on bad input through errors.h (ArgTypeError: a TypeError, code ERR_INVALID_ARG_TYPE;
+// ArgRangeError: a RangeError, code ERR_OUT_OF_RANGE); system errors come back as -errno numbers where callers
 // expect them as a normal outcome (a side channel nobody listens on), and as thrown errors with
 // `code`, `errno` and `syscall` otherwise (csrc/errors.h).
 #include <napi.h>
@@ -27,15 +28,15 @@ namespace {
 
 int FdArg(const Napi::CallbackInfo& info, size_t i) {
   if (info.Length() <= i || !info[i].IsNumber())
-    throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " must be an fd");
+    throw ArgTypeError(info.Env(), "argument " + std::to_string(i) + " must be an fd");
   int fd = info[i].As<Napi::Number>().Int32Value();
-  if (fd < 0) throw Napi::TypeError::New(info.Env(), "fd must be >= 0");
+  if (fd < 0) throw ArgRangeError(info.Env(), "fd must be >= 0");
   return fd;
 }
 
 std::string StringArg(const Napi::CallbackInfo& info, size_t i) {
   if (info.Length() <= i || !info[i].IsString())
-    throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " must be a string");
+    throw ArgTypeError(info.Env(), "argument " + std::to_string(i) + " must be a string");
   return info[i].As<Napi::String>().Utf8Value();
 }
 
@@ -73,11 +74,11 @@ Napi::Value VerifyListenerJs(const Napi::CallbackInfo& info) {
   int fd = FdArg(info, 0);
   if (info.Length() < 5 || !info[1].IsNumber() || !info[2].IsTypedArray() || !info[3].IsNumber() ||
       !info[4].IsNumber())
-    throw Napi::TypeError::New(env, "verifyListener(fd, family, addr, port, uid)");
+    throw ArgTypeError(env, "verifyListener(fd, family, addr, port, uid)");
   int family = info[1].As<Napi::Number>().Int32Value();
   Napi::Uint8Array a = info[2].As<Napi::Uint8Array>();
   if ((family != 4 && family != 6) || a.ByteLength() != (family == 4 ? 4u : 16u))
-    throw Napi::TypeError::New(env, "addr must be 4 bytes for family 4, 16 bytes for family 6");
+    throw ArgTypeError(env, "addr must be 4 bytes for family 4, 16 bytes for family 6");
   unsigned char addr[16] = {0};
   memcpy(addr, a.Data(), a.ByteLength());
   int port = info[3].As<Napi::Number>().Int32Value();
@@ -110,7 +111,7 @@ Napi::Value CloseFdJs(const Napi::CallbackInfo& info) {
 // send buffer the kernel granted (it doubles the request for bookkeeping), or -errno.
 Napi::Value GrowSocketBuffersJs(const Napi::CallbackInfo& info) {
   int fd = FdArg(info, 0);
-  if (info.Length() < 2 || !info[1].IsNumber()) throw Napi::TypeError::New(info.Env(), "growSocketBuffers(fd, bytes)");
+  if (info.Length() < 2 || !info[1].IsNumber()) throw ArgTypeError(info.Env(), "growSocketBuffers(fd, bytes)");
   int bytes = info[1].As<Napi::Number>().Int32Value();
   if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
@@ -124,7 +125,7 @@ Napi::Value GrowSocketBuffersJs(const Napi::CallbackInfo& info) {
 
 // probeSocketFamily(family: number): 0 when socket(family, SOCK_STREAM, 0) works, else -errno.
 Napi::Value ProbeSocketFamilyJs(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "family must be a number");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "family must be a number");
   int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Napi::Number::New(info.Env(), -errno);
   close(fd);
@@ -134,16 +135,16 @@ Napi::Value ProbeSocketFamilyJs(const Napi::CallbackInfo& info) {
 // memcpyTimeNs(bytes, iterations): number, elapsed ns for `iterations` copies of `bytes`.
 Napi::Value MemcpyTimeNsJs(const Napi::CallbackInfo& info) {
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
-    throw Napi::TypeError::New(info.Env(), "memcpyTimeNs(bytes, iterations)");
+    throw ArgTypeError(info.Env(), "memcpyTimeNs(bytes, iterations)");
   double bytes = info[0].As<Napi::Number>().DoubleValue();
-  if (bytes < 0 || bytes > (1ull << 32)) throw Napi::RangeError::New(info.Env(), "bytes out of range");
+  if (bytes < 0 || bytes > (1ull << 32)) throw ArgRangeError(info.Env(), "bytes out of range");
   return Napi::Number::New(info.Env(), static_cast<double>(MemcpyTimeNs(static_cast<size_t>(bytes),
                                                                         info[1].As<Napi::Number>().Uint32Value())));
 }
 
 // spinPingPongNs(iterations): number, elapsed ns for `iterations` busy-polled round trips.
 Napi::Value SpinPingPongNsJs(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "iterations must be a number");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "iterations must be a number");
   return Napi::Number::New(info.Env(), static_cast<double>(SpinPingPongNs(info[0].As<Napi::Number>().Uint32Value())));
 }
 
@@ -151,7 +152,7 @@ Napi::Value SpinPingPongNsJs(const Napi::CallbackInfo& info) {
 // over two shm rings (0 for a bad `bytes`).
 Napi::Value RingPingPongNsJs(const Napi::CallbackInfo& info) {
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
-    throw Napi::TypeError::New(info.Env(), "ringPingPongNs(iterations, bytes)");
+    throw ArgTypeError(info.Env(), "ringPingPongNs(iterations, bytes)");
   return Napi::Number::New(info.Env(), static_cast<double>(RingPingPongNs(info[0].As<Napi::Number>().Uint32Value(),
                                                                           info[1].As<Napi::Number>().Uint32Value())));
 }

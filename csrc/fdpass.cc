@@ -18,7 +18,7 @@ namespace {
 constexpr int kMaxFds = 8;
 
 int FdArg(const Napi::CallbackInfo& info, size_t i) {
-  if (info.Length() <= i || !info[i].IsNumber()) throw Napi::TypeError::New(info.Env(), "fd expected");
+  if (info.Length() <= i || !info[i].IsNumber()) throw ArgTypeError(info.Env(), "fd expected");
   return info[i].As<Napi::Number>().Int32Value();
 }
 }  // namespace
@@ -27,10 +27,10 @@ Napi::Value SendFdsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int fd = FdArg(info, 0);
   if (info.Length() < 3 || !info[1].IsTypedArray() || !info[2].IsArray())
-    throw Napi::TypeError::New(env, "sendFds(fd, bytes, fds)");
+    throw ArgTypeError(env, "sendFds(fd, bytes, fds)");
   Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
   Napi::Array arr = info[2].As<Napi::Array>();
-  if (arr.Length() > kMaxFds || bytes.ByteLength() == 0) throw Napi::RangeError::New(env, "1+ bytes and at most 8 fds");
+  if (arr.Length() > kMaxFds || bytes.ByteLength() == 0) throw ArgRangeError(env, "1+ bytes and at most 8 fds");
   int fds[kMaxFds];
   for (uint32_t i = 0; i < arr.Length(); i++) fds[i] = arr.Get(i).As<Napi::Number>().Int32Value();
   iovec iov{bytes.Data(), bytes.ByteLength()};
@@ -58,7 +58,7 @@ Napi::Value RecvFdsJs(const Napi::CallbackInfo& info) {
   int fd = FdArg(info, 0);
   uint32_t max_bytes = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Uint32Value() : 512;
   uint32_t max_fds = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : kMaxFds;
-  if (max_bytes == 0 || max_bytes > 65536 || max_fds > kMaxFds) throw Napi::RangeError::New(env, "recvFds limits");
+  if (max_bytes == 0 || max_bytes > 65536 || max_fds > kMaxFds) throw ArgRangeError(env, "recvFds limits");
   std::vector<uint8_t> buf(max_bytes);
   iovec iov{buf.data(), buf.size()};
   alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kMaxFds)];
@@ -154,7 +154,7 @@ namespace {
 void StartWait(const Napi::CallbackInfo& info, int events, const char* usage) {
   Napi::Env env = info.Env();
   int fd = FdArg(info, 0);
-  if (info.Length() < 3 || !info[1].IsNumber() || !info[2].IsFunction()) throw Napi::TypeError::New(env, usage);
+  if (info.Length() < 3 || !info[1].IsNumber() || !info[2].IsFunction()) throw ArgTypeError(env, usage);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   Waiter* w = new Waiter();

@@ -1,5 +1,6 @@
 #include "kernelsock.h"
 
+#include "errors.h"
 #include "sockdiag.h"
 
 #include <errno.h>
@@ -136,7 +137,7 @@ Napi::Value ConnectStreamJs(const Napi::CallbackInfo& info) {
   sockaddr_storage ss;
   socklen_t len = 0;
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber() || !IpArgs(info, 2, &ss, &len))
-    throw Napi::TypeError::New(env, "connectStream(family, protocol, ipFamily 4|6, addr Uint8Array(4|16), port)");
+    throw ArgTypeError(env, "connectStream(family, protocol, ipFamily 4|6, addr Uint8Array(4|16), port)");
   int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   info[1].As<Napi::Number>().Int32Value());
   if (fd < 0) return Napi::Number::New(env, -errno);
@@ -157,7 +158,7 @@ Napi::Value BindStreamJs(const Napi::CallbackInfo& info) {
   sockaddr_storage ss;
   socklen_t len = 0;
   if (info.Length() < 6 || !info[0].IsNumber() || !info[1].IsNumber() || !IpArgs(info, 2, &ss, &len) || !info[5].IsBoolean())
-    throw Napi::TypeError::New(env, "bindStream(family, protocol, ipFamily 4|6, addr Uint8Array(4|16), port, v6only)");
+    throw ArgTypeError(env, "bindStream(family, protocol, ipFamily 4|6, addr Uint8Array(4|16), port, v6only)");
   int fd = socket(info[0].As<Napi::Number>().Int32Value(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   info[1].As<Napi::Number>().Int32Value());
   if (fd < 0) return Napi::Number::New(env, -errno);
@@ -175,7 +176,7 @@ Napi::Value BindStreamJs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value UnsentBytesJs(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "unsentBytes(fd)");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "unsentBytes(fd)");
   int n = 0;
   if (ioctl(info[0].As<Napi::Number>().Int32Value(), SIOCOUTQNSD, &n) != 0) return Napi::Number::New(info.Env(), -errno);
   return Napi::Number::New(info.Env(), n);
@@ -183,7 +184,7 @@ Napi::Value UnsentBytesJs(const Napi::CallbackInfo& info) {
 
 Napi::Value SmcDiagJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "smcDiag(fd)");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(env, "smcDiag(fd)");
   struct stat st;
   if (fstat(info[0].As<Napi::Number>().Int32Value(), &st) != 0) return Napi::Number::New(env, -errno);
   if (!S_ISSOCK(st.st_mode)) return Napi::Number::New(env, -ENOTSOCK);

@@ -1,8 +1,8 @@
 /**
  * L5, the failover chain (JFS 3.1.4), a generic loop over the registry's rungs modelled on Node's
- * internalConnectMultiple: one attempt context, each attempt bounded by a timeout, an event per
- * attempt and per failure, the first rung that connects wins. A rung that is Node's own connect
- * (tcp) ends the chain there, errors included. Without it, exhausting the chain destroys the
+ * internalConnectMultiple: one attempt context, each attempt bounded by one timer and one
+ * AbortSignal (ConnectRequest.signal), an event per attempt and per failure, the first rung that
+ * connects wins. A rung that is Node's own connect (tcp) ends the chain there, errors included. Without it, exhausting the chain destroys the
  * socket with an AllTransportsFailedError (an AggregateError, code
  * ERR_FASTSOCK_ALL_TRANSPORTS_FAILED) of every attempt's error.
  *
@@ -21,7 +21,7 @@ import { availability, rungOf, rankOf, NODE_TRANSPORT, PATH_TRANSPORT } from './
 import type { AttemptContext, Channel, ConnectRequest, Rung } from './transports/contract'
 import { discardChannel } from './transports/contract'
 import { debug, debugEnabled } from './debug'
-import { AllTransportsFailedError } from './errors'
+import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
 import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
 import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
@@ -33,6 +33,8 @@ const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => 
 /** What the chain needs of the socket it connects. */
 export interface ChainHost {
   readonly destroyed: boolean
+  /** Aborted when the socket is destroyed (or reused for another connect): every attempt ends. */
+  readonly signal: AbortSignal
   /** The socket's chain (its `transports` option, else the process's). */
   readonly transports: readonly TransportName[]
   /** Upper bound of one rung's attempt (ms). */
@@ -282,7 +284,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
         host.nodeConnect(normalizeArgs([opts]), NODE_TRANSPORT)
         return
       }
-      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs, aborted: () => host.destroyed }
+      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, signal: host.signal, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs }
     }
     const ch = await attempt(host, rung, req, ctx)
     if (ch === null) continue
@@ -330,19 +332,49 @@ async function attempt (host: ChainHost, rung: Rung, connect: ConnectRequest, ct
   }
   host.emit('transportAttempt', { transport: rung.name })
   const started = Date.now()
-  // The attempt's one timer: every wait of the rung ends by this deadline.
+  // The attempt's one timer and one AbortSignal: the timer or the socket's destroy aborts it;
+  // every wait of the rung ends then, and the chain waits no longer.
+  const abort = new AbortController()
+  const onGone = (): void => abort.abort(host.signal.reason)
+  host.signal.addEventListener('abort', onGone, { once: true })
+  const timer = setTimeout(() => abort.abort(new AttemptTimeoutError(
+    `${rung.name}: no connection to ${req.host}:${req.port} within ${req.timeoutMs} ms (transportTimeoutMs)`)), req.timeoutMs)
+  req.signal = abort.signal
   req.deadline = started + req.timeoutMs
   try {
-    return await (via ? via.connect(rung, req, ctx) : rung.connect!(req, ctx))
+    return await untilAborted(via ? via.connect(rung, req, ctx) : rung.connect!(req, ctx), abort.signal)
   } catch (err) {
     const e = err as Error
     // Abandoned because the socket was destroyed: not a failure of the rung there, nothing to report.
-    if (req.aborted()) return null
+    if (host.destroyed) return null
     debug('chain', '%s failed for %s:%d after %d ms: %s', rung.name, req.host, req.port, Date.now() - started, e.message)
     ctx.errors.push(e)
     const ttl = negativeTtlMs(e)
     if (ttl > 0) cacheFailure(key, ttl, e.message)
     host.emit('transportAttemptFailed', { transport: rung.name, error: e })
     return null
+  } finally {
+    clearTimeout(timer)
+    host.signal.removeEventListener('abort', onGone)
   }
+}
+
+/**
+ * `work`'s channel, or its error; or, when `signal` aborts first, its reason at once: a channel
+ * `work` brings after that is discarded, an error it ends with is the rung's own business.
+ */
+function untilAborted (work: Promise<Channel>, signal: AbortSignal): Promise<Channel> {
+  return new Promise<Channel>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason)
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    work.then(ch => {
+      signal.removeEventListener('abort', onAbort)
+      if (signal.aborted) discardChannel(ch)
+      else resolve(ch)
+    }, err => {
+      signal.removeEventListener('abort', onAbort)
+      reject(err)
+    })
+  })
 }

@@ -100,7 +100,7 @@ class TsfnSink : public bridge::OutcomeSink {
 Napi::Value RsocketConnectJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 4 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction())
-    throw Napi::TypeError::New(env, "rsocketConnect(address, port, timeoutMs, cb)");
+    throw ArgTypeError(env, "rsocketConnect(address, port, timeoutMs, cb)");
   if (!RsocketsReady()) throw RdmaUnavailable(env);
 #if FASTSOCK_HAVE_RDMA
   auto job = std::make_unique<bridge::ConnectJob>();
@@ -117,14 +117,14 @@ Napi::Value RsocketConnectJs(const Napi::CallbackInfo& info) {
 Napi::Value RsocketListenJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 4 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction())
-    throw Napi::TypeError::New(env, "rsocketListen(address, port, backlog, cb)");
+    throw ArgTypeError(env, "rsocketListen(address, port, backlog, cb)");
   if (!RsocketsReady()) throw RdmaUnavailable(env);
 #if FASTSOCK_HAVE_RDMA
   auto job = std::make_unique<bridge::ListenJob>();
   std::string address = info[0].As<Napi::String>().Utf8Value();
   job->backlog = std::max(1, info[2].As<Napi::Number>().Int32Value());
   if (!ParseIpAddr(address, info[1].As<Napi::Number>().Int32Value(), &job->addr, &job->addr_len))
-    throw Napi::TypeError::New(env, "rsocketListen: not an IP address: " + address);
+    throw ArgTypeError(env, "rsocketListen: not an IP address: " + address);
   bridge::PrewarmServiceThreads(job->addr, job->addr);
   const char* syscall = nullptr;
   job->ls = bridge::OpenListener(job->addr, job->addr_len, job->backlog, &syscall);
@@ -155,13 +155,13 @@ Napi::Value RsocketListenJs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value RsocketCloseJs(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "rsocketClose(id)");
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "rsocketClose(id)");
   return Napi::Boolean::New(info.Env(), Registry::Get()->Stop(info[0].As<Napi::Number>().Int32Value()));
 }
 
 Napi::Value RdmaDeviceForAddressJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "rdmaDeviceForAddress(address)");
+  if (info.Length() < 1 || !info[0].IsString()) throw ArgTypeError(env, "rdmaDeviceForAddress(address)");
 #if FASTSOCK_HAVE_RDMA
   if (!Rdma()->ok) return env.Null();
   sockaddr_storage ss;

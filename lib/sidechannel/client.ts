@@ -27,6 +27,7 @@ import { replyPollUs, recordReplyUs } from './reply-poll'
 import { readFrames } from './framed-read'
 import { originals } from '../originals'
 import type { AttemptContext, Channel, Connector, ConnectRequest, EarlyClientSetup, EarlyOffer, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
+import { socketGone } from '../transports/contract'
 
 const { ECONNREFUSED, ENOENT, EPROTO } = ERRNO
 
@@ -68,7 +69,7 @@ export async function connectSideChannel (connector: Connector, earlyServers: Ea
   } catch (err) {
     ctx.tried.add(connector)
     const ttl = negativeTtlMs(err)
-    if (ttl > 0 && !req.aborted()) cacheFailure(sideKey(local, req.port), ttl, (err as Error).message) // the socket went away: says nothing of the destination
+    if (ttl > 0 && !socketGone(req)) cacheFailure(sideKey(local, req.port), ttl, (err as Error).message) // the socket went away: says nothing of the destination
     throw err
   }
   const chosen = offers.find(o => o.offer === accepted.offer)!
@@ -237,7 +238,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
       deadline: req.deadline,
       wanted,
       spinUs: pollUs,
-      aborted: req.aborted
+      aborted: () => req.signal.aborted
     }, read => {
       acc = read.acc
       fds = read.fds
@@ -256,7 +257,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
     }, (why, read) => {
       fds = read.fds
       if (why instanceof Error) return fail(why)
-      if (why === 'aborted') return fail(new NotOfferedError('socket destroyed during the handshake'))
+      if (why === 'aborted') return fail(req.signal.reason) // the socket's destroy, or the chain's timer
       if (why === 'timeout') return fail(timeout())
       if (why === 'closed') return fail(new HandshakeError('side channel closed during the handshake'))
       fail(new HandshakeError(why === EPROTO ? 'side channel reply carried unexpected fds' : `side channel failed during the handshake: ${errnoError(why, 'recvmsg').message}`))
@@ -308,6 +309,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
         handshakeRead: 0, // read natively: the handle never counted it
         handshakeWritten: 0, // HELLO went out natively too
         remainingMs: Math.max(1, req.deadline - Date.now()),
+        signal: req.signal,
         shmRingBytes: req.shmRingBytes
       }
       return { offer, finish: () => offer.complete(end) }

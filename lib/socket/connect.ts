@@ -115,6 +115,7 @@ export function chainHost (sock: FsSocket): ChainHost {
   let perfStart: number | null = null
   return {
     get destroyed () { return sock.destroyed || !current() },
+    signal: (st.connectAbort ??= new AbortController()).signal,
     transports: st.transports,
     timeoutMs: st.timeoutMs,
     shmRingBytes: st.shmRingBytes,

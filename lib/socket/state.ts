@@ -42,6 +42,8 @@ export interface SocketState extends StreamState {
   resetFlag: ResetFlag | null
   /** The onread option as Node sees it (no 'data', no readInto then). */
   onread: OnreadSpec | null
+  /** The signal of the chain connecting this state's connection (made by it), aborted by destroy(). */
+  connectAbort: AbortController | null
 }
 
 /** A fresh state: no channel yet. */
@@ -63,7 +65,8 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     sendBufferBytes: 0,
     resetFlag: null,
     readQueue: null,
-    onread
+    onread,
+    connectAbort: null
   }
 }
 

@@ -260,13 +260,19 @@ export interface ConnectRequest {
   host: string
   addresses: string[]
   port: number
-  /** How long one rung's attempt may take (ms, `transportTimeoutMs`): for messages; waits use `deadline`. */
+  /** How long one rung's attempt may take (ms, `transportTimeoutMs`): for messages; waits use `signal` and `deadline`. */
   timeoutMs: number
   /**
-   * When this rung's attempt must be over, connected or failed, resources released (Date.now()
-   * ms): the chain's one attempt timer, set when it starts each rung (Node's
-   * internalConnectMultiple keeps one per attempt too). Rungs bound every wait by it instead of
-   * timing themselves.
+   * The attempt's one AbortSignal, the chain's (as Node's internalConnectMultiple keeps one timer
+   * per attempt): aborted when the socket is destroyed (reason: an AbortError DOMException) or
+   * when the chain's attempt timer fires at `deadline` (reason: an AttemptTimeoutError). The
+   * chain stops waiting for the rung then and discards a channel it brings later; the rung stops
+   * at its next step and releases what it holds. Rungs never time themselves.
+   */
+  signal: AbortSignal
+  /**
+   * When the chain's attempt timer fires (Date.now() ms): the bound of a wait the rung hands to
+   * native code, which cannot watch `signal` (a connect's, a readable fd's).
    */
   deadline: number
   /** shm ring bytes per direction (the socket's `shmRingBytes`). */
@@ -276,8 +282,14 @@ export interface ConnectRequest {
    * its peer's answer is bounded by it, and 0 turns that off.
    */
   pollUs?: number
-  /** True once the socket was destroyed: stop, release everything. */
-  aborted: () => boolean
+}
+
+/**
+ * True when `req`'s socket was destroyed during the attempt (its signal's reason is an
+ * AbortError), not when the attempt's timer fired: a failure then says nothing of the destination.
+ */
+export function socketGone (req: ConnectRequest): boolean {
+  return req.signal.aborted && (req.signal.reason as { name?: string } | undefined)?.name === 'AbortError'
 }
 
 /**
@@ -401,6 +413,8 @@ export interface SideChannelClientEnd {
   handshakeWritten: number
   /** What is left of the attempt's time (ms). */
   remainingMs: number
+  /** The attempt's signal (ConnectRequest.signal): the set-up stops when it aborts. */
+  signal: AbortSignal
   shmRingBytes: number
 }
 

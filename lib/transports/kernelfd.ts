@@ -63,7 +63,7 @@ export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Pr
     const status = fd < 0
       ? fd
       : await new Promise<number>(resolve => core.waitConnected(fd, Math.max(1, deadline - Date.now()), resolve))
-    if (status === 0 && !req.aborted()) {
+    if (status === 0 && !req.signal.aborted) {
       try {
         return handleOverFd(fd)
       } catch (err) {
@@ -72,7 +72,7 @@ export async function connectKernelFd (k: KernelFamily, req: ConnectRequest): Pr
       }
     }
     if (fd >= 0) core.closeFd(fd)
-    if (req.aborted()) throw new AttemptTimeoutError(`${k.rung}: the socket was destroyed while connecting`)
+    if (req.signal.aborted) throw req.signal.reason
     if (status === ETIMEDOUT) {
       last = new AttemptTimeoutError(`${k.rung} connect to ${address}:${req.port} took longer than ${req.timeoutMs} ms`)
       break

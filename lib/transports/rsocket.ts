@@ -76,26 +76,21 @@ function attempt (address: string, port: number, timeoutMs: number): Promise<Rso
 async function connect (req: ConnectRequest): Promise<Channel> {
   let last: Error | null = null
   for (const raw of req.addresses) {
-    if (req.aborted()) break
+    if (req.signal.aborted) throw req.signal.reason
     const address = unmapV4(raw) ?? raw
     if ((isLoopback(address) || address === '0.0.0.0' || address === '::') && !native!.rdmaDeviceForAddress!(address)) {
       last = new NotOfferedError(`rsocket: ${address} is a loopback address no RDMA device owns`)
       continue
     }
-    const left = req.deadline - Date.now()
-    if (left <= 0) {
-      last = new AttemptTimeoutError(`rsocket: no connection within ${req.timeoutMs} ms`)
-      break
-    }
-    const o = await attempt(address, req.port, left)
+    const o = await attempt(address, req.port, Math.max(1, req.deadline - Date.now()))
     if (o.fd === undefined) {
       last = attemptError(o, address, req.port)
       debug('rsocket', 'attempt to %s:%d failed: %s', address, req.port, last.message)
       continue
     }
-    if (req.aborted()) {
+    if (req.signal.aborted) {
       native!.closeFd(o.fd)
-      break
+      throw req.signal.reason
     }
     debug('rsocket', 'connected to %s:%d over %s (%s:%d -> %s:%d)', address, req.port, o.device,
       o.local!.address, o.local!.port, o.remote!.address, o.remote!.port)

@@ -111,19 +111,21 @@ async function connect (req: ConnectRequest): Promise<Channel> {
   }
   let last: Error | null = null
   for (const addr of candidates) {
-    if (req.aborted()) break
+    if (req.signal.aborted) throw req.signal.reason
+    let c: Channel
     try {
-      const c = await connectOne(addr, req.port, Math.max(1, req.deadline - Date.now()))
-      if (req.aborted()) {
-        c.endpoint!.close(true)
-        break
-      }
-      return c
+      c = await connectOne(addr, req.port, Math.max(1, req.deadline - Date.now()))
     } catch (err) {
       last = err as Error
+      continue
     }
+    if (req.signal.aborted) {
+      c.endpoint!.close(true)
+      throw req.signal.reason
+    }
+    return c
   }
-  throw last ?? new NotOfferedError('verbs: aborted')
+  throw last!
 }
 
 function listen (req: ListenRequest): RungListener | null {

@@ -48,7 +48,7 @@ export const shm: Rung<'shm'> = {
       const fd = native!.dupFd(side.handle.fd)
       side.probe.destroy() // closes the original fd; the dup keeps the socket
       if (fd < 0) throw outOfFds(fd) ? new ServerBusyError(wire.RejectReason.Busy, errnoError(fd, 'dup').message) : errnoError(fd, 'dup')
-      return shmChannel(await clientSetup(fd, side.shmRingBytes, side.remainingMs), side.view)
+      return shmChannel(await clientSetup(fd, side.shmRingBytes, side.remainingMs, side.signal), side.view)
     },
     async accept (side) {
       // The side channel leaves libuv: a dup carries SHM_SETUP, then stays as liveness.

@@ -36,9 +36,9 @@ function fdShortage (err: unknown): unknown {
  * Reads exactly one side-channel message (with at most maxFds fds) from a raw fd, with a timeout:
  * one recvmsg holds it whole (the peer sends it in one sendmsg), anything else is malformed.
  */
-function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ message: wire.Message, fds: number[] }> {
+function readMessage (fd: number, timeoutMs: number, maxFds: number, signal?: AbortSignal): Promise<{ message: wire.Message, fds: number[] }> {
   return new Promise((resolve, reject) => {
-    readFrames(fd, { maxFds, deadline: Date.now() + timeoutMs }, read => {
+    readFrames(fd, { maxFds, deadline: Date.now() + timeoutMs, aborted: signal && (() => signal.aborted) }, read => {
       const parsed = wire.decode(read.acc)
       if (!parsed || parsed.bytes !== read.acc.length) throw new HandshakeError('shm setup: truncated message')
       resolve({ message: parsed.message, fds: read.fds })
@@ -48,7 +48,7 @@ function readMessage (fd: number, timeoutMs: number, maxFds: number): Promise<{ 
       if (why instanceof Error) return reject(why)
       if (why === 'timeout') return reject(new AttemptTimeoutError(`shm setup took longer than ${timeoutMs} ms`))
       if (why === 'closed') return reject(new HandshakeError('shm setup: side channel closed'))
-      if (why === 'aborted') return reject(new HandshakeError('shm setup: abandoned'))
+      if (why === 'aborted') return reject(signal!.reason) // the socket's destroy, or the chain's timer
       // MSG_CTRUNC: the fds did not fit, often because this process has no fd numbers left.
       if (why === EPROTO && underFdPressure()) return reject(new ServerBusyError(wire.RejectReason.Busy, 'shm setup: fds truncated (EMFILE)'))
       reject(new HandshakeError(`shm setup: ${errnoError(why, 'recvmsg').message}`))
@@ -116,9 +116,9 @@ export function clientFinish (fd: number, seg: ClientSegment, message: wire.Mess
  * creates and sends the segment with this loop's doorbell, waits for SHM_READY and the server
  * loop's doorbell. Resolves with the connected endpoint; rejects (closing everything) with
  * ERR_FASTSOCK_REJECTED (ServerBusyError when either end is out of fds) / _HANDSHAKE /
- * _TRANSPORT_TIMEOUT.
+ * _TRANSPORT_TIMEOUT, or `signal`'s reason once it aborts (ConnectRequest.signal).
  */
-export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number): Promise<ShmEndpoint> {
+export async function clientSetup (fd: number, ringBytes: number, timeoutMs: number, signal?: AbortSignal): Promise<ShmEndpoint> {
   const n = native!
   let seg: ClientSegment | null = null
   try {
@@ -132,7 +132,7 @@ export async function clientSetup (fd: number, ringBytes: number, timeoutMs: num
   }
   let got
   try {
-    got = await readMessage(fd, timeoutMs, wire.SHM_READY_FDS)
+    got = await readMessage(fd, timeoutMs, wire.SHM_READY_FDS, signal)
   } catch (err) {
     n.closeFd(seg.memfd)
     n.closeFd(fd)
