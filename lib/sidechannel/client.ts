@@ -16,14 +16,13 @@
  */
 import * as net from 'net'
 import { native } from '../native'
-import { debug } from '../debug'
+import { debug, step, stepsWanted } from '../debug'
 import { errnoError, ERRNO, NotOfferedError, UnverifiedPeerError, AttemptTimeoutError, HandshakeError, RejectedError, ServerBusyError } from '../errors'
 import { addressBytes, isLocalAddress, familyName, dialedAddress } from '../address'
 import * as wire from '../wire'
 import { cachedFailure, cacheFailure, negativeTtlMs } from '../negative-cache'
 import { candidateNames } from './names'
-import { step, stepsWanted } from './steps'
-import { replyPollUs, recordReplyUs } from './reply-poll'
+import type { ReplyWindow } from './framed-read'
 import { readFrames } from './framed-read'
 import { originals } from '../originals'
 import type { AttemptContext, Channel, Connector, ConnectRequest, EarlyClientSetup, EarlyOffer, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
@@ -59,13 +58,13 @@ export function skipSideChannel (connector: Connector, req: ConnectRequest, ctx:
  * UnverifiedPeerError, RejectedError / ServerBusyError, HandshakeError, AttemptTimeoutError, or
  * the chosen rung's set-up error.
  */
-export async function connectSideChannel (connector: Connector, earlyServers: EarlyServers, rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel> {
+export async function connectSideChannel (connector: Connector, memory: ClientMemory, rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel> {
   const local = localAddresses(req)
   const laterOffers = ctx.rungs.slice(ctx.index + 1).filter(r => r.connector === connector && r.sideChannel && ctx.rank(r) > ctx.rank(rung))
   const offers = [rung, ...laterOffers].map(r => ({ name: r.name, offer: r.sideChannel! }))
   let accepted: Accepted
   try {
-    accepted = await findAndHandshake(earlyServers, rung.name, local, req, offers.map(o => o.offer))
+    accepted = await findAndHandshake(memory, rung.name, local, req, offers.map(o => o.offer))
   } catch (err) {
     ctx.tried.add(connector)
     const ttl = negativeTtlMs(err)
@@ -97,6 +96,12 @@ interface Accepted { offer: SideChannelOffer, finish: () => Promise<Channel> }
 
 const MAX_EARLY_SERVERS = 64
 
+/** What a connector remembers across connects (its own fields): which servers pipeline, how soon replies come. */
+export interface ClientMemory {
+  readonly early: EarlyServers
+  readonly replies: ReplyWindow
+}
+
 /**
  * Servers (side-channel name and pid) whose ACCEPT said they read a set-up pipelined behind
  * HELLO (wire.ACCEPT_READS_PIPELINED), kept by the connector (./connector.ts). Used only when the
@@ -123,7 +128,7 @@ export class EarlyServers {
  * has one. A name whose holder cannot be verified (a squatter) is passed over, not trusted; the
  * next candidate may still be the real listener's (a wildcard one).
  */
-async function findAndHandshake (earlyServers: EarlyServers, rungName: string, local: string[], req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
+async function findAndHandshake (memory: ClientMemory, rungName: string, local: string[], req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   if (!native) throw new NotOfferedError(`${rungName}: native addon not loaded`)
   const euid = process.geteuid ? process.geteuid() : 0
   let unverified: UnverifiedPeerError | null = null
@@ -146,8 +151,8 @@ async function findAndHandshake (earlyServers: EarlyServers, rungName: string, l
       }
       debug('sidechannel', 'side channel %s verified: pid %d (%s)', name, v.pid, v.cached ? 'cached' : `pidfd from socket: ${v.pidfdFromSocket}`)
       const key = `${name}|${v.pid}`
-      if (!v.cached) earlyServers.forget(key)
-      return await handshake(earlyServers, fd, key, v.cached && earlyServers.has(key), address, dialed, req, offers)
+      if (!v.cached) memory.early.forget(key)
+      return await handshake(memory, fd, key, v.cached && memory.early.has(key), address, dialed, req, offers)
     }
   }
   if (unverified) throw unverified
@@ -175,7 +180,7 @@ function prepareEarly (offers: SideChannelOffer[], ringBytes: number): { early: 
  * rung that has one (shm) goes out in the same sendmsg as HELLO, and its reply is read with
  * ACCEPT. Replies are read with recvmsg (a reply may carry fds), never through a handle.
  */
-function handshake (earlyServers: EarlyServers, fd: number, key: string, pipeline: boolean, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
+function handshake (memory: ClientMemory, fd: number, key: string, pipeline: boolean, address: string, dialed: { family: 4 | 6, bytes: Uint8Array },
   req: ConnectRequest, offers: SideChannelOffer[]): Promise<Accepted> {
   return new Promise((resolve, reject) => {
     const n = native!
@@ -192,8 +197,8 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
     }
     step('client', pipelined ? 'HELLO+SHM_SETUP written' : 'HELLO written')
     const helloAt = process.hrtime.bigint()
-    /** Busy-poll budget (µs) for the reply, spent at the first wait (./reply-poll.ts). */
-    const pollUs = replyPollUs(req.pollUs)
+    /** Busy-poll budget (µs) for the reply, spent at the first wait (ReplyWindow, ./framed-read.ts). */
+    const pollUs = memory.replies.pollUs(req.pollUs)
     let replyUs = -1
     let caught = false
     // A rung finished over the handle (unix, shm without pipelining) gets it in a socket made
@@ -221,7 +226,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
       // A server that may not have understood the pipelined bytes: the next connect asks again.
       // (REJECT Busy, Forbidden, NoTransport are answers to the HELLO, whatever followed it.)
       const answered = err instanceof RejectedError && err.reason !== wire.RejectReason.Malformed && err.reason !== wire.RejectReason.Version
-      if (pipelined && !answered) earlyServers.forget(key)
+      if (pipelined && !answered) memory.early.forget(key)
       if (probe) (probe as net.Socket).destroy()
       else n.closeFd(fd)
       reject(err)
@@ -267,7 +272,7 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
       const parsed = wire.decode(acc)
       if (!parsed) return null
       const m = parsed.message
-      if (replyUs < 0) recordReplyUs(replyUs = Number(process.hrtime.bigint() - helloAt) / 1000)
+      if (replyUs < 0) memory.replies.record(replyUs = Number(process.hrtime.bigint() - helloAt) / 1000)
       if (m.type === wire.MessageType.Reject) {
         const text = `side channel rejected the connection: ${m.text}`
         return m.reason === wire.RejectReason.Busy ? new ServerBusyError(m.reason, text) : new RejectedError(m.reason, text)
@@ -285,14 +290,14 @@ function handshake (earlyServers: EarlyServers, fd: number, key: string, pipelin
         if (!reply) return null
         if (parsed.bytes + reply.bytes !== acc.length) return new HandshakeError('bytes after the set-up\'s reply')
         step('client', 'reply read', { polled: caught, replyUs })
-        earlyServers.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
+        memory.early.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
         const replyFds = fds
         fds = []
         return { offer, finish: () => pipelined.setup.complete(fd, reply.message, replyFds, view) }
       }
       step('client', 'reply read', { polled: caught, replyUs })
       if (fds.length > (offer.acceptFds ?? 0)) return new HandshakeError('fds with ACCEPT')
-      earlyServers.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
+      memory.early.remember(key, (m.flags & wire.ACCEPT_READS_PIPELINED) !== 0)
       // The server chose a rung other than the pipelined one: it dropped our set-up; so do we.
       pipelined?.setup.release()
       // Nothing is read past ACCEPT (wanted()).

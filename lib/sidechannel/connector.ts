@@ -8,26 +8,32 @@
  * (./serve.ts). Its rungs are endpoint factories: a `sideChannel` offer and `connector: sideChannel`.
  */
 import type { AttemptContext, Channel, Connector, ConnectRequest, ListenRequest, Rung, RungListener } from '../transports/contract'
-import { connectSideChannel, skipSideChannel, EarlyServers } from './client'
+import { connectSideChannel, skipSideChannel, EarlyServers, ClientMemory } from './client'
+import { ClientPorts } from './listener'
+import { ReplyWindow } from './framed-read'
 import { listenSideChannel } from './serve'
 
-/** The side channel's connector; its one piece of state across connects is its own field. */
-class SideChannelConnector implements Connector {
+/** The side channel's connector; what it keeps across connects are its own fields. */
+class SideChannelConnector implements Connector, ClientMemory {
   readonly name = 'side channel'
   /** Servers that said they read a set-up pipelined behind HELLO (./client.ts). */
-  readonly earlyServers = new EarlyServers()
+  readonly early = new EarlyServers()
+  /** How soon recent replies came: the busy poll's window (./framed-read.ts). */
+  readonly replies = new ReplyWindow()
+  /** The clients' TCP view ports its listeners hand out (./listener.ts). */
+  readonly clientPorts = new ClientPorts()
 
   skip (_rung: Rung, req: ConnectRequest, ctx: AttemptContext): string | null {
     return skipSideChannel(this, req, ctx)
   }
 
   connect (rung: Rung, req: ConnectRequest, ctx: AttemptContext): Promise<Channel> {
-    return connectSideChannel(this, this.earlyServers, rung, req, ctx)
+    return connectSideChannel(this, this, rung, req, ctx)
   }
 
   listen (req: ListenRequest): RungListener | null {
-    return listenSideChannel(req, this)
+    return listenSideChannel(req, this, this.clientPorts)
   }
 }
 
-export const sideChannel: Connector = new SideChannelConnector()
+export const sideChannel: Connector & ClientMemory = new SideChannelConnector()

@@ -5,6 +5,14 @@
  * asked, else sleep until readable (`native.waitReadable`), and hand everything read so far to
  * the caller until it says the frames it wants are complete. Nothing is read past what the
  * caller allows (`wanted`): bytes after the handshake belong to whoever takes the fd over.
+ *
+ * And how long the client busy-polls for the side channel's reply (ReplyWindow): after HELLO, a
+ * client that would sleep on epoll for ACCEPT (a blocking wake-up costs more than a short spin:
+ * docs/polling.md) first polls the socket for a bounded time, when recent handshakes suggest the
+ * reply comes that soon (the learned-window idea of KVM's haltpoll, as in docs/polling.md). A
+ * server that answers late (a loaded host: the server process waits for a CPU) turns it off, so
+ * the spinning costs nothing there; it comes back on when replies come quickly again. The window
+ * is the connector's own field (./connector.ts), not module state.
  */
 import { native } from '../native'
 import { ERRNO } from '../errors'
@@ -83,4 +91,36 @@ export function readFrames (fd: number, o: FramedReadOptions, onBytes: (read: Fr
     }
   }
   more()
+}
+
+/** Upper bound (µs) of the poll for one reply. */
+export const REPLY_POLL_CAP_US = 50
+
+/** How many recent reply latencies the window is learned from. */
+const SAMPLES = 8
+
+/** The learned window of one connector: how long to poll for the next reply. */
+export class ReplyWindow {
+  /** µs from HELLO written to the reply seen, the last SAMPLES handshakes. */
+  private readonly recentUs: number[] = []
+
+  /**
+   * How long (µs) to busy-poll for the reply after HELLO (counted from the client's first read
+   * that finds nothing, readFrames' `spinUs`): REPLY_POLL_CAP_US, bounded by the socket's `pollUs`
+   * (0 turns polling off), when the median of recent replies came within twice the bound (a
+   * reply seen after sleeping is seen a wake-up late), else 0.
+   */
+  pollUs (pollUs: number | undefined): number {
+    const capUs = Math.min(REPLY_POLL_CAP_US, pollUs ?? REPLY_POLL_CAP_US)
+    if (!(capUs > 0)) return 0
+    if (this.recentUs.length === 0) return capUs
+    const sorted = this.recentUs.slice().sort((a, b) => a - b)
+    return sorted[sorted.length >> 1] <= 2 * capUs ? capUs : 0
+  }
+
+  /** Records how long (µs) a reply took after HELLO. */
+  record (us: number): void {
+    this.recentUs.push(us)
+    if (this.recentUs.length > SAMPLES) this.recentUs.shift()
+  }
 }

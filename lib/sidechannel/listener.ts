@@ -9,14 +9,13 @@
  */
 import * as net from 'net'
 import { native } from '../native'
-import { debug } from '../debug'
+import { debug, step } from '../debug'
 import { formatAddress, isLocalAddress, familyName } from '../address'
 import * as wire from '../wire'
 import { originals } from '../originals'
 import { LISTEN_BACKLOG } from '../transports/contract'
 import type { Channel, KernelHandle, SideChannelOffer, SideChannelServerEnd } from '../transports/contract'
 import { channelName } from './names'
-import { step } from './steps'
 import { AdmissionQueue, AdmissionSlot } from './admission'
 import { ERRNO } from '../errors'
 import { readFrames } from './framed-read'
@@ -29,13 +28,18 @@ export const ADMIT_HOLD_MS = 50
 
 const { EPROTO } = ERRNO
 
-let nextClientPort = 32768 + Math.floor(Math.random() * (60999 - 32768))
+/**
+ * Port numbers in the kernel's ephemeral range for side-channel clients' TCP views, one after
+ * another from a random start: one per connector (./connector.ts), shared by its listeners.
+ */
+export class ClientPorts {
+  private next = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
-/** A port number in the kernel's ephemeral range for a side-channel client's TCP view. */
-function allocateClientPort (): number {
-  const p = nextClientPort
-  nextClientPort = nextClientPort >= 60999 ? 32768 : nextClientPort + 1
-  return p
+  take (): number {
+    const p = this.next
+    this.next = this.next >= 60999 ? 32768 : this.next + 1
+    return p
+  }
 }
 
 /** What a SideChannelListener serves: the TCP listener it stands beside, and what it may offer. */
@@ -53,6 +57,8 @@ export interface SideChannelOptions {
   busy: () => string | null
   /** Adopts the verified, handshaken connection as an application socket. */
   accept: (c: Channel) => void
+  /** Where the clients' TCP view ports come from (the connector's). */
+  clientPorts: ClientPorts
 }
 
 /**
@@ -234,7 +240,7 @@ export class SideChannelListener {
       this.reject(client, wire.RejectReason.Busy, busy)
       return 'done'
     }
-    const clientPort = allocateClientPort()
+    const clientPort = this.opts.clientPorts.take()
     // The server reports the address the client reached, in its own family (IPv4-mapped on
     // an IPv6 listener), like the kernel does for a loopback TCP connection.
     const seen = this.family === 6 && m.family === 4 ? `::ffff:${dialed}` : dialed

@@ -6,12 +6,12 @@
  * whose TCP handle cluster took hands its clients to the workers.
  */
 import { debug } from '../debug'
-import { SideChannelListener } from './listener'
+import { SideChannelListener, ClientPorts } from './listener'
 import { dispatchToWorkers, serveFromPrimary, keyOf } from '../cluster'
 import type { Connector, ListenRequest, RungListener } from '../transports/contract'
 
 /** The side-channel listener for this server's TCP listener, offering the rungs of `connector`, or null. */
-export function listenSideChannel (req: ListenRequest, connector: Connector): RungListener | null {
+export function listenSideChannel (req: ListenRequest, connector: Connector, clientPorts: ClientPorts): RungListener | null {
   const offers = req.rungs.filter(r => r.connector === connector && r.sideChannel).map(r => ({ name: r.name, offer: r.sideChannel! }))
   if (offers.length === 0) return null
   const why = req.roundRobinWorker ? null : req.listenHandleProblem
@@ -38,7 +38,8 @@ export function listenSideChannel (req: ListenRequest, connector: Connector): Ru
       }
       return req.busy()
     },
-    accept: req.accept
+    accept: req.accept,
+    clientPorts
   })
   const key = keyOf(req.address, req.port)
   if (req.roundRobinWorker) {

@@ -1,12 +1,13 @@
 'use strict'
-// Busy polling for the side channel's reply (lib/sidechannel/reply-poll.ts): the window is
-// learned from recent reply latencies and bounded by shmPollUs (0: off). Against a server in this
+// Busy polling for the side channel's reply (ReplyWindow, lib/sidechannel/framed-read.ts): the window, a field
+// of the side channel's connector, is learned from recent reply latencies and bounded by shmPollUs (0: off). Against a server in this
 // process, which cannot answer while the client polls, a window that is on shows as several
 // empty reads of the client's side channel before it sleeps, and one that is off as at most one.
 const t = require('tap')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
-const { replyPollUs, recordReplyUs, REPLY_POLL_CAP_US } = require('../../dist/sidechannel/reply-poll')
+const { ReplyWindow, REPLY_POLL_CAP_US } = require('../../dist/sidechannel/framed-read')
+const { sideChannel } = require('../../dist/sidechannel/connector')
 const { rungs } = require('../helpers/rungs')
 const { once, within } = require('../helpers/util')
 
@@ -14,6 +15,9 @@ const skip = !rungs.includes('shm') && 'shm is not available here'
 const EAGAIN = -11
 
 t.test('the window: bounded by shmPollUs, off after late replies, on again after quick ones', async t => {
+  const w = new ReplyWindow()
+  const replyPollUs = pollUs => w.pollUs(pollUs)
+  const recordReplyUs = us => w.record(us)
   t.equal(replyPollUs(0), 0, 'shmPollUs 0 turns it off')
   t.equal(replyPollUs(undefined), REPLY_POLL_CAP_US, 'on with nothing learned yet')
   t.equal(replyPollUs(20), 20, 'bounded by a smaller shmPollUs')
@@ -47,6 +51,7 @@ t.test('the client polls its side channel only when the window is on', { skip },
     await once(c, 'close')
     return empty
   }
+  const recordReplyUs = us => sideChannel.replies.record(us)
   await connect({}) // the first connect learns that the server pipelines SHM_SETUP
   for (let i = 0; i < 8; i++) recordReplyUs(10)
   t.ok(await connect({}) > 1, 'polled before sleeping (window on)')

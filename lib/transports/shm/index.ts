@@ -13,7 +13,7 @@ import { errnoError, ERRNO, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
 import { channel, Capabilities, Channel, NO_CAPABILITIES, Rung, TcpView } from '../contract'
 import { sideChannel } from '../../sidechannel/connector'
-import { step } from '../../sidechannel/steps'
+import { step } from '../../debug'
 import { clientSetup, serverSetup, clientSegment, clientFinish, serverEarlySetup } from './setup'
 import type { ShmEndpoint } from './endpoint'
 
