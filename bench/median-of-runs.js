@@ -13,10 +13,11 @@
 const fs = require('fs')
 const path = require('path')
 
-const dist = path.join(__dirname, '..', 'dist', 'cli')
-const { fitAll, headline, typedSpeedups } = require(path.join(dist, 'pipe', 'summary.js'))
-const { renderSvg } = require(path.join(dist, 'pipe', 'plot.js'))
-const { fmt, fmtRatio, formatBytes } = require(path.join(dist, 'units.js'))
+// The tools' own modules (the fastsock-tools workspace, tools/: npm install builds it).
+const tools = path.join(__dirname, '..', 'tools', 'dist')
+const { fitAll, headline, typedSpeedups } = require(path.join(tools, 'pipe', 'summary.js'))
+const { renderSvg } = require(path.join(tools, 'pipe', 'plot.js'))
+const { fmt, fmtRatio, formatBytes } = require(path.join(tools, 'harness', 'units.js'))
 
 function median (xs) {
   const v = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b)

@@ -24,15 +24,16 @@ const fs = require('fs')
 const path = require('path')
 const { spawnSync } = require('child_process')
 
-const dist = path.join(__dirname, '..', 'dist', 'cli')
-const cli = path.join(dist, 'main.js')
+const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
+// The tools' own modules (the fastsock-tools workspace, tools/: npm install builds it).
+const tools = path.join(__dirname, '..', 'tools', 'dist')
 if (!fs.existsSync(cli)) {
   process.stderr.write(`${cli} is missing: build first (npx tsc -p . && node scripts/esm-wrapper.js)\n`)
   process.exit(1)
 }
-const { median } = require(path.join(dist, 'pipe', 'stats.js'))
-const { table } = require(path.join(dist, 'pipe', 'report.js'))
-const { fmt, fmtRatio, formatBytes } = require(path.join(dist, 'units.js'))
+const { median } = require(path.join(tools, 'harness', 'stats.js'))
+const { table } = require(path.join(tools, 'harness', 'table.js'))
+const { fmt, fmtRatio, formatBytes } = require(path.join(tools, 'harness', 'units.js'))
 
 const args = process.argv.slice(2)
 const take = (flag, fallback) => {

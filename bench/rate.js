@@ -19,16 +19,17 @@ const os = require('os')
 const path = require('path')
 const { spawnSync } = require('child_process')
 
-const dist = path.join(__dirname, '..', 'dist', 'cli')
-const cli = path.join(dist, 'main.js')
+// The tools' own modules (the fastsock-tools workspace, tools/: npm install builds it).
+const tools = path.join(__dirname, '..', 'tools', 'dist')
+const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
 if (!fs.existsSync(cli)) {
   process.stderr.write(`${cli} is missing: build first (npm run build:ts)\n`)
   process.exit(1)
 }
-const { derive, cellKey } = require(path.join(dist, 'rate', 'summary.js'))
-const { renderReport, renderJson } = require(path.join(dist, 'rate', 'report.js'))
-const { median } = require(path.join(dist, 'pipe', 'stats.js'))
-const { renderSvg } = require(path.join(dist, 'rate', 'plot.js'))
+const { derive, cellKey } = require(path.join(tools, 'rate', 'summary.js'))
+const { renderReport, renderJson } = require(path.join(tools, 'rate', 'report.js'))
+const { median } = require(path.join(tools, 'harness', 'stats.js'))
+const { renderSvg } = require(path.join(tools, 'rate', 'plot.js'))
 
 const args = process.argv.slice(2)
 const take = (flag, fallback) => {
