@@ -116,6 +116,31 @@ export class Comm {
     return this.irecv(buf, source, tag).wait()
   }
 
+  /**
+   * MPI_Send in its blocking form (the call OSU's osu_latency times): returns once `buf` may be
+   * reused, without the event loop (Request.waitSync: on shm, the message goes straight into
+   * the ring; a rendezvous-size one waits for the receiver's CTS synchronously). Throws
+   * MpiError ERR_MPI_WOULD_BLOCK when it cannot complete without the event loop now (the first
+   * message to a rank, whose connection is still being set up; not shm; asynchronous writes
+   * queued): the send goes on, `await err.request.wait()` completes it. Same argument errors
+   * as send().
+   */
+  sendSync (buf: ArrayBufferView, dest: number, tag = 0): void {
+    const req = this.isend(buf, dest, tag)
+    if (req._status === null) req.waitSync()
+  }
+
+  /**
+   * MPI_Recv in its blocking form: returns the Status once the message is in `buf`, reading the
+   * connection synchronously (Request.waitSync: the polling window's spin, then asleep on the
+   * peer's doorbell; an ANY_SOURCE receive spins over every connection). The event loop does
+   * not run meanwhile. Throws ERR_MPI_WOULD_BLOCK as sendSync (the receive stays posted:
+   * `await err.request.wait()`), ERR_MPI_TRUNCATE, ERR_MPI_PEER_LOST as recv().
+   */
+  recvSync (buf: ArrayBufferView, source = ANY_SOURCE, tag = ANY_TAG): Status {
+    return this.irecv(buf, source, tag).waitSync()
+  }
+
   /** MPI_Sendrecv: sends `sendbuf` to `dest` and receives into `recvbuf` from `source`; resolves the receive's Status. */
   async sendrecv (sendbuf: ArrayBufferView, dest: number, sendtag: number, recvbuf: ArrayBufferView, source = ANY_SOURCE, recvtag = ANY_TAG): Promise<Status> {
     const r = this.irecv(recvbuf, source, recvtag)

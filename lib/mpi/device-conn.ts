@@ -95,6 +95,16 @@ const SPIN_FLOOR_US = 30
  */
 const POLL_SLICES = 25
 
+/**
+ * The blocking tier (pumpSync): once a frame's first bytes are read, the rest is waited for up to
+ * this long, spinning up to FRAME_SPIN_US first (the peer writes a frame in one go; a peer that
+ * stalls longer than this mid-frame leaves the rest to the event loop's path).
+ */
+const FRAME_REST_MS = 1000
+const FRAME_SPIN_US = 1000
+/** readIntoSync's bound for "only what is there already": the smallest wait it takes. */
+const NO_WAIT_MS = 0.001
+
 const enum St { Header, Payload }
 
 /** A connection to one peer (world rank `peer`). */
@@ -135,6 +145,8 @@ export class Conn {
   readIntoPending = 0
   /** Inside the 'data' handler (no nested fast path). */
   parsing = false
+  /** The blocking tier read the peer's end of stream (Device.waitSync reports the loss). */
+  atEof = false
 
   /** Rendezvous sends waiting for CTS / receives waiting for DATA, by request id. */
   readonly sends = new Map<number, unknown>()
@@ -153,6 +165,7 @@ export class Conn {
   /** Options objects of the sync reads, reused (no allocation per call). */
   private readonly spinOpts = { spinUs: 0, timeoutMs: 0 }
   private readonly bigOpts = { spinUs: 1000, timeoutMs: 0 }
+  private readonly blockOpts = { spinUs: 0, timeoutMs: 0 }
   readonly handler: FrameHandler
 
   /** The receive fast path's largest spin on this connection, µs (0: none). */
@@ -548,6 +561,82 @@ export class Conn {
       }
     } finally {
       this.parsing = false
+    }
+  }
+  /**
+   * The blocking tier's read loop (Device.waitSync, for Request.waitSync): reads and handles
+   * frames with readIntoSync until `req` is done or no frame comes within `waitMs` (spinning up
+   * to `spinUs` of it, then asleep on the peer's doorbell: no CPU). Once a frame's first bytes
+   * are in, it blocks for the rest of the frame (FRAME_REST_MS at most: a peer that stalls
+   * longer leaves the rest to the event loop's path, as pollFrames does). Returns null when it
+   * ran (done, nothing in time, or the end of the peer's stream: `atEof`), else why this
+   * connection cannot be driven without the event loop now (nothing was read then).
+   */
+  pumpSync (req: { readonly done: boolean }, spinUs: number, waitMs: number): string | null {
+    const socket = this.socket
+    if (!this.ready || socket === null) return 'the connection is still being set up'
+    if (!this.syncIo) return `its transport (${socket.transport ?? 'none'}) has no synchronous I/O (shm only)`
+    if (socket.destroyed || this.atEof || this.lost) return null // the loss is the device's
+    if (this.parsing || this.readIntoPending > 0 || this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0) {
+      return 'bytes of its stream wait for the event loop'
+    }
+    this.contReq = null // a fast-path slice queued by an earlier wait finds nothing left to do
+    const o = this.blockOpts
+    const hdr = this.hdr
+    this.parsing = true
+    try {
+      for (let first = true; ; first = false) {
+        if (this.batchLen > 0) this.flush()
+        if (socket.writableLength > 0) return 'asynchronous writes are queued on it'
+        o.spinUs = first ? spinUs : 0
+        o.timeoutMs = first ? Math.max(waitMs, NO_WAIT_MS) : NO_WAIT_MS
+        let got = this.blockRead(hdr, o)
+        if (got < 0) return 'synchronous I/O is unavailable on it now'
+        if (got === 0) return null // nothing in time, or the end of the stream (atEof)
+        if (got < HEADER_BYTES) {
+          if (this.atEof) return null
+          o.spinUs = FRAME_SPIN_US
+          o.timeoutMs = FRAME_REST_MS
+          got += Math.max(0, this.blockRead(hdr.subarray(got), o))
+          if (got < HEADER_BYTES) { this.hdrFill = got; return null } // the rest comes as 'data'
+        }
+        this.headerFromHdr()
+        if (this.lost) return null
+        if ((this.st as St) === St.Payload) {
+          const target = this.target!
+          o.spinUs = FRAME_SPIN_US
+          o.timeoutMs = FRAME_REST_MS + target.length / SYNC_BYTES_PER_MS
+          const p = Math.max(0, this.blockRead(target, o))
+          if (p < target.length) { this.filled = p; return null } // the rest comes as 'data'
+          this.st = St.Header
+          this.handler.onPayload(this)
+        }
+        if (req.done) return null
+      }
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /**
+   * readIntoSync for the blocking tier: the bytes read (fewer than `view` at the end of the
+   * stream, which sets `atEof`, or on a timeout), or -1 when sync I/O is unavailable now.
+   */
+  private blockRead (view: Uint8Array, o: { spinUs: number, timeoutMs: number }): number {
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
+    try {
+      const n = this.socket!.readIntoSync(view, o)
+      if (n < view.length) this.atEof = true
+      return n
+    } catch (err) {
+      const e = err as { code?: string, bytesRead?: number }
+      if (e.code === 'ETIMEDOUT') return e.bytesRead ?? 0
+      if (e.code === 'ERR_FASTSOCK_SYNC_UNAVAILABLE') return -1
+      this.atEof = true // ECONNRESET, EPIPE: the peer is gone
+      return 0
+    } finally {
+      Error.stackTraceLimit = limit
     }
   }
 }

@@ -17,6 +17,7 @@
  * ANY_SOURCE receives and probes of a communicator containing it) fails with ERR_MPI_PEER_LOST,
  * and so does every later one.
  */
+import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler } from './device-conn'
@@ -24,7 +25,7 @@ import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, j
 import { Matcher, PostedRecv, Unexpected } from './match'
 import { Request } from './request'
 import { Status } from './status'
-import { MpiError, peerLost } from './errors'
+import { MpiError, peerLost, wouldBlock } from './errors'
 
 /** A rank's endpoint card, published through the store as JSON at `card/<rank>`. */
 export interface Card { host: string, addr: string, port: number, pid: number }
@@ -37,6 +38,10 @@ interface SendRec { req: Request, bytes: Uint8Array, dest: number, tag: number }
 /** A rendezvous receive waiting for DATA. */
 interface RecvRec { req: Request, bytes: Uint8Array, source: number, tag: number }
 
+/** Request.waitSync on one connection: the longest sleep on its doorbell between checks of the wait's timeout, ms. */
+const BLOCK_SLICE_MS = 100
+/** Request.waitSync on an ANY_SOURCE receive: the spin on each connection in turn, µs. */
+const ANY_SLICE_US = 20
 const SINK_POSTED = 1
 const SINK_UNEXPECTED = 2
 const SINK_RNDV = 3
@@ -212,7 +217,7 @@ export class Device implements FrameHandler {
       req._op = w
       req._sendStatus = status
       if (c.send(EAGER, ctx, source, tag, len, 0, 0, bytes, req)) req._status = status
-      else this.unfinished.add(req)
+      else { this.unfinished.add(req); req._conn = c; req._driver = this }
       return req
     }
     const sreq = this.nextId++
@@ -222,10 +227,9 @@ export class Device implements FrameHandler {
     c.send(RTS, ctx, source, tag, len, sreq, 0, null, null)
     // On shm, wait() spins for the CTS too (then writes DATA at once): a peer that spins for
     // DATA is not woken through the doorbell, and this rank is not preempted by that wake-up.
-    if (c.syncIo && this.spinUs > 0) {
-      req._conn = c
-      req._spin = spinFor
-    }
+    req._conn = c
+    req._driver = this
+    if (c.syncIo && this.spinUs > 0) req._spin = spinFor
     return req
   }
 
@@ -249,11 +253,9 @@ export class Device implements FrameHandler {
       const why = this.lost.get(w)
       if (why !== undefined) { req._fail(peerLost(source, why)); return req }
       const c = this.conn(w)
+      req._conn = c
       // The fast path on shm, run by wait(): the message is often right behind (a ping-pong).
-      if (c.syncIo && this.spinUs > 0) {
-        req._conn = c
-        req._spin = spinFor
-      }
+      if (c.syncIo && this.spinUs > 0) req._spin = spinFor
     } else {
       for (const r of anyOf) {
         const why = this.lost.get(r)
@@ -261,6 +263,8 @@ export class Device implements FrameHandler {
       }
     }
     this.matcher.post({ ctx, source, tag, bytes, req, worldSource: w, anyOf: w >= 0 ? null : anyOf })
+    req._driver = this
+    if (w < 0) req._op = anyOf
     return req
   }
 
@@ -494,6 +498,59 @@ export class Device implements FrameHandler {
     }
     this.matcher.dropFrom(w)
     for (const r of this.unfinished) if ((r._op as number | null) === w) r._fail(peerLost(w, why))
+  }
+
+  /**
+   * Request.waitSync: drives the connections `req` depends on synchronously (Conn.pumpSync)
+   * until it completes: its own connection (a receive from one rank, a send), sleeping on its
+   * doorbell after the polling window, or every connection of an ANY_SOURCE receive, spinning
+   * over them. Throws MpiError ERR_MPI_WOULD_BLOCK (req goes on) when one of them cannot be
+   * driven without the event loop now, ERR_MPI_TIMEOUT after `timeoutMs`; a connection whose
+   * stream ended is reported lost (the request then fails with ERR_MPI_PEER_LOST).
+   */
+  waitSync (req: Request, timeoutMs: number): void {
+    this.flushAll()
+    const own = req._conn as Conn | null
+    if (own !== null && timeoutMs === Infinity) {
+      // The blocking ping-pong's case, without allocation or clock reads: one connection, no timeout.
+      for (;;) {
+        const why = own.pumpSync(req, own.spinCapUs, BLOCK_SLICE_MS)
+        if (why !== null) throw wouldBlock(req, `world rank ${own.peer}: ${why}`)
+        if (req.done) return
+        if (own.atEof) {
+          this.lose(own.peer, 'its connection closed')
+          if (req.done) return
+          throw wouldBlock(req, `world rank ${own.peer} has finalized`)
+        }
+      }
+    }
+    const ranks: readonly number[] = req._conn !== null ? [(req._conn as Conn).peer] : (req._op as readonly number[] | null) ?? []
+    const conns: Conn[] = []
+    for (const w of ranks) {
+      if (w === this.rank) continue // a message from this rank itself is delivered when sent
+      const c = this.conns[w]
+      if (c === null || c === undefined) throw wouldBlock(req, `no connection to world rank ${w} yet`)
+      conns.push(c)
+    }
+    if (conns.length === 0) throw wouldBlock(req, 'it waits for this rank itself')
+    const one = conns.length === 1
+    const end = performance.now() + timeoutMs
+    for (;;) {
+      for (const c of conns) {
+        const left = end - performance.now()
+        if (left <= 0) throw new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeoutMs} ms`)
+        // One connection: its window's spin, then asleep on its doorbell (slices of at most
+        // BLOCK_SLICE_MS, so that a timeout is kept); several: a short spin on each in turn.
+        const why = one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000)
+        if (why !== null) throw wouldBlock(req, `world rank ${c.peer}: ${why}`)
+        if (req.done) return
+        if (c.atEof) {
+          this.lose(c.peer, 'its connection closed')
+          if (req.done) return
+          throw wouldBlock(req, `world rank ${c.peer} has finalized`)
+        }
+      }
+    }
   }
 
   /** Resolves once every send started so far is complete (or failed). */

@@ -4,7 +4,9 @@
  *   closed without the orderly goodbye, or the store reported it lost);
  * - MpiError `ERR_MPI_TRUNCATE`: the receive array is smaller than the matched message (the
  *   message stays matchable; `status.count` is its size in bytes);
- * - MpiError `ERR_MPI_TIMEOUT`: `Request.wait({ timeout })` ran out;
+ * - MpiError `ERR_MPI_TIMEOUT`: `Request.wait({ timeout })` or `waitSync({ timeout })` ran out;
+ * - MpiError `ERR_MPI_WOULD_BLOCK`: a blocking call (`waitSync`, `sendSync`, `recvSync`) cannot go
+ *   on without the event loop now; the operation goes on, `err.request.wait()` completes it;
  * - MpiError `ERR_MPI_FINALIZED` / `ERR_MPI_NOT_INITIALIZED`: used outside init()..finalize();
  * - MpiError `ERR_MPI_PROTOCOL`: a peer sent bytes that are not this protocol;
  * - TypeError `ERR_INVALID_ARG_TYPE`, RangeError `ERR_OUT_OF_RANGE`: bad arguments, thrown at
@@ -20,12 +22,15 @@ export class MpiError extends Error {
   rank?: number
   /** For ERR_MPI_TRUNCATE: the status of the message that did not fit (count = its bytes). */
   status?: unknown
-  constructor (code: string, message: string, props?: { rank?: number, status?: unknown, cause?: unknown }) {
+  /** For ERR_MPI_WOULD_BLOCK: the Request that goes on (await its wait()). */
+  request?: unknown
+  constructor (code: string, message: string, props?: { rank?: number, status?: unknown, cause?: unknown, request?: unknown }) {
     super(message, props?.cause !== undefined ? { cause: props.cause } : undefined)
     this.name = 'MpiError'
     this.code = code
     if (props?.rank !== undefined) this.rank = props.rank
     if (props?.status !== undefined) this.status = props.status
+    if (props?.request !== undefined) this.request = props.request
   }
 }
 
@@ -54,4 +59,9 @@ export function abortError (reason: unknown): Error & { code: string } {
 /** MpiError ERR_MPI_PEER_LOST for world rank `worldRank` (shown as `rank` of the communicator when given). */
 export function peerLost (rank: number, why: string): MpiError {
   return new MpiError('ERR_MPI_PEER_LOST', `rank ${rank} is lost: ${why}`, { rank })
+}
+
+/** MpiError ERR_MPI_WOULD_BLOCK: `request` cannot complete without the event loop now (`why`). */
+export function wouldBlock (request: unknown, why: string): MpiError {
+  return new MpiError('ERR_MPI_WOULD_BLOCK', `the operation cannot complete without the event loop now: ${why}; await err.request.wait()`, { request })
 }

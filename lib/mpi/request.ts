@@ -10,7 +10,7 @@
  * - `waitAll`, `waitAny`, `testAll`: over arrays of requests (MPI_Waitall/Waitany/Testall).
  */
 import { Status } from './status'
-import { MpiError, abortError, invalidArgType } from './errors'
+import { MpiError, abortError, invalidArgType, wouldBlock } from './errors'
 
 type Listener = (req: Request) => void
 
@@ -34,6 +34,8 @@ export class Request {
   _sendStatus: Status | null = null
   /** @internal the connection `_spin` polls */
   _conn: unknown = null
+  /** @internal what waitSync drives (the device), set on the requests it can complete synchronously */
+  _driver: { waitSync (req: Request, timeoutMs: number): void } | null = null
   /** The plain wait()'s promise and its settlers (one per request, no listener closures). */
   private promise: Promise<Status> | null = null
   private res: ((s: Status) => void) | null = null
@@ -81,6 +83,31 @@ export class Request {
     if (this.listeners === null) return
     const i = this.listeners.indexOf(fn)
     if (i >= 0) this.listeners.splice(i, 1)
+  }
+
+  /**
+   * The blocking wait (MPI_Wait as a C program calls it): returns the Status once the operation
+   * is complete (throws its error), reading and writing its connections synchronously instead of
+   * waiting for the event loop, which does not run meanwhile (timers, I/O, other sockets wait).
+   * On shm only: it spins for the connection's polling window, then sleeps on the peer's
+   * doorbell (no CPU); receives from ANY_SOURCE spin over every connection. `timeout` (ms):
+   * throws ERR_MPI_TIMEOUT after it (the operation goes on). Throws MpiError
+   * ERR_MPI_WOULD_BLOCK, the operation going on (`err.request` is this request; `await
+   * req.wait()` completes it), when it cannot complete without the event loop now: its
+   * connection is still being set up (the first message to a rank), is not shm, has
+   * asynchronous writes queued, or bytes of it wait in the event loop's path; ERR_MPI_PEER_LOST
+   * when the peer's connection ends. See docs/mpi.md, "Blocking calls".
+   */
+  waitSync (options?: { timeout?: number }): Status {
+    if (this._status === null && this._error === null) {
+      const timeout = options?.timeout
+      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalidArgType('options must be an object')
+      if (timeout !== undefined && (typeof timeout !== 'number' || !(timeout >= 0))) throw invalidArgType('options.timeout must be a number of ms >= 0')
+      if (this._driver === null) throw wouldBlock(this, 'nothing drives this request synchronously')
+      this._driver.waitSync(this, timeout ?? Infinity)
+    }
+    if (this._error !== null) throw this._error
+    return this._status!
   }
 
   /**

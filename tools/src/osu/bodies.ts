@@ -2,7 +2,8 @@
  * The rank side of `fastsock osu`: OSU Micro-Benchmarks 5.x's loops over fastsock/mpi's API,
  * one function per benchmark and message size, each returning rank 0's RawRow (other ranks: null).
  *
- * - latency: blocking ping-pong between ranks 0 and 1; RTT/2 averaged over the timed iterations.
+ * - latency: blocking ping-pong between ranks 0 and 1 (sendSync/recvSync, as OSU's MPI_Send and
+ *   MPI_Recv; awaited send/recv with --await); RTT/2 averaged over the timed iterations.
  * - bw: rank 0 posts a window of `isend`s, waits for all, then receives a 4-byte ack; rank 1
  *   posts the window of `irecv`s, waits, acks. bibw: both ranks post both windows at once.
  * - mbw_mr: P/2 pairs (rank i sends to i + P/2) run bw's loop at once after a barrier; rank 0's
@@ -29,6 +30,9 @@ export interface OsuComm {
   recv (view: ArrayBufferView, source: number, tag: number): Promise<unknown>
   isend (view: ArrayBufferView, dest: number, tag: number): OsuRequest
   irecv (view: ArrayBufferView, source: number, tag: number): OsuRequest
+  /** The blocking forms (fastsock/mpi's; they throw ERR_MPI_WOULD_BLOCK with `request` where they cannot go on). */
+  sendSync (view: ArrayBufferView, dest: number, tag: number): void
+  recvSync (view: ArrayBufferView, source: number, tag: number): unknown
   transportOf (rank: number): string | null | undefined
   barrier (opts?: object): Promise<unknown>
   bcast (buf: ArrayBufferView, root: number, opts?: object): Promise<unknown>
@@ -111,6 +115,44 @@ function counts (config: JobConfig, bytes: number): { iterations: number, warmup
     : { iterations: config.iterations, warmup: config.warmup }
 }
 
+/**
+ * MPI_Send and MPI_Recv as osu_latency calls them: the blocking forms while they complete
+ * without the event loop; one that cannot (ERR_MPI_WOULD_BLOCK: a transport without synchronous
+ * I/O, Node net's) is awaited, and so is every later call on this object.
+ */
+class BlockingPair {
+  constructor (private readonly comm: OsuComm, private blocking: boolean) {}
+
+  /** undefined when the send is complete, else the promise to await. */
+  send (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
+    if (!this.blocking) return this.comm.send(view, peer, tag)
+    try {
+      this.comm.sendSync(view, peer, tag)
+      return undefined
+    } catch (err) {
+      return this.fallBack(err)
+    }
+  }
+
+  /** undefined when the message is in `view`, else the promise to await. */
+  recv (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
+    if (!this.blocking) return this.comm.recv(view, peer, tag)
+    try {
+      this.comm.recvSync(view, peer, tag)
+      return undefined
+    } catch (err) {
+      return this.fallBack(err)
+    }
+  }
+
+  private fallBack (err: unknown): Promise<unknown> {
+    const e = err as { code?: string, request?: OsuRequest }
+    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+    this.blocking = false
+    return e.request.wait()
+  }
+}
+
 /** A barrier by point-to-point messages (rank 0 collects, then releases): the p2p benchmarks do not depend on the collectives. */
 export async function p2pBarrier (comm: OsuComm): Promise<void> {
   const token = new Uint8Array(1)
@@ -140,6 +182,8 @@ export async function pointToPoint (ctx: BodyContext, bytes: number): Promise<Ra
   let t0 = 0
   let c0 = 0
   let batches: Batches | null = null
+  const pair = new BlockingPair(comm, !config.awaited)
+  let p: Promise<unknown> | undefined
   await p2pBarrier(comm)
   for (let i = 0; i < warmup + iterations; i++) {
     if (i === warmup) {
@@ -151,11 +195,11 @@ export async function pointToPoint (ctx: BodyContext, bytes: number): Promise<Ra
     if (!active) continue
     if (b === 'latency') {
       if (sender) {
-        await comm.send(sbuf, peer, TAG_DATA)
-        await comm.recv(rbuf, peer, TAG_DATA)
+        if ((p = pair.send(sbuf, peer, TAG_DATA)) !== undefined) await p
+        if ((p = pair.recv(rbuf, peer, TAG_DATA)) !== undefined) await p
       } else {
-        await comm.recv(rbuf, peer, TAG_DATA)
-        await comm.send(sbuf, peer, TAG_DATA)
+        if ((p = pair.recv(rbuf, peer, TAG_DATA)) !== undefined) await p
+        if ((p = pair.send(sbuf, peer, TAG_DATA)) !== undefined) await p
       }
     } else if (b === 'bibw') {
       const reqs: OsuRequest[] = []

@@ -153,6 +153,7 @@ export interface RawOsuOptions {
   impls: ImplId[]
   timeout: number
   jitWarmupMs?: number
+  await?: boolean
 }
 
 /**
@@ -179,6 +180,7 @@ export function resolveOptions (benchmark: Benchmark, raw: RawOsuOptions): OsuOp
     benchmark,
     np: raw.np,
     jitWarmupMs: raw.jitWarmupMs ?? (raw.quick === true ? 0 : DEFAULT_JIT_WARMUP_MS),
+    awaited: raw.await === true,
     sizes,
     iterations,
     warmup,

@@ -28,7 +28,8 @@ function jobConfig (opts: OsuOptions, impl: ImplId): Omit<JobConfig, 'out'> {
     measurements: opts.measurements,
     transports: impl === 'node-net' ? ['tcp'] : null,
     algorithm: impl === 'openmpi' ? null : opts.algorithm,
-    jitWarmupMs: impl === 'openmpi' ? 0 : opts.jitWarmupMs
+    jitWarmupMs: impl === 'openmpi' ? 0 : opts.jitWarmupMs,
+    awaited: opts.awaited
   }
 }
 

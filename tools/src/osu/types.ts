@@ -50,6 +50,11 @@ export interface JobConfig extends Sweep {
    * every size until rank 0 has spent this long (rank.ts jitWarmup). The C program ignores it.
    */
   jitWarmupMs: number
+  /**
+   * latency: the Node ranks time awaited send()/recv() (the event loop's tier) instead of the
+   * blocking sendSync()/recvSync() that OSU's MPI_Send/MPI_Recv are. The C program ignores it.
+   */
+  awaited: boolean
   /** Where rank 0 appends its JSON lines (one per size, then a final `done` line). */
   out: string
 }
@@ -155,6 +160,8 @@ export interface OsuOptions extends Sweep {
   np: number[]
   /** See JobConfig.jitWarmupMs. */
   jitWarmupMs: number
+  /** See JobConfig.awaited. */
+  awaited: boolean
   /** OSU's -f: print min/max/iterations columns. */
   full: boolean
   quick: boolean
