@@ -22,6 +22,9 @@ import type { AttemptContext, Channel, ConnectRequest, Rung } from './transports
 import { discardChannel } from './transports/contract'
 import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
+
+/** The ConnectRequest's signal until an attempt sets its own. */
+const NEVER_ABORTED = new AbortController().signal
 import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
 import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
@@ -33,8 +36,12 @@ const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => 
 /** What the chain needs of the socket it connects. */
 export interface ChainHost {
   readonly destroyed: boolean
-  /** Aborted when the socket is destroyed (or reused for another connect): every attempt ends. */
-  readonly signal: AbortSignal
+  /**
+   * The attempt in flight: destroy() calls `stop()` (null: none). A direct call, not an
+   * AbortSignal listener: an AbortController per socket and its EventTarget listeners cost
+   * several µs per connect (bench/connect.js).
+   */
+  onDestroy (stop: (() => void) | null): void
   /** The socket's chain (its `transports` option, else the process's). */
   readonly transports: readonly TransportName[]
   /** Upper bound of one rung's attempt (ms). */
@@ -284,7 +291,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
         host.nodeConnect(normalizeArgs([opts]), NODE_TRANSPORT)
         return
       }
-      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, signal: host.signal, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs }
+      req = { host: hostname, addresses, port, timeoutMs: host.timeoutMs, signal: NEVER_ABORTED, deadline: 0, shmRingBytes: host.shmRingBytes, pollUs: host.pollUs }
     }
     const ch = await attempt(host, rung, req, ctx)
     if (ch === null) continue
@@ -333,16 +340,28 @@ async function attempt (host: ChainHost, rung: Rung, connect: ConnectRequest, ct
   host.emit('transportAttempt', { transport: rung.name })
   const started = Date.now()
   // The attempt's one timer and one AbortSignal: the timer or the socket's destroy aborts it;
-  // every wait of the rung ends then, and the chain waits no longer.
+  // every wait of the rung ends then, and the chain waits no longer (a channel the rung brings
+  // later is discarded). Both call `stop` directly: no EventTarget listener on the hot path.
   const abort = new AbortController()
-  const onGone = (): void => abort.abort(host.signal.reason)
-  host.signal.addEventListener('abort', onGone, { once: true })
-  const timer = setTimeout(() => abort.abort(new AttemptTimeoutError(
+  let bail: ((reason: unknown) => void) | null = null
+  const stop = (reason?: unknown): void => {
+    if (abort.signal.aborted) return
+    abort.abort(reason) // no reason: the socket's destroy, an AbortError
+    bail?.(abort.signal.reason)
+  }
+  host.onDestroy(stop)
+  const timer = setTimeout(() => stop(new AttemptTimeoutError(
     `${rung.name}: no connection to ${req.host}:${req.port} within ${req.timeoutMs} ms (transportTimeoutMs)`)), req.timeoutMs)
   req.signal = abort.signal
   req.deadline = started + req.timeoutMs
   try {
-    return await untilAborted(via ? via.connect(rung, req, ctx) : rung.connect!(req, ctx), abort.signal)
+    return await new Promise<Channel>((resolve, reject) => {
+      bail = reject
+      ;(via ? via.connect(rung, req, ctx) : rung.connect!(req, ctx)).then(ch => {
+        if (abort.signal.aborted) discardChannel(ch)
+        else resolve(ch)
+      }, reject)
+    })
   } catch (err) {
     const e = err as Error
     // Abandoned because the socket was destroyed: not a failure of the rung there, nothing to report.
@@ -355,26 +374,7 @@ async function attempt (host: ChainHost, rung: Rung, connect: ConnectRequest, ct
     return null
   } finally {
     clearTimeout(timer)
-    host.signal.removeEventListener('abort', onGone)
+    host.onDestroy(null)
   }
 }
 
-/**
- * `work`'s channel, or its error; or, when `signal` aborts first, its reason at once: a channel
- * `work` brings after that is discarded, an error it ends with is the rung's own business.
- */
-function untilAborted (work: Promise<Channel>, signal: AbortSignal): Promise<Channel> {
-  return new Promise<Channel>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason)
-    if (signal.aborted) onAbort()
-    else signal.addEventListener('abort', onAbort, { once: true })
-    work.then(ch => {
-      signal.removeEventListener('abort', onAbort)
-      if (signal.aborted) discardChannel(ch)
-      else resolve(ch)
-    }, err => {
-      signal.removeEventListener('abort', onAbort)
-      reject(err)
-    })
-  })
-}

@@ -116,7 +116,7 @@ export class SocketImpl extends NodeSocket {
     const st = this[kState]
     const stream = st.stream
     st.resetFlag?.close()
-    st.connectAbort?.abort()
+    st.stopAttempt?.()
     if (self._handle || (!this.connecting && !stream)) return super._destroy(err, cb)
     if (stream) {
       stream.close(self.resetAndClosing === true)

@@ -115,7 +115,7 @@ export function chainHost (sock: FsSocket): ChainHost {
   let perfStart: number | null = null
   return {
     get destroyed () { return sock.destroyed || !current() },
-    signal: (st.connectAbort ??= new AbortController()).signal,
+    onDestroy: stop => { st.stopAttempt = stop },
     transports: st.transports,
     timeoutMs: st.timeoutMs,
     shmRingBytes: st.shmRingBytes,

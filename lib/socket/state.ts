@@ -42,8 +42,8 @@ export interface SocketState extends StreamState {
   resetFlag: ResetFlag | null
   /** The onread option as Node sees it (no 'data', no readInto then). */
   onread: OnreadSpec | null
-  /** The signal of the chain connecting this state's connection (made by it), aborted by destroy(). */
-  connectAbort: AbortController | null
+  /** Stops the chain's attempt in flight for this connection (ChainHost.onDestroy); destroy() calls it. */
+  stopAttempt: (() => void) | null
 }
 
 /** A fresh state: no channel yet. */
@@ -66,7 +66,7 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     resetFlag: null,
     readQueue: null,
     onread,
-    connectAbort: null
+    stopAttempt: null
   }
 }
 
