@@ -514,14 +514,7 @@ export class Device implements FrameHandler {
     if (own !== null && timeoutMs === Infinity) {
       // The blocking ping-pong's case, without allocation or clock reads: one connection, no timeout.
       for (;;) {
-        const why = own.pumpSync(req, own.spinCapUs, BLOCK_SLICE_MS)
-        if (why !== null) throw wouldBlock(req, `world rank ${own.peer}: ${why}`)
-        if (req.done) return
-        if (own.atEof) {
-          this.lose(own.peer, 'its connection closed')
-          if (req.done) return
-          throw wouldBlock(req, `world rank ${own.peer} has finalized`)
-        }
+        if (this.pumped(own, req, own.pumpSync(req, own.spinCapUs, BLOCK_SLICE_MS))) return
       }
     }
     const ranks: readonly number[] = req._conn !== null ? [(req._conn as Conn).peer] : (req._op as readonly number[] | null) ?? []
@@ -541,16 +534,23 @@ export class Device implements FrameHandler {
         if (left <= 0) throw new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeoutMs} ms`)
         // One connection: its window's spin, then asleep on its doorbell (slices of at most
         // BLOCK_SLICE_MS, so that a timeout is kept); several: a short spin on each in turn.
-        const why = one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000)
-        if (why !== null) throw wouldBlock(req, `world rank ${c.peer}: ${why}`)
-        if (req.done) return
-        if (c.atEof) {
-          this.lose(c.peer, 'its connection closed')
-          if (req.done) return
-          throw wouldBlock(req, `world rank ${c.peer} has finalized`)
-        }
+        if (this.pumped(c, req, one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000))) return
       }
     }
+  }
+
+  /**
+   * After one Conn.pumpSync of waitSync on `c` (`why`: its answer): true when `req` is done;
+   * throws ERR_MPI_WOULD_BLOCK when `c` needs the event loop, or ended after its BYE (a finalized
+   * rank sends nothing more); reports a stream that ended without BYE as lost.
+   */
+  private pumped (c: Conn, req: Request, why: string | null): boolean {
+    if (why !== null) throw wouldBlock(req, `world rank ${c.peer}: ${why}`)
+    if (req.done) return true
+    if (!c.atEof) return false
+    this.lose(c.peer, 'its connection closed')
+    if (req.done) return true
+    throw wouldBlock(req, `world rank ${c.peer} has finalized`)
   }
 
   /** Resolves once every send started so far is complete (or failed). */

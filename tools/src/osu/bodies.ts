@@ -125,31 +125,25 @@ class BlockingPair {
 
   /** undefined when the send is complete, else the promise to await. */
   send (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
-    if (!this.blocking) return this.comm.send(view, peer, tag)
-    try {
-      this.comm.sendSync(view, peer, tag)
-      return undefined
-    } catch (err) {
-      return this.fallBack(err)
-    }
+    return this.blocking ? this.block(() => this.comm.sendSync(view, peer, tag)) : this.comm.send(view, peer, tag)
   }
 
   /** undefined when the message is in `view`, else the promise to await. */
   recv (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
-    if (!this.blocking) return this.comm.recv(view, peer, tag)
-    try {
-      this.comm.recvSync(view, peer, tag)
-      return undefined
-    } catch (err) {
-      return this.fallBack(err)
-    }
+    return this.blocking ? this.block(() => this.comm.recvSync(view, peer, tag)) : this.comm.recv(view, peer, tag)
   }
 
-  private fallBack (err: unknown): Promise<unknown> {
-    const e = err as { code?: string, request?: OsuRequest }
-    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
-    this.blocking = false
-    return e.request.wait()
+  /** Runs a blocking call: undefined once done, or its request's wait() when it would block. */
+  private block (call: () => unknown): Promise<unknown> | undefined {
+    try {
+      call()
+      return undefined
+    } catch (err) {
+      const e = err as { code?: string, request?: OsuRequest }
+      if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+      this.blocking = false
+      return e.request.wait()
+    }
   }
 }
 
