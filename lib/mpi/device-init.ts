@@ -91,6 +91,11 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
     const card: Card = { host, addr, port, pid: process.pid }
     await b.store.set(`card/${b.rank}`, JSON.stringify(card))
     const cards = await Promise.all(Array.from({ length: b.size }, (_, r) => b.store!.get(`card/${r}`, { timeoutMs: options.timeoutMs ?? 30000 })))
+    // Rank 0 serves the store from its event loop, which a blocking call (recvSync, waitSync)
+    // stops: it leaves init only once every other rank has had the last reply of its init, so
+    // that no rank still waits on the store when rank 0 may block (docs/mpi.md, "Blocking calls").
+    if (b.rank === 0) await b.store.wait(Array.from({ length: b.size - 1 }, (_, i) => `inited/${i + 1}`), { timeoutMs: options.timeoutMs ?? 30000 })
+    else await b.store.set(`inited/${b.rank}`, '1')
     device.cards = cards.map(c => JSON.parse(Buffer.from(c).toString()) as Card)
     device.cards.forEach((c, r) => { hosts[r] = c.host })
     b.store.on('rankLost', (r: number) => device.lose(r, 'the store reported it lost'))

@@ -510,6 +510,7 @@ export class Device implements FrameHandler {
    */
   waitSync (req: Request, timeoutMs: number): void {
     this.flushAll()
+    if (req._sendStatus !== null && !req.done) throw wouldBlock(req, 'its bytes are being written asynchronously')
     const own = req._conn as Conn | null
     if (own !== null && timeoutMs === Infinity) {
       // The blocking ping-pong's case, without allocation or clock reads: one connection, no timeout.
@@ -541,12 +542,17 @@ export class Device implements FrameHandler {
 
   /**
    * After one Conn.pumpSync of waitSync on `c` (`why`: its answer): true when `req` is done;
-   * throws ERR_MPI_WOULD_BLOCK when `c` needs the event loop, or ended after its BYE (a finalized
-   * rank sends nothing more); reports a stream that ended without BYE as lost.
+   * throws ERR_MPI_WOULD_BLOCK when `c` needs the event loop, when `req` is a send being written
+   * asynchronously, or when `c` ended after its BYE (a finalized rank sends nothing more);
+   * reports a stream that ended without BYE as lost.
    */
   private pumped (c: Conn, req: Request, why: string | null): boolean {
     if (why !== null) throw wouldBlock(req, `world rank ${c.peer}: ${why}`)
     if (req.done) return true
+    // A send whose bytes went to an asynchronous write (the ring was full for the sync bound)
+    // completes in that write's callback, which only the event loop runs (the stream core may
+    // hold the bytes itself: writableLength can be 0 by then).
+    if (req._sendStatus !== null) throw wouldBlock(req, `world rank ${c.peer}: its bytes are being written asynchronously`)
     if (!c.atEof) return false
     this.lose(c.peer, 'its connection closed')
     if (req.done) return true
