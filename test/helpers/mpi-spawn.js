@@ -12,9 +12,15 @@
 // when all are SIGKILLed and the survivors get `timedOut: true`) with extra members:
 // `children` (the ChildProcess of each rank), `kill(rank, signal = 'SIGKILL')`, `port`
 // (MASTER_PORT), and `waitForOutput(rank, re, ms)` resolving when that rank's stdout matches `re`.
+// MASTER_PORT is free when chosen, but a test file running beside may bind it before rank 0
+// does: then rank 0 fails at once with "the store address ... is in use", every rank is killed
+// and the entries get `portTaken: true` (runScenario starts the job again on another port).
 const net = require('net')
 const path = require('path')
 const { spawn } = require('child_process')
+
+/** What rank 0 prints when the store's port was taken between freePort() and its listen. */
+const PORT_TAKEN = /the store address \S+ is in use/
 
 /** A TCP port free on 127.0.0.1 now (listen on 0, read it, close). */
 function freePort () {
@@ -48,6 +54,7 @@ function spawnRanks (script, opts = {}) {
   const outputWaiters = []
   const job = (async () => {
     const port = opts.port ?? await freePort()
+    await null // `job` is assigned once this function first yields (opts.port: no await above)
     job.port = port
     const exits = []
     for (let rank = 0; rank < np; rank++) {
@@ -71,7 +78,12 @@ function spawnRanks (script, opts = {}) {
       child.stdout.setEncoding('utf8')
       child.stderr.setEncoding('utf8')
       child.stdout.on('data', d => { r.stdout += d; resolveOutputWaiters() })
-      child.stderr.on('data', d => { r.stderr += d })
+      child.stderr.on('data', d => {
+        r.stderr += d
+        if (!PORT_TAKEN.test(r.stderr)) return
+        for (const res of results) res.portTaken = true
+        for (const c of children) c.kill('SIGKILL')
+      })
       exits.push(new Promise(resolve => {
         child.once('error', err => { r.stderr += `\nspawn error: ${err.message}`; resolve() })
         child.once('close', (code, signal) => { r.code = code; r.signal = signal; resolve() })
@@ -123,7 +135,11 @@ function describe (results) {
  * Resolves with the ranks' results.
  */
 async function runScenario (t, fixture, scenario, np, { env = {}, timeoutMs = 30000 } = {}) {
-  const ranks = await spawnRanks(fixture, { np, args: [scenario], env, timeoutMs })
+  let ranks = await spawnRanks(fixture, { np, args: [scenario], env, timeoutMs })
+  for (let retry = 0; retry < 3 && ranks.some(r => r.portTaken); retry++) {
+    t.comment(`${scenario} on ${np} rank(s): the store's port was taken by another test before rank 0 listened; again on another port`)
+    ranks = await spawnRanks(fixture, { np, args: [scenario], env, timeoutMs })
+  }
   const bad = ranks.filter(r => r.code !== 0 || !new RegExp(`^ok ${r.rank}\\b`, 'm').test(r.stdout))
   t.same(bad.map(r => r.rank), [], `${scenario} on ${np} rank(s): every rank ok${bad.length ? '\n' + describe(ranks) : ''}`)
   return ranks
