@@ -15,37 +15,18 @@
 // points at another checkout (an older commit's, built) to compare; the map is that checkout's.
 const { parseArgs } = require('util')
 const { spawn } = require('child_process')
-const inspector = require('inspector')
+const inspector = require('inspector/promises')
 const path = require('path')
-const fs = require('fs')
+const { layerMap, layerOf: layerOfIn } = require('./layer-map')
 
 const { values: args } = parseArgs({ options: { rung: { type: 'string', default: 'shm' }, root: { type: 'string', default: path.join(__dirname, '..') } } })
 const root = path.resolve(args.root)
 const dist = path.join(root, 'dist')
 const fastsock = require(dist)
 
-/** docs/design.md's layer map of `root`: [path or folder/, layer] in map order. */
-function layerMap () {
-  const md = fs.readFileSync(path.join(root, 'docs', 'design.md'), 'utf8')
-  const block = md.slice(md.indexOf('## Layers')).split('```')[1]
-  const entries = []
-  let layer = null
-  for (const line of block.split('\n')) {
-    const m = /^(?:L(\d))?\s+(\S+\.ts|\S+\/)\s/.exec(line + ' ')
-    if (/^L\d/.test(line)) layer = Number(line[1])
-    if (m && layer !== null) entries.push([m[2], layer])
-  }
-  return entries
-}
-const MAP = layerMap()
-/** The layer of a dist/ file (relative, .js): its own entry, else its folder's. */
-function layerOf (rel) {
-  const ts = rel.replace(/\.js$/, '.ts')
-  const own = MAP.find(([p]) => p === ts)
-  if (own) return own[1]
-  const folder = MAP.filter(([p]) => p.endsWith('/') && ts.startsWith(p)).sort((a, b) => b[0].length - a[0].length)[0]
-  return folder ? folder[1] : null
-}
+const MAP = layerMap(root)
+/** The layer of a dist/ file (relative, .js) in that checkout's map. */
+const layerOf = rel => layerOfIn(MAP, rel)
 
 // Wrap every export of every dist/ module loaded so far.
 const events = []
@@ -99,10 +80,6 @@ const serverCode = `
   server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'))
   process.stdin.on('end', () => process.exit(0)); process.stdin.resume()`
 
-function post (session, method, params) {
-  return new Promise((resolve, reject) => session.post(method, params, (err, r) => err ? reject(err) : resolve(r)))
-}
-
 function firstData (port) {
   return new Promise((resolve, reject) => {
     const c = fastsock.connect({ port, host: '127.0.0.1', transports: [args.rung] })
@@ -117,14 +94,14 @@ async function main () {
   const port = await new Promise(resolve => server.stdout.once('data', d => resolve(Number(String(d)))))
   const session = new inspector.Session()
   session.connect()
-  await post(session, 'Profiler.enable')
-  await post(session, 'Profiler.startPreciseCoverage', { callCount: true, detailed: false })
+  await session.post('Profiler.enable')
+  await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false })
   ;(await firstData(port)).destroy() // loads and warms every module on the way
-  await post(session, 'Profiler.takePreciseCoverage') // resets the counters
+  await session.post('Profiler.takePreciseCoverage') // resets the counters
   recording = true
   const c = await firstData(port)
   recording = false
-  const { result } = await post(session, 'Profiler.takePreciseCoverage')
+  const { result } = await session.post('Profiler.takePreciseCoverage')
   c.destroy()
   server.stdin.end()
 

@@ -6,24 +6,13 @@
 const t = require('tap')
 const fs = require('fs')
 const path = require('path')
+const { layerMap } = require('../scripts/layer-map')
 
 const root = path.join(__dirname, '..')
 const lib = path.join(root, 'lib')
 
 /** The map: the first code block after "## Layers", as [layer, path] in order. */
-function map () {
-  const md = fs.readFileSync(path.join(root, 'docs', 'design.md'), 'utf8')
-  const block = md.slice(md.indexOf('## Layers')).match(/```\n([\s\S]*?)```/)[1]
-  const entries = []
-  let layer = null
-  for (const line of block.split('\n')) {
-    const m = line.match(/^(L\d)?\s+([\w./-]+\.ts|[\w./-]+\/)(\s|$)/)
-    if (!m) continue
-    if (m[1]) layer = Number(m[1].slice(1))
-    entries.push([layer, m[2]])
-  }
-  return entries
-}
+const map = () => layerMap(root)
 
 function filesUnder (dir, rel = '') {
   const out = []

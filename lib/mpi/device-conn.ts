@@ -623,10 +623,8 @@ export class Conn {
    * stream, which sets `atEof`, or on a timeout), or -1 when sync I/O is unavailable now.
    */
   private blockRead (view: Uint8Array, o: { spinUs: number, timeoutMs: number }): number {
-    const limit = Error.stackTraceLimit
-    Error.stackTraceLimit = 0
     try {
-      const n = this.socket!.readIntoSync(view, o)
+      const n = syncRead(this.socket!, view, o)
       if (n < view.length) this.atEof = true
       return n
     } catch (err) {
@@ -635,8 +633,6 @@ export class Conn {
       if (e.code === 'ERR_FASTSOCK_SYNC_UNAVAILABLE') return -1
       this.atEof = true // ECONNRESET, EPIPE: the peer is gone
       return 0
-    } finally {
-      Error.stackTraceLimit = limit
     }
   }
 }

@@ -35,6 +35,7 @@ const { EPROTO } = ERRNO
 export class ClientPorts {
   private next = 32768 + Math.floor(Math.random() * (60999 - 32768))
 
+  /** The next port number (32768..60999, wrapping). */
   take (): number {
     const p = this.next
     this.next = this.next >= 60999 ? 32768 : this.next + 1

@@ -1,9 +1,25 @@
 /**
  * Child processes started by the command line (the `pipe` peer, NPtcp). Every child is tracked
  * here and killed when this process exits, is interrupted (SIGINT, SIGTERM, SIGHUP) or fails,
- * so a benchmark never leaves a spinning peer behind.
+ * so a benchmark never leaves a spinning peer behind. And `which`: where an executable the
+ * tools start is (taskset, NPtcp, mpicc, mpirun).
  */
 import type { ChildProcess } from 'child_process'
+import * as fs from 'fs'
+import * as path from 'path'
+
+/** The full path of the executable file `name` on PATH (`env.PATH`), or null. */
+export function which (name: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (dir === '') continue
+    const p = path.join(dir, name)
+    try {
+      fs.accessSync(p, fs.constants.X_OK)
+      if (fs.statSync(p).isFile()) return p
+    } catch { /* not here */ }
+  }
+  return null
+}
 
 const live = new Set<ChildProcess>()
 const onInterrupt: Array<() => void> = []

@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'child_process'
 import * as fs from 'fs'
-import * as path from 'path'
+import { which } from './children'
 
 export type PinMode = 'split' | 'same' | 'none'
 
@@ -44,22 +44,11 @@ export function allowedCpus (): number[] {
   }
 }
 
-function findTaskset (): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue
-    const file = path.join(dir, 'taskset')
-    try {
-      fs.accessSync(file, fs.constants.X_OK)
-      return file
-    } catch { /* next */ }
-  }
-  return null
-}
 
 let taskset: string | null | undefined
 
 function tasksetPath (): string | null {
-  if (taskset === undefined) taskset = findTaskset()
+  if (taskset === undefined) taskset = which('taskset')
   return taskset
 }
 

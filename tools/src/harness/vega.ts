@@ -1,6 +1,6 @@
 /**
  * vega for the tools' plots: loaded at run time (ESM-only, an optional dependency), rendered
- * headlessly to SVG; and the size-axis labels every plot shares.
+ * headlessly to SVG; and what every plot shares: its frame, the size axis' labels and panel.
  */
 import { pathToFileURL } from 'url'
 import { resolveOptional } from './optional'
@@ -46,4 +46,12 @@ export function sizePanel (name: string, x: number, width: number, height: numbe
       { orient: 'left', scale: 'y', title: yTitle, grid: true, gridOpacity: 0.15, format: ',~g', tickCount: 8 }
     ]
   }
+}
+
+/**
+ * The frame every tool's plot has: white, 12 px padding, two panels of `panelWidth` px side by
+ * side with 90 px between them, `height` px high (vega v6).
+ */
+export function twoPanelFrame (description: string, panelWidth: number, height: number): Record<string, unknown> {
+  return { $schema: 'https://vega.github.io/schema/vega/v6.json', description, background: 'white', padding: 12, width: 2 * panelWidth + 90, height, autosize: 'pad' }
 }

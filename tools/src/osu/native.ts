@@ -11,7 +11,7 @@ import { createHash } from 'crypto'
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
-import { track } from '../harness/children'
+import { track, which } from '../harness/children'
 import type { JobConfig, RawRow } from './types'
 
 /** The C source: tools/src/osu/native/osu_native.c, found from tools/dist/osu/ or tools/src/osu/. */
@@ -23,19 +23,6 @@ export function sourcePath (): string {
   const found = candidates.find((p) => fs.existsSync(p))
   if (found === undefined) throw Object.assign(new Error(`osu_native.c not found (looked in ${candidates.join(', ')})`), { code: 'ERR_OSU_NATIVE_SOURCE' })
   return found
-}
-
-/** `name` on PATH (`env.PATH`), or null. */
-export function which (name: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue
-    const p = path.join(dir, name)
-    try {
-      fs.accessSync(p, fs.constants.X_OK)
-      if (fs.statSync(p).isFile()) return p
-    } catch { /* not here */ }
-  }
-  return null
 }
 
 function run (file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60000): Promise<{ stdout: string, stderr: string }> {

@@ -5,7 +5,7 @@
  * the ratios of the targets against the size (fastsock ÷ Open MPI, and the speedup over Node
  * net). Log-log; 0-byte rows are left out (no place on a log axis).
  */
-import { loadVega, sizePanel } from '../harness/vega'
+import { loadVega, sizePanel, twoPanelFrame } from '../harness/vega'
 import { isBandwidth } from './options'
 import type { ImplId, OsuResult } from './types'
 
@@ -58,13 +58,7 @@ export function buildSpec (r: OsuResult): object {
   const width = 400
   const height = 300
   return {
-    $schema: 'https://vega.github.io/schema/vega/v6.json',
-    description: `fastsock osu ${r.benchmark}`,
-    background: 'white',
-    padding: 12,
-    width: 2 * width + 90,
-    height,
-    autosize: 'pad',
+    ...twoPanelFrame(`fastsock osu ${r.benchmark}`, width, height),
     title: {
       text: `fastsock osu ${r.benchmark}: fastsock/mpi, the same API over Node net, and Open MPI's C`,
       subtitle: [`${r.host.cpus} × ${r.host.cpuModel}, node ${r.host.node}, ${r.startedAt.slice(0, 10)}; OSU 5.x method${r.options.quick ? ' (--quick)' : ''}; ` +

@@ -105,18 +105,6 @@ export function measureMemcpy (sizes: number[], targetNs = 3e6): Array<{ bytes: 
   })
 }
 
-/** The full path of NPtcp on PATH, or null. */
-export function findNptcp (): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue
-    const file = path.join(dir, 'NPtcp')
-    try {
-      fs.accessSync(file, fs.constants.X_OK)
-      return file
-    } catch { /* next */ }
-  }
-  return null
-}
 
 async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {

@@ -6,7 +6,7 @@
  * and an optional dependency: MissingDependencyError when it is not installed).
  */
 import * as path from 'path'
-import { loadVega, sizePanel } from '../harness/vega'
+import { loadVega, sizePanel, twoPanelFrame } from '../harness/vega'
 import type { PipeResult } from './types'
 
 interface Point { series: string, kind: 'measured' | 'limit' | 'nptcp', bytes: number, value: number }
@@ -95,13 +95,7 @@ export function buildSpec (r: PipeResult & { runs?: unknown[] }): object {
   const height = 300
   const placement = r.placement.before === null ? 'placement unknown' : `placement ${r.placement.before.state} (${r.placement.before.halfRttNs.toFixed(0)} ns core-to-core)`
   return {
-    $schema: 'https://vega.github.io/schema/vega/v6.json',
-    description: 'fastsock pipe: latency and bandwidth vs message size',
-    background: 'white',
-    padding: 12,
-    width: 2 * width + 90,
-    height,
-    autosize: 'pad',
+    ...twoPanelFrame('fastsock pipe: latency and bandwidth vs message size', width, height),
     title: {
       text: 'fastsock pipe: ping-pong between two processes',
       subtitle: [

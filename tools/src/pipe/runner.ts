@@ -13,7 +13,8 @@ import { connect, labelFor, selectChannels, type ChannelAddress } from '../harne
 import { ELEMENT_TYPES } from './codecs'
 import { Peer } from './control'
 import { otherCpuLoad } from '../harness/cpu-load'
-import { findNptcp, floors, floorsUnavailable, measureMemcpy, nativeState, runNptcp } from './limits'
+import { which } from '../harness/children'
+import { floors, floorsUnavailable, measureMemcpy, nativeState, runNptcp } from './limits'
 import { probePlacementIsolated } from './placement'
 import { pinSelf, planPinning } from '../harness/pinning'
 import { PingPongClient } from '../harness/pingpong'
@@ -206,7 +207,7 @@ class Run {
     const { opts, result } = this
     if (opts.nptcp === false) { result.nptcp.note = 'not run (--no-nptcp)'; return null }
     if (!opts.modes.includes('pingpong')) { result.nptcp.note = 'not run (ping-pong mode not selected)'; return null }
-    const exe = findNptcp()
+    const exe = which('NPtcp')
     if (exe === null) { result.nptcp.note = 'NPtcp not found on PATH (Debian: apt-get install netpipe-tcp); skipped'; return null }
     if (opts.nptcp === null && opts.quick) { result.nptcp.note = 'not run with --quick (pass --nptcp to force)'; return null }
     return exe

@@ -6,7 +6,7 @@
  * transport that ran.
  */
 import * as path from 'path'
-import { loadVega, SIZE_LABEL } from '../harness/vega'
+import { loadVega, SIZE_LABEL, twoPanelFrame } from '../harness/vega'
 import type { RateResult, RateRow } from './types'
 
 interface Point { series: string, x: number, value: number }
@@ -73,13 +73,7 @@ export function buildSpec (r: RateResult): object {
   })
   const series = [...new Set(warm.map((x) => x.label))]
   return {
-    $schema: 'https://vega.github.io/schema/vega/v6.json',
-    description: 'fastsock rate: message rate vs message size and vs number of peers',
-    background: 'white',
-    padding: 12,
-    width: 2 * width + 90,
-    height: Math.max(1, groups.length) * (height + 70) - 70,
-    autosize: 'pad',
+    ...twoPanelFrame('fastsock rate: message rate vs message size and vs number of peers', width, Math.max(1, groups.length) * (height + 70) - 70),
     title: {
       text: 'fastsock rate: sustained message rate (msgrate patterns), warm cache',
       subtitle: [
