@@ -126,7 +126,11 @@ export class Comm {
    * as send().
    */
   sendSync (buf: ArrayBufferView, dest: number, tag = 0): void {
-    const req = this.isend(buf, dest, tag)
+    const bytes = bytesOf(buf)
+    checkRank(dest, this.size, 'dest', DEST_SPECIALS)
+    checkTag(tag, false)
+    if (dest >= 0 && !this.freed && this._shared.device.sendEagerSync(this.ctx, this.rank, this._ranks[dest], tag, bytes)) return
+    const req = this.startSend(this.ctx, bytes, dest, tag)
     if (req._status === null) req.waitSync()
   }
 
@@ -138,7 +142,14 @@ export class Comm {
    * `await err.request.wait()`), ERR_MPI_TRUNCATE, ERR_MPI_PEER_LOST as recv().
    */
   recvSync (buf: ArrayBufferView, source = ANY_SOURCE, tag = ANY_TAG): Status {
-    return this.irecv(buf, source, tag).waitSync()
+    const bytes = bytesOf(buf)
+    checkRank(source, this.size, 'source', SOURCE_SPECIALS)
+    checkTag(tag, true)
+    if (source >= 0 && !this.freed) {
+      const status = this._shared.device.recvEagerSync(this.ctx, source, this._ranks[source], tag, bytes)
+      if (status !== null) return status
+    }
+    return this.startRecv(this.ctx, bytes, source, tag).waitSync()
   }
 
   /** MPI_Sendrecv: sends `sendbuf` to `dest` and receives into `recvbuf` from `source`; resolves the receive's Status. */

@@ -105,6 +105,12 @@ const FRAME_SPIN_US = 1000
 /** readIntoSync's bound for "only what is there already": the smallest wait it takes. */
 const NO_WAIT_MS = 0.001
 
+/** Conn.recvEagerSync's answers other than a payload length (>= 0). */
+export const RECV_OTHER = -1
+export const RECV_NONE = -2
+export const RECV_UNAVAILABLE = -3
+export const RECV_PARTIAL = -4
+
 const enum St { Header, Payload }
 
 /** A connection to one peer (world rank `peer`). */
@@ -162,10 +168,15 @@ export class Conn {
   private tickWrote = false
   private stageView = this.stage.subarray(0, HEADER_BYTES)
   private stageViewLen = HEADER_BYTES
-  /** Options objects of the sync reads, reused (no allocation per call). */
-  private readonly spinOpts = { spinUs: 0, timeoutMs: 0 }
-  private readonly bigOpts = { spinUs: 1000, timeoutMs: 0 }
-  private readonly blockOpts = { spinUs: 0, timeoutMs: 0 }
+  /**
+   * Options objects of the sync reads, reused (no allocation per call). Made with fractional
+   * values so that V8 stores their fields as doubles from the start: made with integers, the
+   * first fractional store changed their hidden class and threw away the optimized code of every
+   * function that had seen them (a deopt, then a recompile, while the ranks spin).
+   */
+  private readonly spinOpts = { spinUs: 0.5, timeoutMs: 0.5 }
+  private readonly bigOpts = { spinUs: 1000, timeoutMs: 0.5 }
+  private readonly blockOpts = { spinUs: 0.5, timeoutMs: 0.5 }
   readonly handler: FrameHandler
 
   /** The receive fast path's largest spin on this connection, µs (0: none). */
@@ -240,6 +251,33 @@ export class Conn {
     if (!this.ready) { this.queued.push({ head, payload, cb }); return false }
     this.writeAsync(head, payload, cb)
     return false
+  }
+
+  /**
+   * Comm.sendSync's fast path (Device.sendEagerSync): an EAGER frame of at most a staging
+   * buffer's payload, written from the stage with writeSync when this connection can be written
+   * synchronously now (shm, handshake done, nothing queued, no batch pending). True when every
+   * byte is in the channel, or the part the ring could not take within the sync bound was copied
+   * into an asynchronous write (`payload` may be reused either way: MPI's buffered completion);
+   * false when nothing was written (the caller takes the general path).
+   */
+  writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array): boolean {
+    const socket = this.socket
+    const n = payload.length
+    if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
+        socket.destroyed || HEADER_BYTES + n > STAGE_BYTES) return false
+    const h = this.stage32
+    h[0] = EAGER; h[1] = ctx; h[2] = source; h[3] = tag
+    h[4] = n; h[5] = 0; h[6] = 0; h[7] = 0
+    if (n > 16) this.stage.set(payload, HEADER_BYTES)
+    else for (let i = 0; i < n; i++) this.stage[HEADER_BYTES + i] = payload[i]
+    const all = HEADER_BYTES + n
+    if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
+    const done = this.trySync(this.stageView)
+    if (done === all) return true
+    if (done < 0) return false
+    this.rawWrite(Buffer.from(this.stage.subarray(done, all)), null)
+    return true
   }
 
   /**
@@ -600,22 +638,97 @@ export class Conn {
           got += Math.max(0, this.blockRead(hdr.subarray(got), o))
           if (got < HEADER_BYTES) { this.hdrFill = got; return null } // the rest comes as 'data'
         }
-        this.headerFromHdr()
-        if (this.lost) return null
-        if ((this.st as St) === St.Payload) {
-          const target = this.target!
-          o.spinUs = FRAME_SPIN_US
-          o.timeoutMs = FRAME_REST_MS + target.length / SYNC_BYTES_PER_MS
-          const p = Math.max(0, this.blockRead(target, o))
-          if (p < target.length) { this.filled = p; return null } // the rest comes as 'data'
-          this.st = St.Header
-          this.handler.onPayload(this)
-        }
+        if (!this.handleFrame()) return null
         if (req.done) return null
       }
     } finally {
       this.parsing = false
     }
+  }
+
+  /**
+   * Comm.recvSync's fast path (Device.recvEagerSync): reads the next frame of this connection
+   * synchronously, as pumpSync does (spinning up to `spinUs`, then asleep on the peer's doorbell,
+   * `waitMs` in all). When it is an EAGER message on `ctx` whose tag is `tag` (or any, for
+   * ANY_TAG -1) and fits in `bytes`, its payload goes straight into `bytes`, with no Request,
+   * posted receive or unexpected record, and its length is returned (its source and tag are
+   * left in `this.source`, `this.tag`). Any other frame is handled as the parser handles it
+   * (RECV_OTHER). RECV_NONE: no frame within `waitMs`, or the end of the stream (`atEof`).
+   * RECV_UNAVAILABLE: the connection cannot be read synchronously now (nothing was read).
+   * RECV_PARTIAL: the payload stopped short (a peer stalled past FRAME_REST_MS, or its stream
+   * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
+   * the frame its `sink` (Device.recvEagerSync: a posted receive).
+   */
+  recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number): number {
+    const socket = this.socket
+    if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||
+        this.readIntoPending > 0 || this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0) return RECV_UNAVAILABLE
+    if (this.batchLen > 0) this.flush()
+    // A peer may wait for this rank's queued bytes before it sends: only the event loop writes them.
+    if (socket.writableLength > 0) return RECV_UNAVAILABLE
+    this.contReq = null // a fast-path slice queued by an earlier wait finds nothing left to do
+    const o = this.blockOpts
+    const hdr = this.hdr
+    this.parsing = true
+    try {
+      o.spinUs = spinUs
+      o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
+      let got = this.blockRead(hdr, o)
+      if (got < 0) return RECV_UNAVAILABLE
+      if (got === 0) return RECV_NONE
+      if (got < HEADER_BYTES) {
+        if (this.atEof) return RECV_NONE
+        o.spinUs = FRAME_SPIN_US
+        o.timeoutMs = FRAME_REST_MS
+        got += Math.max(0, this.blockRead(hdr.subarray(got), o))
+        if (got < HEADER_BYTES) { this.hdrFill = got; return RECV_NONE } // the rest comes as 'data'
+      }
+      const h = this.hdr32
+      const length = h[4] + h[5] * 0x100000000
+      const ftag = h[3] | 0
+      if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > bytes.length) {
+        this.handleFrame()
+        return RECV_OTHER
+      }
+      this.kind = EAGER
+      this.ctx = ctx
+      this.source = h[2] | 0
+      this.tag = ftag
+      this.length = length
+      if (length === 0) return 0
+      const target = length === bytes.length ? bytes : bytes.subarray(0, length)
+      o.spinUs = FRAME_SPIN_US
+      o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
+      const p = Math.max(0, this.blockRead(target, o))
+      if (p === length) return length
+      this.target = target
+      this.filled = p
+      this.st = St.Payload
+      return RECV_PARTIAL
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /**
+   * The blocking tier: hands the header in `hdr` to the device and reads its payload, if any,
+   * synchronously (FRAME_REST_MS at most, plus the bytes' time). False when the connection was
+   * lost or the payload stopped short (the rest comes as 'data').
+   */
+  private handleFrame (): boolean {
+    this.headerFromHdr()
+    if (this.lost) return false
+    if ((this.st as St) === St.Payload) {
+      const target = this.target!
+      const o = this.blockOpts
+      o.spinUs = FRAME_SPIN_US
+      o.timeoutMs = FRAME_REST_MS + target.length / SYNC_BYTES_PER_MS
+      const p = Math.max(0, this.blockRead(target, o))
+      if (p < target.length) { this.filled = p; return false }
+      this.st = St.Header
+      this.handler.onPayload(this)
+    }
+    return true
   }
 
   /**

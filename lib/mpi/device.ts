@@ -20,7 +20,7 @@
 import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
-import { Conn, FrameHandler } from './device-conn'
+import { Conn, FrameHandler, RECV_OTHER, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
 import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, jobKey } from './device-wire'
 import { Matcher, PostedRecv, Unexpected } from './match'
 import { Request } from './request'
@@ -537,6 +537,52 @@ export class Device implements FrameHandler {
         // BLOCK_SLICE_MS, so that a timeout is kept); several: a short spin on each in turn.
         if (this.pumped(c, req, one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000))) return
       }
+    }
+  }
+
+  /**
+   * Comm.sendSync's fast path: an eager message (at most `eagerBytes`) to world rank `w` over a
+   * connection that can be written synchronously now goes into the channel without a Request
+   * (Conn.writeEagerNow). False when it was not sent: the general path (isend, waitSync) runs.
+   */
+  sendEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array): boolean {
+    if (bytes.length > this.eagerBytes) return false
+    const c = this.conns[w]
+    if (c === null || c === undefined || c.lost) return false
+    if (this.dirty.length > 0) this.flushAll()
+    return c.writeEagerNow(ctx, source, tag, bytes)
+  }
+
+  /**
+   * Comm.recvSync's fast path, for a receive from rank `source` (world rank `w`) with `tag` or
+   * ANY_TAG: while no receive is posted, no probe waits and no unexpected message matches, the
+   * connection's next frames are read synchronously (Conn.recvEagerSync, waitSync's spin then
+   * doorbell) and the first matching eager message goes straight into `bytes`: no Request and
+   * no matching-engine records. Other frames are handled as the parser handles them. Returns the
+   * Status, or null when the general path (irecv, waitSync) must run: a matching message is
+   * queued, the connection cannot be read synchronously now, or its stream ended.
+   */
+  recvEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array): Status | null {
+    const c = this.conns[w]
+    if (c === null || c === undefined) return null
+    const matcher = this.matcher
+    if (this.dirty.length > 0) this.flushAll()
+    for (;;) {
+      if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
+      const n = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, BLOCK_SLICE_MS)
+      if (n >= 0) return new Status(source, c.tag, n)
+      if (n === RECV_OTHER) continue
+      if (n === RECV_NONE) { if (c.atEof) return null; continue }
+      if (n === RECV_UNAVAILABLE) return null
+      // RECV_PARTIAL: the payload's rest comes through the event loop, into a posted receive's
+      // record (failed with the connection as any other); waitSync then throws WOULD_BLOCK, or
+      // reports the loss when the stream ended.
+      const req = new Request()
+      req._conn = c
+      req._driver = this
+      c.sink = { ctx, source, tag, bytes, req, worldSource: w, anyOf: null } satisfies PostedRecv
+      c.sinkType = SINK_POSTED
+      return req.waitSync()
     }
   }
 

@@ -76,6 +76,9 @@ export class Matcher {
   /** Posted receives by world source (-1: ANY_SOURCE). */
   private readonly postedFrom = new Map<number, number>()
 
+  /** True when a receive is posted (any context). */
+  get anyPosted (): boolean { return this.postedCount > 0 }
+
   private count (w: number, d: number): void {
     this.postedCount += d
     this.postedFrom.set(w, (this.postedFrom.get(w) ?? 0) + d)

@@ -97,9 +97,14 @@ class Batches {
     this.bound = this.m > 0 ? Math.floor(iterations / this.m) : 0
   }
 
+  /** True when timed iteration `i` (0-based) ends a batch: tick() wants its end time then (the clock is read only there). */
+  due (i: number): boolean {
+    return this.next <= this.m && i + 1 === this.bound
+  }
+
   /** After timed iteration `i` (0-based) ended at `t` µs. */
   tick (i: number, t: number): void {
-    if (this.next > this.m || i + 1 !== this.bound) return
+    if (!this.due(i)) return
     this.samples.push((t - this.prevT) / (this.bound - this.prevBound) / this.scale)
     this.prevT = t
     this.prevBound = this.bound
@@ -108,11 +113,22 @@ class Batches {
   }
 }
 
-/** Iterations and warm-up for a message of `bytes` (OSU: fewer above 8 KiB). */
-function counts (config: JobConfig, bytes: number): { iterations: number, warmup: number } {
-  return bytes > config.largeBytes
-    ? { iterations: config.iterationsLarge, warmup: config.warmupLarge }
-    : { iterations: config.iterations, warmup: config.warmup }
+/**
+ * Iterations, warm-up and loop length for a message of `bytes` (OSU: fewer above 8 KiB).
+ * `untimed` (the JIT warm-up's passes): no warm-up and a loop of the warm-up's length, with the
+ * timed count of iterations kept for the bookkeeping (Batches): the arithmetic V8 optimizes for
+ * sees the values the timed pass brings (an untimed pass of 100 iterations in batches of 1 taught
+ * it exact integer divisions, and 10,000 in batches of 66.7 deoptimized the body in the middle of
+ * the first timed sizes, then compiled it again while the ranks spun: stalls of up to ~40 ms).
+ */
+function counts (config: JobConfig, bytes: number, untimed: boolean): { iterations: number, warmup: number, loops: number } {
+  const large = bytes > config.largeBytes
+  const iterations = large ? config.iterationsLarge : config.iterations
+  const warmup = large ? config.warmupLarge : config.warmup
+  // Both forms computed, one object literal: V8 deoptimizes code the warm-up never ran.
+  const full = warmup + iterations
+  const short = Math.max(1, Math.min(warmup, iterations))
+  return { iterations, warmup: untimed ? 0 : warmup, loops: untimed ? short : full }
 }
 
 /**
@@ -125,25 +141,32 @@ class BlockingPair {
 
   /** undefined when the send is complete, else the promise to await. */
   send (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
-    return this.blocking ? this.block(() => this.comm.sendSync(view, peer, tag)) : this.comm.send(view, peer, tag)
+    if (!this.blocking) return this.comm.send(view, peer, tag)
+    try {
+      this.comm.sendSync(view, peer, tag)
+      return undefined
+    } catch (err) {
+      return this.fallBack(err)
+    }
   }
 
   /** undefined when the message is in `view`, else the promise to await. */
   recv (view: ArrayBufferView, peer: number, tag: number): Promise<unknown> | undefined {
-    return this.blocking ? this.block(() => this.comm.recvSync(view, peer, tag)) : this.comm.recv(view, peer, tag)
-  }
-
-  /** Runs a blocking call: undefined once done, or its request's wait() when it would block. */
-  private block (call: () => unknown): Promise<unknown> | undefined {
+    if (!this.blocking) return this.comm.recv(view, peer, tag)
     try {
-      call()
+      this.comm.recvSync(view, peer, tag)
       return undefined
     } catch (err) {
-      const e = err as { code?: string, request?: OsuRequest }
-      if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
-      this.blocking = false
-      return e.request.wait()
+      return this.fallBack(err)
     }
+  }
+
+  /** A blocking call threw: its request's wait() when it would block (and the awaited forms from now on), else the error. */
+  private fallBack (err: unknown): Promise<unknown> {
+    const e = err as { code?: string, request?: OsuRequest }
+    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+    this.blocking = false
+    return e.request.wait()
   }
 }
 
@@ -160,10 +183,10 @@ export async function p2pBarrier (comm: OsuComm): Promise<void> {
 }
 
 /** osu_latency, osu_bw, osu_bibw, osu_mbw_mr for one size. */
-export async function pointToPoint (ctx: BodyContext, bytes: number): Promise<RawRow | null> {
+export async function pointToPoint (ctx: BodyContext, bytes: number, untimed = false): Promise<RawRow | null> {
   const { comm, config, waitAll } = ctx
   const b = config.benchmark
-  const { iterations, warmup } = counts(config, bytes)
+  const { iterations, warmup, loops } = counts(config, bytes, untimed)
   const sbuf = new Uint8Array(bytes).fill(97)
   const rbuf = new Uint8Array(bytes)
   const ack = new Uint8Array(ACK_BYTES)
@@ -179,7 +202,7 @@ export async function pointToPoint (ctx: BodyContext, bytes: number): Promise<Ra
   const pair = new BlockingPair(comm, !config.awaited)
   let p: Promise<unknown> | undefined
   await p2pBarrier(comm)
-  for (let i = 0; i < warmup + iterations; i++) {
+  for (let i = 0; i < loops; i++) {
     if (i === warmup) {
       if (mbw) await p2pBarrier(comm)
       t0 = nowUs()
@@ -211,7 +234,7 @@ export async function pointToPoint (ctx: BodyContext, bytes: number): Promise<Ra
       await waitAll(reqs)
       await comm.send(ack, peer, TAG_ACK)
     }
-    if (i >= warmup) batches?.tick(i - warmup, nowUs())
+    if (batches !== null && batches.due(i - warmup)) batches.tick(i - warmup, nowUs())
   }
   const avg = (nowUs() - t0) / iterations / (b === 'latency' ? 2 : 1)
   const cpu = await sumAtRoot(comm, cpuUs() - c0)
@@ -240,10 +263,10 @@ function collCall (ctx: BodyContext, b: Benchmark, bufs: CollBuffers, bytes: num
 }
 
 /** osu_allreduce, osu_bcast, ... for one size (OSU's -f columns and JMB's measurements). */
-export async function collective (ctx: BodyContext, bytes: number): Promise<RawRow | null> {
+export async function collective (ctx: BodyContext, bytes: number, untimed = false): Promise<RawRow | null> {
   const { comm, config } = ctx
   const b = config.benchmark
-  const { iterations, warmup } = counts(config, bytes)
+  const { iterations, warmup, loops } = counts(config, bytes, untimed)
   const total = bytes * comm.size
   const bufs: CollBuffers = {
     s: new Uint8Array(total).fill(97),
@@ -274,7 +297,7 @@ export async function collective (ctx: BodyContext, bytes: number): Promise<RawR
     await comm.barrier()
   }
   let c0 = 0
-  for (let i = 0; i < warmup + iterations; i++) {
+  for (let i = 0; i < loops; i++) {
     if (i === warmup) c0 = cpuUs()
     const t0 = nowUs()
     await collCall(ctx, b, bufs, bytes, opts)

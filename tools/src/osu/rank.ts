@@ -40,23 +40,23 @@ export function readConfig (env: NodeJS.ProcessEnv = process.env): JobConfig {
 const TAG_WARMUP = 9000
 
 /**
- * Untimed passes of `body` over every size (a few iterations each, OSU's warm-up counts, rows
- * dropped) until rank 0 has spent `ms`: V8 optimizes the data path before anything is timed.
+ * Untimed passes of `body` over every size (OSU's warm-up count as iterations, rows dropped)
+ * until rank 0 has spent `ms`: V8 optimizes the data path before anything is timed. The passes
+ * get the same context and config objects as the timed ones (`untimed` changes the counts): a
+ * copy of them had other hidden classes, and the optimized code was thrown away ("wrong map")
+ * and compiled again (OSR, on a thread competing with two spinning ranks for 2 vCPUs) in the
+ * middle of the first timed sizes, stalling them by up to ~40 ms.
  * After each pass rank 0 tells every rank whether another follows, so all make the same calls.
  * Returns the passes made (0 when `ms` is 0).
  */
 export async function jitWarmup (ctx: BodyContext, body: typeof collective, ms: number): Promise<number> {
   if (!(ms > 0)) return 0
   const { comm, config } = ctx
-  const quick: BodyContext = {
-    ...ctx,
-    config: { ...config, iterations: Math.max(1, config.warmup), iterationsLarge: Math.max(1, config.warmupLarge), warmup: 0, warmupLarge: 0 }
-  }
   const go = new Uint8Array(1)
   const t0 = performance.now()
   let passes = 0
   do {
-    for (const bytes of config.sizes) await body(quick, bytes)
+    for (const bytes of config.sizes) await body(ctx, bytes, true)
     passes++
     if (comm.rank === 0) {
       go[0] = performance.now() - t0 < ms ? 1 : 0
