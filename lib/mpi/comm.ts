@@ -236,6 +236,9 @@ export class Comm {
   /** @internal a communicator id greater than every id this process used. */
   _nextContextCandidate (): number { return this._shared.maxId + 1 }
 
+  /** @internal the largest message sent eagerly (the collectives' blocking tier stays below it). */
+  _eagerBytes (): number { return this._shared.device.eagerBytes }
+
   /** @internal called by free(). */
   _free (): void { this.freed = true }
 
@@ -287,6 +290,16 @@ export class Comm {
   scan<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: T, op?: Op, opts?: CollOptions): Promise<T> { return coll.scan(this, sendbuf, recvbuf, op, opts) }
   /** MPI_Exscan (exclusive prefix reduction). */
   exscan<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: T, op?: Op, opts?: CollOptions): Promise<T> { return coll.exscan(this, sendbuf, recvbuf, op, opts) }
+  /**
+   * MPI_Barrier, blocking (as C's): returns once every rank has entered, without the event loop.
+   * Throws MpiError ERR_MPI_WOULD_BLOCK, the barrier going on, when it cannot finish without the
+   * event loop now (`await err.request.wait()`); see docs/mpi-collectives.md, "Blocking collectives".
+   */
+  barrierSync (opts?: CollOptions): void { coll.barrierSync(this, opts) }
+  /** MPI_Bcast, blocking: returns `buf` holding the root's bytes. Throws ERR_MPI_WOULD_BLOCK as barrierSync (larger messages always). */
+  bcastSync<T extends ArrayBufferView> (buf: T, root = 0, opts?: CollOptions): T { return coll.bcastSync(this, buf, root, opts) }
+  /** MPI_Allreduce, blocking: returns `recvbuf` holding the result. Throws ERR_MPI_WOULD_BLOCK as barrierSync (larger arrays always). */
+  allreduceSync<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: T, op?: Op, opts?: CollOptions): T { return coll.allreduceSync(this, sendbuf, recvbuf, op, opts) }
   /** MPI_Ibarrier. */
   ibarrier (opts?: CollOptions): CollHandle<void> { return coll.ibarrier(this, opts) }
   /** MPI_Ibcast. */

@@ -17,3 +17,10 @@ t.test('every collective and algorithm, every op × kind (allreduce), P = 1..4',
   for (const np of [1, 2, 3, 4]) await run(t, 'all', np)
 })
 
+t.test('the blocking collectives (barrierSync, bcastSync, allreduceSync), mixed with the awaited ones, P = 1..5', async t => {
+  for (const np of [1, 2, 3, 4, 5]) await run(t, 'blocking', np)
+})
+
+t.test('over tcp the blocking collectives hand over to the awaited tier and complete', async t => {
+  await runScenario(t, FIXTURE, 'blocking', 3, { timeoutMs: 60000, env: { COLL_TRANSPORTS: 'tcp' } })
+})

@@ -6,32 +6,36 @@
  * messages, van de Geijn's scatter + allgather for long ones); the binomial tree is F-MPJ's MST
  * (thesis, chapter 5).
  */
-import type { CollComm } from './types'
-import { all, collTag, recv, send, waitRecv, waiting } from './util'
+import type { CollComm, CollRequest } from './types'
+import { runAsync } from './drive'
+import type { CollSteps } from './drive'
+import { all, collTag, received, recv, recvSteps, send, waitRecv, waiting } from './util'
 
 const EMPTY = new Uint8Array(0)
 
 /**
- * Dissemination barrier: ceil(log2 P) rounds; in round k rank r sends 0 bytes to r + 2^k and
- * receives from r - 2^k (mod P). All receives are posted at the start. Bytes moved: 0.
+ * Dissemination barrier, as steps (drive.ts): ceil(log2 P) rounds; in round k rank r sends 0
+ * bytes to r + 2^k and receives from r - 2^k (mod P). All receives are posted at the start.
+ * Bytes moved: 0.
  */
-export async function barrierDissemination (comm: CollComm, seq: number): Promise<void> {
+export function * barrierDisseminationSteps (comm: CollComm, seq: number): CollSteps {
   const P = comm.size; const r = comm.rank
   if (P === 1) return
-  const recvs: Array<Promise<void>> = []
+  const recvs: CollRequest[] = []
   let k = 0
-  for (let d = 1; d < P; d *= 2, k++) {
-    const src = (r - d + P) % P
-    recvs.push(waitRecv(waiting(comm._collIrecv(EMPTY, src, collTag(seq, k))), 0, 'barrier', src))
-  }
-  for (const p of recvs) p.catch(() => {})
-  const sends: Array<Promise<unknown>> = []
+  for (let d = 1; d < P; d *= 2, k++) recvs.push(comm._collIrecv(EMPTY, (r - d + P) % P, collTag(seq, k)))
+  const sends: CollRequest[] = []
   k = 0
   for (let d = 1; d < P; d *= 2, k++) {
-    sends.push(waiting(comm._collIsend(EMPTY, (r + d) % P, collTag(seq, k))))
-    await recvs[k]
+    sends.push(comm._collIsend(EMPTY, (r + d) % P, collTag(seq, k)))
+    yield * received(recvs[k], 0, 'barrier', (r - d + P) % P)
   }
-  await all(sends)
+  for (const s of sends) yield s
+}
+
+/** The dissemination barrier in the awaited tier. */
+export function barrierDissemination (comm: CollComm, seq: number): Promise<void> {
+  return runAsync(barrierDisseminationSteps(comm, seq))
 }
 
 /** Tree barrier: binomial fan-in of 0-byte messages to rank 0, then binomial fan-out. 2·ceil(log2 P) steps. */
@@ -46,19 +50,8 @@ export async function barrierTree (comm: CollComm, seq: number): Promise<void> {
   await bcastBinomial(comm, EMPTY, 0, seq, 1, 65536)
 }
 
-/**
- * Binomial-tree broadcast (MST), pipelined in segments of `segBytes`: relative rank
- * v = (rank - root) mod P receives from v - 2^k (2^k its lowest set bit) and forwards each segment,
- * as soon as it arrives, to v + 2^j for 2^j < 2^k. ceil(log2 P) steps; every non-root rank
- * receives n bytes; a rank with c children sends c·n.
- */
-export async function bcastBinomial (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, segBytes: number): Promise<void> {
-  const P = comm.size
-  if (P === 1) return
-  const v = (comm.rank - root + P) % P
-  const n = buf.byteLength
-  const nseg = n === 0 ? 1 : Math.ceil(n / segBytes)
-  const tag = collTag(seq, round)
+/** Relative rank v's parent (-1 at the root) and children in the binomial tree rooted at `root`, as ranks. */
+function binomialTree (v: number, P: number, root: number): { parent: number, children: number[] } {
   let mask = 1
   let parent = -1
   while (mask < P) {
@@ -67,12 +60,38 @@ export async function bcastBinomial (comm: CollComm, buf: Uint8Array, root: numb
   }
   const children: number[] = []
   for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push((v + m + root) % P)
-  if (nseg === 1) { // the small path: no per-segment bookkeeping
-    if (parent >= 0) await recv(comm, buf, parent, tag, 'bcast')
-    if (children.length === 1) await comm._collIsend(buf, children[0], tag).wait()
-    else if (children.length > 1) await all(children.map((c) => waiting(comm._collIsend(buf, c, tag))))
-    return
-  }
+  return { parent, children }
+}
+
+/**
+ * Binomial-tree broadcast of one segment, as steps (drive.ts): relative rank
+ * v = (rank - root) mod P receives `buf` from v - 2^k (2^k its lowest set bit), then sends it to
+ * v + 2^j for 2^j < 2^k. ceil(log2 P) steps.
+ */
+export function * bcastBinomialSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number): CollSteps {
+  const P = comm.size
+  if (P === 1) return
+  const { parent, children } = binomialTree((comm.rank - root + P) % P, P, root)
+  const tag = collTag(seq, round)
+  if (parent >= 0) yield * recvSteps(comm, buf, parent, tag, 'bcast')
+  const sends = children.map((c) => comm._collIsend(buf, c, tag))
+  for (const s of sends) yield s
+}
+
+/**
+ * Binomial-tree broadcast (MST), pipelined in segments of `segBytes`: relative rank
+ * v = (rank - root) mod P receives from v - 2^k (2^k its lowest set bit) and forwards each segment,
+ * as soon as it arrives, to v + 2^j for 2^j < 2^k. ceil(log2 P) steps; every non-root rank
+ * receives n bytes; a rank with c children sends c·n. One segment: bcastBinomialSteps.
+ */
+export async function bcastBinomial (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, segBytes: number): Promise<void> {
+  const P = comm.size
+  if (P === 1) return
+  const n = buf.byteLength
+  const nseg = n === 0 ? 1 : Math.ceil(n / segBytes)
+  if (nseg === 1) { await runAsync(bcastBinomialSteps(comm, buf, root, seq, round)); return }
+  const tag = collTag(seq, round)
+  const { parent, children } = binomialTree((comm.rank - root + P) % P, P, root)
   const recvs: Array<Promise<void>> = []
   if (parent >= 0) {
     for (let s = 0; s < nseg; s++) {

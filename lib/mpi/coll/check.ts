@@ -154,6 +154,7 @@ export class CheckedComm implements CollComm {
   _worldRankOf (rank: number): number { return this._base._worldRankOf(rank) }
   _hostKey (rank: number): string { return this._base._hostKey(rank) }
   _nextContextCandidate (): number { return this._base._nextContextCandidate() }
+  _eagerBytes (): number { return this._base._eagerBytes?.() ?? 0 }
 
   /**
    * Check a received descriptor (`b` at `off`) from `source`; null if it matches this call's,
@@ -273,6 +274,14 @@ class InlineRecv implements CollRequest {
     return this.finish(s)
   }
 
+  waitSync (): CollStatus {
+    if (this.st !== null) return this.st
+    if (this.err !== null) throw this.err
+    let s: CollStatus
+    try { s = blockOn(this.r) } catch (e) { if (wouldBlock(e)) throw e; this.failed(e) }
+    return this.finish(s)
+  }
+
   wait (): Promise<CollStatus> {
     if (this.st !== null) return Promise.resolve(this.st)
     if (this.err !== null) return Promise.reject(this.err)
@@ -326,6 +335,16 @@ class LargeRecv implements CollRequest {
     return s === null || s === false ? null : s
   }
 
+  waitSync (): CollStatus {
+    if (this.err !== null) throw this.err
+    if (!this.checked) {
+      let s: CollStatus
+      try { s = blockOn(this.dr) } catch (e) { if (wouldBlock(e)) throw e; this.descFailed(e) }
+      this.checkDesc(s)
+    }
+    return blockOn(this.r)
+  }
+
   wait (): Promise<CollStatus> {
     if (this.err !== null) return Promise.reject(this.err)
     if (this.p === null) {
@@ -342,7 +361,23 @@ class PairSend implements CollRequest {
     return a === null || a === false || b === null || b === false ? null : b
   }
 
+  waitSync (): CollStatus {
+    blockOn(this.d)
+    return blockOn(this.s)
+  }
+
   wait (): Promise<CollStatus> {
     return Promise.all([this.d.wait(), this.s.wait()]).then((a) => a[1])
   }
+}
+
+/** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK when it has none (the blocking tier then awaits). */
+function blockOn (r: CollRequest): CollStatus {
+  if (r.waitSync === undefined) throw new CollError('ERR_MPI_WOULD_BLOCK', 'a request without a blocking wait')
+  return r.waitSync()
+}
+
+/** True for MpiError ERR_MPI_WOULD_BLOCK (it passes through the checked requests unchanged). */
+function wouldBlock (e: unknown): boolean {
+  return (e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK'
 }

@@ -15,7 +15,7 @@
  * CheckedComm (check.ts) wrapping `comm`, which adds and checks the descriptors.
  * Algorithms and thresholds: select.ts and docs/mpi-collectives.md.
  */
-import { invalidArgType, outOfRange } from '../errors'
+import { invalidArgType, outOfRange, wouldBlock } from '../errors'
 import { Request } from '../request'
 import { Status } from '../status'
 import { CollError, IN_PLACE, UNDEFINED } from './types'
@@ -24,8 +24,10 @@ import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINL
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDissemination, barrierTree, bcastBinomial, bcastLinear, bcastScatterAllgather } from './bcast'
-import { allreduceRabenseifner, allreduceRecursiveDoubling, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
+import { barrierDissemination, barrierDisseminationSteps, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastScatterAllgather } from './bcast'
+import { runSync } from './drive'
+import type { CollSteps } from './drive'
+import { allreduceRabenseifner, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
 import { CheckedComm, COLLECTIVE_IDS, kindOf } from './check'
@@ -75,6 +77,23 @@ async function withNotice (note: Promise<unknown> | null, p: Promise<unknown>): 
   p.catch(() => {})
   await Promise.all([p, note])
 }
+/** Why a blocking collective with `opts.check` goes to the awaited tier. */
+const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in the awaited tier'
+/** Bytes of the collectives' descriptor (check.ts) on a small message. */
+const DESCRIPTOR_BYTES = 16
+/** True when a message of `n` bytes, with its descriptor, goes eagerly (the blocking tier's messages). */
+function eager (comm: CollComm, n: number): boolean {
+  return n + DESCRIPTOR_BYTES <= (comm._eagerBytes?.() ?? 0)
+}
+/** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
+function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
+  throw wouldBlock(new CollectiveRequest(rest, count), why)
+}
+/** Runs `steps` in the blocking tier; when a step needs the event loop, goOnAsync with the rest. */
+function drive (steps: CollSteps, count: number): void {
+  const r = runSync(steps)
+  if (!('done' in r)) goOnAsync(r.rest, count, r.why)
+}
 let checkEnv: boolean | undefined
 /** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1 (read once). */
 function checking (opts: CollOptions | undefined): boolean {
@@ -111,9 +130,30 @@ export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
   if (comm.size === 1) return
   if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  const alg = choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+  const alg = barrierAlgorithm(comm, opts)
   const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
   if (alg === 'tree') await barrierTree(cc, seq); else await barrierDissemination(cc, seq)
+}
+
+function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
+  return choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+}
+
+/**
+ * MPI_Barrier in the blocking tier (as a C program's MPI_Barrier): returns once every rank has
+ * entered, without the event loop (drive.ts, runSync). Throws MpiError ERR_MPI_WOULD_BLOCK, the
+ * barrier going on (`await err.request.wait()` completes it), when it cannot finish without the
+ * event loop now: a connection still being set up or without synchronous I/O (not shm), the
+ * tree algorithm, `opts.check`. Ranks may mix barrier() and barrierSync(): the messages are the same.
+ */
+export function barrierSync (comm: CollComm, opts?: CollOptions): void {
+  if (checking(opts)) goOnAsync(barrier(comm, opts), 0, CHECK_ROUND)
+  const seq = comm._collSeq()
+  if (comm.size === 1) return
+  const alg = barrierAlgorithm(comm, opts)
+  const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
+  if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
+  drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
 /** MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with buf. Algorithms: binomial, scatterAllgather, linear. */
@@ -123,11 +163,37 @@ export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, 
   if (comm.size === 1) return buf
   const b = bytes(buf)
   if (cseq >= 0) await agree(comm, cseq, 'bcast', b.byteLength, root, 0, 0)
-  const alg = choose('bcast', { bytes: b.byteLength, total: b.byteLength, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+  const alg = bcastAlgorithm(comm, b, opts)
   const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
   if (alg === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
   else if (alg === 'linear') await bcastLinear(cc, b, root, seq)
   else await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+  return buf
+}
+
+function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | undefined): string {
+  return choose('bcast', { bytes: b.byteLength, total: b.byteLength, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+}
+
+/**
+ * MPI_Bcast in the blocking tier: returns `buf` once it holds the root's bytes, without the
+ * event loop, for the binomial algorithm with a message sent eagerly (byteLength + 16 ≤ the
+ * eager limit, one segment). Throws ERR_MPI_WOULD_BLOCK as barrierSync, also for the other
+ * algorithms and larger messages (they run in the awaited tier; `await err.request.wait()`).
+ */
+export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
+  if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
+  const seq = comm._collSeq()
+  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+  if (comm.size === 1) return buf
+  const b = bytes(buf)
+  const alg = bcastAlgorithm(comm, b, opts)
+  const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
+  if (alg !== 'binomial' || !eager(comm, b.byteLength) || b.byteLength > segBytes(opts)) {
+    const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+    goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
+  }
+  drive(bcastBinomialSteps(cc, b, root, seq, 0), b.byteLength)
   return buf
 }
 
@@ -189,6 +255,17 @@ export async function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, r
  */
 export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+  allreduceInput(sendbuf, recvbuf, op)
+  const P = comm.size
+  if (P === 1) return recvbuf
+  if (cseq >= 0) await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
+  const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
+  await allreduceRun(new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length), alg, recvbuf, op, seq, opts)
+  return recvbuf
+}
+
+/** allreduce's argument checks; recvbuf then holds this rank's input. */
+function allreduceInput<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: T, op: Op): void {
   numeric(recvbuf, 'allreduce', 'recvbuf')
   checkOp(op, recvbuf, 'allreduce')
   if (sendbuf !== IN_PLACE) {
@@ -196,11 +273,13 @@ export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf
     if (sendbuf.length !== recvbuf.length) throw outOfRange(`allreduce: sendbuf has ${sendbuf.length} elements, recvbuf ${recvbuf.length}`)
     copyInto(recvbuf, sendbuf)
   }
-  const P = comm.size
-  if (P === 1) return recvbuf
-  if (cseq >= 0) await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
-  const alg = choose('allreduce', { bytes: recvbuf.byteLength, total: recvbuf.byteLength, P, commute: op.commute, items: recvbuf.length / op.unit }, opts?.algorithm)
-  const cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
+}
+
+function allreduceAlgorithm (comm: CollComm, recvbuf: NumericArray, op: Op, opts: CollOptions | undefined): string {
+  return choose('allreduce', { bytes: recvbuf.byteLength, total: recvbuf.byteLength, P: comm.size, commute: op.commute, items: recvbuf.length / op.unit }, opts?.algorithm)
+}
+
+async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray, op: Op, seq: number, opts: CollOptions | undefined): Promise<void> {
   switch (alg) {
     case 'rabenseifner': await allreduceRabenseifner(cc, recvbuf, op, seq, segBytes(opts)); break
     case 'ring': await allreduceRing(cc, recvbuf, op, seq, segBytes(opts)); break
@@ -210,6 +289,25 @@ export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf
       break
     default: await allreduceRecursiveDoubling(cc, recvbuf, op, seq)
   }
+}
+
+/**
+ * MPI_Allreduce in the blocking tier (as a C program's MPI_Allreduce): returns recvbuf once it
+ * holds the result, without the event loop, for the recursive-doubling algorithm with messages
+ * sent eagerly (byteLength + 16 ≤ the eager limit). Throws ERR_MPI_WOULD_BLOCK as barrierSync,
+ * also for the other algorithms and larger arrays (they run in the awaited tier).
+ */
+export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
+  if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
+  const seq = comm._collSeq()
+  allreduceInput(sendbuf, recvbuf, op)
+  if (comm.size === 1) return recvbuf
+  const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
+  const cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
+  if (alg !== 'recursiveDoubling' || !eager(comm, recvbuf.byteLength)) {
+    goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
+  }
+  drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
   return recvbuf
 }
 

@@ -13,7 +13,9 @@
  */
 import type { Op } from './ops'
 import type { CollComm, NumericArray } from './types'
-import { all, blockStart, collTag, pof2Below, recv, release, scratch, send, sendrecv, viewLike, waitRecv, waiting } from './util'
+import { runAsync } from './drive'
+import type { CollSteps } from './drive'
+import { all, blockStart, collTag, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
@@ -115,47 +117,63 @@ export async function reduceBinomial (comm: CollComm, acc: NumericArray, op: Op,
   }
 }
 
-/** The fold of Thakur et al.: the first 2·rem ranks pair up (even → odd); returns the new rank or -1. */
-async function fold (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): Promise<number> {
+/** The fold of Thakur et al., as steps: the first 2·rem ranks pair up (even → odd); returns the new rank or -1. */
+function * foldSteps (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): CollSteps<number> {
   const r = comm.rank
   if (r >= 2 * rem) return r - rem
-  if ((r & 1) === 0) { await send(comm, acc, r + 1, tag); return -1 }
-  await recv(comm, tmp, r - 1, tag, 'allreduce')
+  if ((r & 1) === 0) { yield comm._collIsend(acc, r + 1, tag); return -1 }
+  yield * recvSteps(comm, tmp, r - 1, tag, 'allreduce')
   op.apply(acc, 0, tmp, 0, acc.length, false)
   return r >> 1
 }
 
+/** foldSteps in the awaited tier. */
+function fold (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): Promise<number> {
+  return runAsync(foldSteps(comm, acc, tmp, op, rem, tag))
+}
+
 const realRank = (nr: number, rem: number): number => nr < rem ? nr * 2 + 1 : nr + rem
 
-/** Undo the fold: odd ranks < 2·rem send the result to their even partner. */
-async function unfold (comm: CollComm, acc: NumericArray, rem: number, tag: number): Promise<void> {
+/** Undo the fold, as steps: odd ranks < 2·rem send the result to their even partner. */
+function * unfoldSteps (comm: CollComm, acc: NumericArray, rem: number, tag: number): CollSteps {
   const r = comm.rank
   if (r >= 2 * rem) return
-  if ((r & 1) === 1) await send(comm, acc, r - 1, tag)
-  else await recv(comm, acc, r + 1, tag, 'allreduce')
+  if ((r & 1) === 1) yield comm._collIsend(acc, r - 1, tag)
+  else yield * recvSteps(comm, acc, r + 1, tag, 'allreduce')
+}
+
+/** unfoldSteps in the awaited tier. */
+function unfold (comm: CollComm, acc: NumericArray, rem: number, tag: number): Promise<void> {
+  return runAsync(unfoldSteps(comm, acc, rem, tag))
 }
 
 /**
- * Recursive-doubling allreduce (with the fold for non-power-of-two P): log2(pof2) exchanges of
- * the whole vector (+2 for the fold). Each rank sends and receives n bytes per step. Order-preserving.
+ * Recursive-doubling allreduce (with the fold for non-power-of-two P), as steps (drive.ts):
+ * log2(pof2) exchanges of the whole vector (+2 for the fold). Each rank sends and receives n
+ * bytes per step. Order-preserving.
  */
-export async function allreduceRecursiveDoubling (comm: CollComm, acc: NumericArray, op: Op, seq: number): Promise<void> {
+export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericArray, op: Op, seq: number): CollSteps {
   const P = comm.size
   if (P === 1) return
   const pof2 = pof2Below(P); const rem = P - pof2
   const t = tmpOf(comm, acc, acc.length)
   try {
-    const nr = rem === 0 ? comm.rank : await fold(comm, acc, t.v, op, rem, collTag(seq, 0))
+    const nr = rem === 0 ? comm.rank : yield * foldSteps(comm, acc, t.v, op, rem, collTag(seq, 0))
     if (nr >= 0) {
       let round = 1
       for (let mask = 1; mask < pof2; mask <<= 1, round++) {
         const pn = nr ^ mask; const partner = realRank(pn, rem)
-        await sendrecv(comm, acc, partner, t.v, partner, collTag(seq, round), 'allreduce')
+        yield * sendrecvSteps(comm, acc, partner, t.v, partner, collTag(seq, round), 'allreduce')
         op.apply(acc, 0, t.v, 0, acc.length, pn > nr)
       }
     }
-    if (rem > 0) await unfold(comm, acc, rem, collTag(seq, 0x7fff))
+    if (rem > 0) yield * unfoldSteps(comm, acc, rem, collTag(seq, 0x7fff))
   } finally { release(comm, t.ab) }
+}
+
+/** The recursive-doubling allreduce in the awaited tier. */
+export function allreduceRecursiveDoubling (comm: CollComm, acc: NumericArray, op: Op, seq: number): Promise<void> {
+  return runAsync(allreduceRecursiveDoublingSteps(comm, acc, op, seq))
 }
 
 /**

@@ -22,6 +22,12 @@ export interface CollRequest {
   wait (options?: { signal?: AbortSignal, timeout?: number }): Promise<CollStatus>
   /** The status if done, else null or false. Throws the operation's error if it failed. */
   test (): CollStatus | null | false
+  /**
+   * The blocking wait (Request.waitSync): the status once done, without the event loop; throws
+   * the operation's error, or MpiError ERR_MPI_WOULD_BLOCK (the operation goes on) when it
+   * cannot complete without the event loop now. Absent: the blocking tier awaits it (drive.ts).
+   */
+  waitSync? (): CollStatus
 }
 
 /**
@@ -52,6 +58,8 @@ export interface CollComm {
   _worldRankOf (rank: number): number
   _hostKey (rank: number): string
   _nextContextCandidate (): number
+  /** The largest message that goes eagerly (no rendezvous); absent: the blocking tier awaits everything. */
+  _eagerBytes? (): number
 }
 
 /**

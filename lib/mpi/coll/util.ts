@@ -9,6 +9,8 @@
  */
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
+import { runAsync } from './drive'
+import type { CollSteps } from './drive'
 
 /**
  * The tag of a collective's messages: (seq mod 2^15) << 16, non-negative. `round` is NOT in the
@@ -41,6 +43,26 @@ export function mismatch (what: string, detail: string): CollError {
   return new CollError('ERR_MPI_COLL_MISMATCH', `${what}: arguments differ between ranks (${detail}); every rank must pass matching counts, root and op`)
 }
 
+/** The mismatch a receive's ERR_MPI_TRUNCATE means here, or the error itself. */
+function recvError (err: unknown, expect: number, what: string, source: number): unknown {
+  if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') return mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
+  return err
+}
+
+/**
+ * Steps (drive.ts): wait for receive `r` of exactly `expect` bytes; a different size (or the
+ * point-to-point layer's ERR_MPI_TRUNCATE) is ERR_MPI_COLL_MISMATCH. Other errors pass through.
+ */
+export function * received (r: CollRequest, expect: number, what: string, source: number): CollSteps {
+  let st: CollStatus
+  try {
+    st = yield r
+  } catch (err) {
+    throw recvError(err, expect, what, source)
+  }
+  if (st.count !== expect) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${expect} expected`)
+}
+
 /**
  * Wait for a receive of exactly `expect` bytes; a different size (or the point-to-point layer's
  * ERR_MPI_TRUNCATE) is ERR_MPI_COLL_MISMATCH. Other errors pass through.
@@ -50,8 +72,7 @@ export async function waitRecv (p: Promise<CollStatus>, expect: number, what: st
   try {
     st = await p
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') throw mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
-    throw err
+    throw recvError(err, expect, what, source)
   }
   if (st.count !== expect) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${expect} expected`)
 }
@@ -68,38 +89,31 @@ export function send (comm: CollComm, view: ArrayBufferView, dest: number, tag: 
   return comm._collIsend(view, dest, tag).wait()
 }
 
+/** Steps: receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
+export function recvSteps (comm: CollComm, view: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
+  return received(comm._collIrecv(view, source, tag), view.byteLength, what, source)
+}
+
 /** Receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
-export async function recv (comm: CollComm, view: ArrayBufferView, source: number, tag: number, what: string): Promise<void> {
-  let st: CollStatus
-  try {
-    st = await comm._collIrecv(view, source, tag).wait()
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') throw mismatch(what, `rank ${source} sent more than the ${view.byteLength} bytes expected`)
-    throw err
-  }
-  if (st.count !== view.byteLength) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${view.byteLength} expected`)
+export function recv (comm: CollComm, view: ArrayBufferView, source: number, tag: number, what: string): Promise<void> {
+  return runAsync(recvSteps(comm, view, source, tag, what))
 }
 
 /**
- * Send `sv` to `dest` while receiving exactly rv.byteLength bytes from `source` into `rv`.
- * The small-message path: completed requests are taken with test() (no await, no promise when the
- * message was already there); a failure of either request rejects, the other's wait is handled.
+ * Steps: send `sv` to `dest` while receiving exactly rv.byteLength bytes from `source` into `rv`
+ * (the receive is posted first and waited for first; a send left unwaited after a failed
+ * receive makes no promise, so nothing is left unhandled).
  */
-export async function sendrecv (comm: CollComm, sv: ArrayBufferView, dest: number, rv: ArrayBufferView, source: number, tag: number, what: string): Promise<void> {
+export function * sendrecvSteps (comm: CollComm, sv: ArrayBufferView, dest: number, rv: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
   const r = comm._collIrecv(rv, source, tag)
   const s = comm._collIsend(sv, dest, tag)
-  let st: CollStatus | null | false
-  try {
-    st = r.test()
-    if (st === null || st === false) st = await r.wait()
-  } catch (err) {
-    s.wait().catch(noop)
-    if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') throw mismatch(what, `rank ${source} sent more than the ${rv.byteLength} bytes expected`)
-    throw err
-  }
-  if (st.count !== rv.byteLength) { s.wait().catch(noop); throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${rv.byteLength} expected`) }
-  const ss = s.test()
-  if (ss === null || ss === false) await s.wait()
+  yield * received(r, rv.byteLength, what, source)
+  yield s
+}
+
+/** sendrecvSteps in the awaited tier (completed requests are taken with test(): no promise). */
+export function sendrecv (comm: CollComm, sv: ArrayBufferView, dest: number, rv: ArrayBufferView, source: number, tag: number, what: string): Promise<void> {
+  return runAsync(sendrecvSteps(comm, sv, dest, rv, source, tag, what))
 }
 
 /** Wait for every promise; the first rejection rejects (all have handlers). */

@@ -34,6 +34,10 @@ export interface OsuComm {
   sendSync (view: ArrayBufferView, dest: number, tag: number): void
   recvSync (view: ArrayBufferView, source: number, tag: number): unknown
   transportOf (rank: number): string | null | undefined
+  /** The blocking collectives (as C's MPI_Barrier, MPI_Bcast, MPI_Allreduce; ERR_MPI_WOULD_BLOCK as sendSync). */
+  barrierSync (opts?: object): void
+  bcastSync (buf: ArrayBufferView, root: number, opts?: object): unknown
+  allreduceSync (sendbuf: Float32Array, recvbuf: Float32Array, op: unknown, opts?: object): unknown
   barrier (opts?: object): Promise<unknown>
   bcast (buf: ArrayBufferView, root: number, opts?: object): Promise<unknown>
   reduce (sendbuf: Float32Array, recvbuf: Float32Array | null, op: unknown, root: number, opts?: object): Promise<unknown>
@@ -245,15 +249,39 @@ export async function pointToPoint (ctx: BodyContext, bytes: number, untimed = f
 /** The buffers of one collective size: byte buffers of P × size, or floats for the reductions. */
 interface CollBuffers { s: Uint8Array, r: Uint8Array, fs: Float32Array, fr: Float32Array }
 
-function collCall (ctx: BodyContext, b: Benchmark, bufs: CollBuffers, bytes: number, opts: object | undefined): Promise<unknown> {
+/**
+ * A blocking collective as OSU's C calls it: undefined once done, or, when it cannot finish
+ * without the event loop now (ERR_MPI_WOULD_BLOCK: Node net, an algorithm or size the blocking
+ * tier leaves to the awaited one), the promise of the rest to await.
+ */
+function blocking (call: () => unknown): Promise<unknown> | undefined {
+  try {
+    call()
+    return undefined
+  } catch (err) {
+    const e = err as { code?: string, request?: OsuRequest }
+    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+    return e.request.wait()
+  }
+}
+
+/** The untimed barrier between two timed calls: the blocking one unless --await. */
+function barrierBetween (ctx: BodyContext): Promise<unknown> | undefined {
+  const { comm } = ctx
+  return ctx.config.awaited ? comm.barrier() : blocking(() => comm.barrierSync())
+}
+
+/** One call of collective `b`: barrier, bcast and allreduce in their blocking forms unless --await (undefined: done). */
+function collCall (ctx: BodyContext, b: Benchmark, bufs: CollBuffers, bytes: number, opts: object | undefined): Promise<unknown> | undefined {
   const { comm } = ctx
   const root = comm.rank === 0
   const one = bufs.s.subarray(0, bytes)
+  const sync = !ctx.config.awaited
   switch (b) {
-    case 'barrier': return comm.barrier(opts)
-    case 'bcast': return comm.bcast(one, 0, opts)
+    case 'barrier': return sync ? blocking(() => comm.barrierSync(opts)) : comm.barrier(opts)
+    case 'bcast': return sync ? blocking(() => comm.bcastSync(one, 0, opts)) : comm.bcast(one, 0, opts)
     case 'reduce': return comm.reduce(bufs.fs, root ? bufs.fr : null, ctx.sum, 0, opts)
-    case 'allreduce': return comm.allreduce(bufs.fs, bufs.fr, ctx.sum, opts)
+    case 'allreduce': return sync ? blocking(() => comm.allreduceSync(bufs.fs, bufs.fr, ctx.sum, opts)) : comm.allreduce(bufs.fs, bufs.fr, ctx.sum, opts)
     case 'gather': return comm.gather(one, root ? bufs.r : null, 0, opts)
     case 'scatter': return comm.scatter(root ? bufs.s : null, bufs.r.subarray(0, bytes), 0, opts)
     case 'allgather': return comm.allgather(one, bufs.r, opts)
@@ -297,10 +325,11 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
     await comm.barrier()
   }
   let c0 = 0
+  let p: Promise<unknown> | undefined
   for (let i = 0; i < loops; i++) {
     if (i === warmup) c0 = cpuUs()
     const t0 = nowUs()
-    await collCall(ctx, b, bufs, bytes, opts)
+    if ((p = collCall(ctx, b, bufs, bytes, opts)) !== undefined) await p
     const dt = nowUs() - t0
     if (i >= warmup) {
       const j = i - warmup
@@ -314,7 +343,7 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
         bound = Math.floor((iterations * (k + 1)) / m)
       }
     }
-    if (b !== 'barrier') await comm.barrier() // osu_barrier times back-to-back barriers
+    if (b !== 'barrier' && (p = barrierBetween(ctx)) !== undefined) await p // osu_barrier times back-to-back barriers
   }
   mine[0] = sum / iterations
   mine[1] = k

@@ -76,7 +76,7 @@ function header (r: OsuResult): string {
     `fastsock osu ${r.benchmark} ${r.version}: ${h.cpus} × ${h.cpuModel}, ${h.kernel}, node ${h.node}, load ${h.loadAvg1.toFixed(2)}, ${r.startedAt}`,
     `method: OSU Micro-Benchmarks 5.x (${r.options.iterations} iterations + ${r.options.warmup} warm-up up to ${formatBytes(r.options.largeBytes)}, ` +
       `${r.options.iterationsLarge} + ${r.options.warmupLarge} above${isBandwidth(r.benchmark) ? `; window ${r.options.window}` : ''}); ` +
-      `JMB: sextile over up to ${r.options.measurements} measurements per size; Node ranks: ${r.options.jitWarmupMs > 0 ? `${r.options.jitWarmupMs} ms` : 'no'} JIT warm-up${r.options.benchmark === 'latency' ? (r.options.awaited ? '; awaited send()/recv() (--await)' : '; blocking sendSync()/recvSync(), as MPI_Send/MPI_Recv') : ''}${r.options.quick ? '; --quick' : ''}`,
+      `JMB: sextile over up to ${r.options.measurements} measurements per size; Node ranks: ${r.options.jitWarmupMs > 0 ? `${r.options.jitWarmupMs} ms` : 'no'} JIT warm-up${methodNote(r.options.benchmark, r.options.awaited)}${r.options.quick ? '; --quick' : ''}`,
     ...impls.map((x) => `  ${runName(x)}: ${ran(x)}`)
   ].join('\n')
 }
@@ -140,4 +140,13 @@ export function renderReport (r: OsuResult): string {
 /** The `--json` document (non-finite numbers as null, as pipe's). */
 export function renderJson (r: OsuResult): string {
   return jsonDocument(r)
+}
+
+/** The report's note on which tier the Node ranks' calls ran in. */
+function methodNote (benchmark: string, awaited: boolean): string {
+  if (benchmark === 'latency') return awaited ? '; awaited send()/recv() (--await)' : '; blocking sendSync()/recvSync(), as MPI_Send/MPI_Recv'
+  if (benchmark === 'barrier' || benchmark === 'bcast' || benchmark === 'allreduce') {
+    return awaited ? `; awaited ${benchmark}() (--await)` : `; blocking ${benchmark}Sync() where it completes without the event loop, as MPI_${benchmark[0].toUpperCase()}${benchmark.slice(1)}`
+  }
+  return ''
 }

@@ -1,0 +1,60 @@
+/**
+ * The two tiers of a collective algorithm written once as steps: a generator that yields each
+ * point-to-point request it waits for and receives its status (or has the request's error
+ * thrown in at the `yield`). `runAsync` drives it with `wait()` (the awaited tier: comm.allreduce
+ * ...); `runSync` with `waitSync()` (the blocking tier: comm.allreduceSync ..., as a C program's
+ * MPI_Allreduce blocks), and when a step cannot complete without the event loop
+ * (ERR_MPI_WOULD_BLOCK: a connection still being set up, a transport without synchronous I/O,
+ * asynchronous writes queued) it hands the rest of the same steps, that request first, to
+ * `runAsync`. Both tiers send the same messages in the same order, so ranks may mix them.
+ */
+import { wouldBlockReason } from '../errors'
+import type { CollRequest, CollStatus } from './types'
+
+/** A collective's steps: yields the requests to wait for, one at a time; returns its result. */
+export type CollSteps<R = void> = Generator<CollRequest, R, CollStatus>
+
+/** Drives `steps` with awaited waits (`first`: a request already yielded, waited for first). */
+export async function runAsync<R> (steps: CollSteps<R>, first?: CollRequest): Promise<R> {
+  let next: IteratorResult<CollRequest, R> = first !== undefined ? { done: false, value: first } : steps.next()
+  while (next.done !== true) {
+    const req = next.value
+    let st: CollStatus
+    try {
+      const t = req.test()
+      st = t === null || t === false ? await req.wait() : t
+    } catch (err) {
+      next = steps.throw(err)
+      continue
+    }
+    next = steps.next(st)
+  }
+  return next.value
+}
+
+/** The rest of a blocking collective, running in the awaited tier, and why it went there. */
+export interface SyncFallback<R> { rest: Promise<R>, why: string }
+
+/**
+ * Drives `steps` with blocking waits. Returns `{ done: value }` when every step completed
+ * synchronously, or the fallback (the rest already running in the awaited tier) when a step
+ * threw ERR_MPI_WOULD_BLOCK or its request has no blocking wait. Other errors go into the steps
+ * (their `finally` blocks run) and out of this call.
+ */
+export function runSync<R> (steps: CollSteps<R>): { done: R } | SyncFallback<R> {
+  let next: IteratorResult<CollRequest, R> = steps.next()
+  while (next.done !== true) {
+    const req = next.value
+    if (req.waitSync === undefined) return { rest: runAsync(steps, req), why: 'a request without a blocking wait' }
+    let st: CollStatus
+    try {
+      st = req.waitSync()
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK') return { rest: runAsync(steps, req), why: wouldBlockReason(err as Error) }
+      next = steps.throw(err)
+      continue
+    }
+    next = steps.next(st)
+  }
+  return { done: next.value }
+}
