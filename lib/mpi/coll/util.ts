@@ -49,6 +49,11 @@ function recvError (err: unknown, expect: number, what: string, source: number):
   return err
 }
 
+/** A received message of another size than `expect` bytes is ERR_MPI_COLL_MISMATCH. */
+function checkCount (st: CollStatus, expect: number, what: string, source: number): void {
+  if (st.count !== expect) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${expect} expected`)
+}
+
 /**
  * Steps (drive.ts): wait for receive `r` of exactly `expect` bytes; a different size (or the
  * point-to-point layer's ERR_MPI_TRUNCATE) is ERR_MPI_COLL_MISMATCH. Other errors pass through.
@@ -60,7 +65,7 @@ export function * received (r: CollRequest, expect: number, what: string, source
   } catch (err) {
     throw recvError(err, expect, what, source)
   }
-  if (st.count !== expect) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${expect} expected`)
+  checkCount(st, expect, what, source)
 }
 
 /**
@@ -74,7 +79,7 @@ export async function waitRecv (p: Promise<CollStatus>, expect: number, what: st
   } catch (err) {
     throw recvError(err, expect, what, source)
   }
-  if (st.count !== expect) throw mismatch(what, `rank ${source} sent ${st.count} bytes, ${expect} expected`)
+  checkCount(st, expect, what, source)
 }
 
 /** Start waiting on a request, with a handler attached (the returned promise still rejects). */
