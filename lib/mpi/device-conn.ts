@@ -627,25 +627,14 @@ export class Conn {
       return 'bytes of its stream wait for the event loop'
     }
     this.contReq = null // a fast-path slice queued by an earlier wait finds nothing left to do
-    const o = this.blockOpts
-    const hdr = this.hdr
     this.parsing = true
     try {
       for (let first = true; ; first = false) {
         if (this.batchLen > 0) this.flush()
         if (socket.writableLength > 0) return 'asynchronous writes are queued on it'
-        o.spinUs = first ? spinUs : 0
-        o.timeoutMs = first ? Math.max(waitMs, NO_WAIT_MS) : NO_WAIT_MS
-        let got = this.blockRead(hdr, o)
+        const got = this.readHeaderSync(first ? spinUs : 0, first ? waitMs : 0)
         if (got < 0) return 'synchronous I/O is unavailable on it now'
-        if (got === 0) return null // nothing in time, or the end of the stream (atEof)
-        if (got < HEADER_BYTES) {
-          if (this.atEof) return null
-          o.spinUs = FRAME_SPIN_US
-          o.timeoutMs = FRAME_REST_MS
-          got += Math.max(0, this.blockRead(hdr.subarray(got), o))
-          if (got < HEADER_BYTES) { this.hdrFill = got; return null } // the rest comes as 'data'
-        }
+        if (got === 0) return null // nothing in time, the end of the stream (atEof), or the rest comes as 'data'
         if (!this.handleFrame()) return null
         if (req.done) return null
       }
@@ -675,22 +664,11 @@ export class Conn {
     // A peer may wait for this rank's queued bytes before it sends: only the event loop writes them.
     if (socket.writableLength > 0) return RECV_UNAVAILABLE
     this.contReq = null // a fast-path slice queued by an earlier wait finds nothing left to do
-    const o = this.blockOpts
-    const hdr = this.hdr
     this.parsing = true
     try {
-      o.spinUs = spinUs
-      o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
-      let got = this.blockRead(hdr, o)
+      const got = this.readHeaderSync(spinUs, waitMs)
       if (got < 0) return RECV_UNAVAILABLE
       if (got === 0) return RECV_NONE
-      if (got < HEADER_BYTES) {
-        if (this.atEof) return RECV_NONE
-        o.spinUs = FRAME_SPIN_US
-        o.timeoutMs = FRAME_REST_MS
-        got += Math.max(0, this.blockRead(hdr.subarray(got), o))
-        if (got < HEADER_BYTES) { this.hdrFill = got; return RECV_NONE } // the rest comes as 'data'
-      }
       const h = this.hdr32
       const length = h[4] + h[5] * 0x100000000
       const ftag = h[3] | 0
@@ -705,6 +683,7 @@ export class Conn {
       this.length = length
       if (length === 0) return 0
       const target = length === bytes.length ? bytes : bytes.subarray(0, length)
+      const o = this.blockOpts
       o.spinUs = FRAME_SPIN_US
       o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
       const p = Math.max(0, this.blockRead(target, o))
@@ -716,6 +695,28 @@ export class Conn {
     } finally {
       this.parsing = false
     }
+  }
+
+  /**
+   * The blocking tier's header read: the first bytes are waited for up to `waitMs` (spinning up
+   * to `spinUs` of it, then asleep on the peer's doorbell), the rest of a header once begun up to
+   * FRAME_REST_MS (FRAME_SPIN_US spinning). HEADER_BYTES when a whole header is in `hdr`; 0 when
+   * nothing came in time, at the end of the stream (`atEof`), or when the header stopped short
+   * (its bytes kept in `hdr`, hdrFill: the rest comes as 'data'); -1 when sync I/O is unavailable.
+   */
+  private readHeaderSync (spinUs: number, waitMs: number): number {
+    const o = this.blockOpts
+    const hdr = this.hdr
+    o.spinUs = spinUs
+    o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
+    let got = this.blockRead(hdr, o)
+    if (got <= 0 || got === HEADER_BYTES) return got
+    if (this.atEof) return 0
+    o.spinUs = FRAME_SPIN_US
+    o.timeoutMs = FRAME_REST_MS
+    got += Math.max(0, this.blockRead(hdr.subarray(got), o))
+    if (got < HEADER_BYTES) { this.hdrFill = got; return 0 }
+    return got
   }
 
   /**
