@@ -158,9 +158,11 @@ class Conn : public Pollable {
 
   // ----- the synchronous pair (sync.cc) -----
   // Every byte of [p, p + n) into the ring (fewer when the peer reset), waiting for space.
-  SyncResult WriteSync(const uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t deadline_ns);
-  // [p, p + n) filled (fewer bytes only at EOF), waiting for bytes. deadline_ns: 0 for none.
-  SyncResult ReadSync(uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t deadline_ns);
+  // timeout_ns (0: none) counts from the call's first wait: a call that finds its room (or its
+  // bytes) at once reads no clock.
+  SyncResult WriteSync(const uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns);
+  // [p, p + n) filled (fewer bytes only at EOF), waiting for bytes; timeout_ns as WriteSync's.
+  SyncResult ReadSync(uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns);
 
  private:
   Conn(std::shared_ptr<ProgressEngine> engine, Owner* owner) : engine_(std::move(engine)), owner_(owner) {}
@@ -213,10 +215,11 @@ class Conn : public Pollable {
   bool CheckSide();  // true when the peer is gone
   // After a synchronous call: gives the loop back a doorbell ring or a flag it took (sync.cc).
   void RestoreDoorbell();
-  // Waits (spin then poll) until cond() or the peer is gone; deadline in ns (0: none). 0, or
-  // -ETIMEDOUT / -ECONNRESET / -errno of poll.
+  // Waits (spin then poll) until cond() or the peer is gone, at most timeout_ns (0: none) from
+  // the call's first wait: *deadline_ns (0 until then) is set at this wait's first clock read
+  // and kept for the call's later waits. 0, or -ETIMEDOUT / -ECONNRESET / -errno of poll.
   template <typename Cond>
-  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t deadline_ns);
+  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t timeout_ns, uint64_t* deadline_ns);
   void Teardown();
   // Mirrors a kState* bit (kStateGone, kStateClosed) into the owner's local word.
   void PublishLocal(uint32_t bit) {

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <algorithm>
 #include <string>
 
 #include "errors.h"
@@ -39,7 +40,7 @@ struct SyncArgs {
   uint8_t* data = nullptr;
   size_t len = 0;
   uint64_t spin_ns = 50000;
-  uint64_t deadline_ns = 0;  // 0: none
+  uint64_t timeout_ns = 0;  // 0: none; counted from the call's first wait (shm::Conn::WaitSync)
 };
 
 // argv: napi_get_cb_info's (undefined past argc). Throws a TypeError (ERR_INVALID_ARG_TYPE).
@@ -53,7 +54,7 @@ SyncArgs ParseSyncArgs(napi_env env, size_t argc, const napi_value* argv, const 
   if (argc > 1 && napi_get_value_double(env, argv[1], &spin_us) != napi_ok) throw ArgTypeError(env, usage);
   if (argc > 2 && napi_get_value_double(env, argv[2], &tmo_ms) != napi_ok) throw ArgTypeError(env, usage);
   a.spin_ns = spin_us > 0 ? static_cast<uint64_t>(spin_us * 1000) : 0;
-  if (tmo_ms > 0) a.deadline_ns = NowNs() + static_cast<uint64_t>(tmo_ms * 1e6);
+  if (tmo_ms > 0) a.timeout_ns = std::max<uint64_t>(1, static_cast<uint64_t>(tmo_ms * 1e6));
   return a;
 }
 
@@ -65,8 +66,8 @@ SyncArgs ParseSyncArgs(napi_env env, size_t argc, const napi_value* argv, const 
 template <bool kWrite>
 napi_value DoSync(napi_env env, shm::Conn* conn, size_t argc, const napi_value* argv) {
   SyncArgs a = ParseSyncArgs(env, argc, argv, kWrite ? kWriteUsage : kReadUsage);
-  shm::SyncResult r = kWrite ? conn->WriteSync(a.data, a.len, a.spin_ns, a.deadline_ns)
-                             : conn->ReadSync(a.data, a.len, a.spin_ns, a.deadline_ns);
+  shm::SyncResult r = kWrite ? conn->WriteSync(a.data, a.len, a.spin_ns, a.timeout_ns)
+                             : conn->ReadSync(a.data, a.len, a.spin_ns, a.timeout_ns);
   if (r.err) {
     const char* call = kWrite ? "writeSync" : "readIntoSync";
     if (r.err == EBADF) throw ErrnoError(env, EBADF, kWrite ? "write" : "read", std::string(call) + " on a closed shm endpoint");
