@@ -11,6 +11,12 @@
  *   waitfirst  irecv, wait() called, then isend, then await (the collectives' pattern, 8 B)
  *   barrier    comm.barrier()
  *   allreduce  comm.allreduce of one float64, SUM
+ * and the blocking tier (docs/mpi.md "Blocking calls", docs/mpi-collectives.md "Blocking
+ * collectives"; a call that throws ERR_MPI_WOULD_BLOCK, every one over tcp, awaits its request):
+ *   pingpong-sync   sendSync + recvSync as pingpong (8 B)
+ *   exchange-sync   sendSync then recvSync on both ranks at once (8 B)
+ *   barrier-sync    comm.barrierSync()
+ *   allreduce-sync  comm.allreduceSync of one float64, SUM
  *
  *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--patterns pingpong,barrier]
  *
@@ -20,7 +26,18 @@
  */
 const { parseArgs } = require('util')
 
-const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce']
+const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync']
+
+/** Two blocking calls in turn: undefined when both completed at once, else a promise of the rest. */
+function inTurn (a, b) {
+  const p = blocking(a)
+  return p === undefined ? blocking(b) : p.then(() => blocking(b))
+}
+
+/** A blocking call: undefined once done, or (ERR_MPI_WOULD_BLOCK) its request's wait() to await. */
+function blocking (call) {
+  try { call(); return undefined } catch (e) { if (e.code !== 'ERR_MPI_WOULD_BLOCK') throw e; return e.request.wait() }
+}
 
 async function rank (pattern, channel, iterations, warmup) {
   const mpi = require('../dist/mpi')
@@ -40,13 +57,21 @@ async function rank (pattern, channel, iterations, warmup) {
       await s.wait()
     },
     barrier: () => comm.barrier(),
-    allreduce: () => comm.allreduce(sb, rb, mpi.SUM)
+    allreduce: () => comm.allreduce(sb, rb, mpi.SUM),
+    'pingpong-sync': () => comm.rank === 0
+      ? inTurn(() => comm.sendSync(sb, peer, 4), () => comm.recvSync(rb, peer, 4))
+      : inTurn(() => comm.recvSync(rb, peer, 4), () => comm.sendSync(sb, peer, 4)),
+    'exchange-sync': () => inTurn(() => comm.sendSync(sb, peer, 5), () => comm.recvSync(rb, peer, 5)),
+    'barrier-sync': () => blocking(() => comm.barrierSync()),
+    'allreduce-sync': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM))
   }[pattern]
-  for (let i = 0; i < warmup; i++) await step()
+  // A step returns undefined when it completed synchronously: no await (and no microtask) then.
+  let p
+  for (let i = 0; i < warmup; i++) if ((p = step()) !== undefined) await p
   const us = new Float64Array(iterations)
   for (let i = 0; i < iterations; i++) {
     const t0 = process.hrtime.bigint()
-    await step()
+    if ((p = step()) !== undefined) await p
     us[i] = Number(process.hrtime.bigint() - t0) / 1000
   }
   if (comm.rank === 0) {

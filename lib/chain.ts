@@ -22,11 +22,11 @@ import type { AttemptContext, Channel, ConnectRequest, Rung } from './transports
 import { discardChannel } from './transports/contract'
 import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
+import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
+import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
 /** The ConnectRequest's signal until an attempt sets its own. */
 const NEVER_ABORTED = new AbortController().signal
-import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
-import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
 
 export { clearNegativeCache, NOT_OFFERED_TTL_MS, FAILURE_TTL_MS } from './negative-cache'
 

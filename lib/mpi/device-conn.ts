@@ -214,18 +214,11 @@ export class Conn {
     if (this.ready && this.syncIo && socket !== null && socket.writableLength === 0 && !socket.destroyed) {
       const n = payload === null ? 0 : payload.length
       if (HEADER_BYTES + n <= STAGE_BYTES) {
-        // Host byte order: little-endian on every platform fastsock builds for.
-        const h = this.stage32
-        h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
-        h[4] = length % 0x100000000; h[5] = Math.floor(length / 0x100000000); h[6] = sreq; h[7] = rreq
-        if (n > 0) this.stage.set(payload!, HEADER_BYTES)
-        const all = HEADER_BYTES + n
-        if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
-        const done = this.trySync(this.stageView)
-        if (done === all) return true
+        const done = this.writeStaged(kind, ctx, source, tag, length, sreq, rreq, payload)
+        if (done === HEADER_BYTES + n) return true
         if (done >= 0) {
           // The rest, copied (the stage is reused): the ring was full for 50 µs.
-          this.rawWrite(Buffer.from(this.stage.subarray(done, all)), this.callback(req))
+          this.rawWrite(Buffer.from(this.stage.subarray(done, HEADER_BYTES + n)), this.callback(req))
           return false
         }
       } else {
@@ -270,18 +263,31 @@ export class Conn {
     const n = payload.length
     if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
         socket.destroyed || HEADER_BYTES + n > STAGE_BYTES) return false
-    const h = this.stage32
-    h[0] = EAGER; h[1] = ctx; h[2] = source; h[3] = tag
-    h[4] = n; h[5] = 0; h[6] = 0; h[7] = 0
-    if (n > 16) this.stage.set(payload, HEADER_BYTES)
-    else for (let i = 0; i < n; i++) this.stage[HEADER_BYTES + i] = payload[i]
-    const all = HEADER_BYTES + n
-    if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
-    const done = this.trySync(this.stageView)
-    if (done === all) return true
+    const done = this.writeStaged(EAGER, ctx, source, tag, n, 0, 0, payload)
     if (done < 0) return false
-    this.rawWrite(Buffer.from(this.stage.subarray(done, all)), null)
+    if (done < HEADER_BYTES + n) this.rawWrite(Buffer.from(this.stage.subarray(done, HEADER_BYTES + n)), null)
     return true
+  }
+
+  /**
+   * One frame of at most STAGE_BYTES from the staging buffer (header, then `payload` copied
+   * behind it) with one writeSync: the bytes written (all, or part when the ring stayed full for
+   * the sync bound: the caller writes the rest from the stage asynchronously), or -1 when sync
+   * I/O is unavailable now (nothing written).
+   */
+  private writeStaged (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
+    payload: Uint8Array | null): number {
+    // Host byte order: little-endian on every platform fastsock builds for.
+    const h = this.stage32
+    h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
+    h[4] = length % 0x100000000; h[5] = Math.floor(length / 0x100000000); h[6] = sreq; h[7] = rreq
+    const n = payload === null ? 0 : payload.length
+    const stage = this.stage
+    if (n > 16) stage.set(payload!, HEADER_BYTES)
+    else for (let i = 0; i < n; i++) stage[HEADER_BYTES + i] = payload![i]
+    const all = HEADER_BYTES + n
+    if (all !== this.stageViewLen) { this.stageView = stage.subarray(0, all); this.stageViewLen = all }
+    return this.trySync(this.stageView)
   }
 
   /**

@@ -63,13 +63,5 @@ export function peerLost (rank: number, why: string): MpiError {
 
 /** MpiError ERR_MPI_WOULD_BLOCK: `request` cannot complete without the event loop now (`why`). */
 export function wouldBlock (request: unknown, why: string): MpiError {
-  return new MpiError('ERR_MPI_WOULD_BLOCK', `${WOULD_BLOCK_HEAD}${why}${WOULD_BLOCK_TAIL}`, { request })
-}
-const WOULD_BLOCK_HEAD = 'the operation cannot complete without the event loop now: '
-const WOULD_BLOCK_TAIL = '; await err.request.wait()'
-
-/** The reason an ERR_MPI_WOULD_BLOCK error (wouldBlock's) gives, without the message's frame. */
-export function wouldBlockReason (err: Error): string {
-  const m = err.message
-  return m.startsWith(WOULD_BLOCK_HEAD) && m.endsWith(WOULD_BLOCK_TAIL) ? m.slice(WOULD_BLOCK_HEAD.length, m.length - WOULD_BLOCK_TAIL.length) : m
+  return new MpiError('ERR_MPI_WOULD_BLOCK', `the operation cannot complete without the event loop now: ${why}; await err.request.wait()`, { request })
 }

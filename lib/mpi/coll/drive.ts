@@ -8,7 +8,7 @@
  * asynchronous writes queued) it hands the rest of the same steps, that request first, to
  * `runAsync`. Both tiers send the same messages in the same order, so ranks may mix them.
  */
-import { wouldBlockReason } from '../errors'
+import { wouldBlock } from '../errors'
 import type { CollRequest, CollStatus } from './types'
 
 /** A collective's steps: yields the requests to wait for, one at a time; returns its result. */
@@ -32,8 +32,8 @@ export async function runAsync<R> (steps: CollSteps<R>, first?: CollRequest): Pr
   return next.value
 }
 
-/** The rest of a blocking collective, running in the awaited tier, and why it went there. */
-export interface SyncFallback<R> { rest: Promise<R>, why: string }
+/** The rest of a blocking collective, running in the awaited tier, and the step's ERR_MPI_WOULD_BLOCK that sent it there. */
+export interface SyncFallback<R> { rest: Promise<R>, cause: Error }
 
 /**
  * Drives `steps` with blocking waits. Returns `{ done: value }` when every step completed
@@ -45,12 +45,12 @@ export function runSync<R> (steps: CollSteps<R>): { done: R } | SyncFallback<R> 
   let next: IteratorResult<CollRequest, R> = steps.next()
   while (next.done !== true) {
     const req = next.value
-    if (req.waitSync === undefined) return { rest: runAsync(steps, req), why: 'a request without a blocking wait' }
+    if (req.waitSync === undefined) return { rest: runAsync(steps, req), cause: wouldBlock(req, 'a request without a blocking wait') }
     let st: CollStatus
     try {
       st = req.waitSync()
     } catch (err) {
-      if ((err as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK') return { rest: runAsync(steps, req), why: wouldBlockReason(err as Error) }
+      if ((err as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK') return { rest: runAsync(steps, req), cause: err as Error }
       next = steps.throw(err)
       continue
     }

@@ -15,7 +15,7 @@
  * CheckedComm (check.ts) wrapping `comm`, which adds and checks the descriptors.
  * Algorithms and thresholds: select.ts and docs/mpi-collectives.md.
  */
-import { invalidArgType, outOfRange, wouldBlock } from '../errors'
+import { MpiError, invalidArgType, outOfRange, wouldBlock } from '../errors'
 import { Request } from '../request'
 import { Status } from '../status'
 import { CollError, IN_PLACE, UNDEFINED } from './types'
@@ -89,10 +89,13 @@ function eager (comm: CollComm, n: number): boolean {
 function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
   throw wouldBlock(new CollectiveRequest(rest, count), why)
 }
-/** Runs `steps` in the blocking tier; when a step needs the event loop, goOnAsync with the rest. */
+/**
+ * Runs `steps` in the blocking tier; when a step needs the event loop, throws its
+ * ERR_MPI_WOULD_BLOCK message with the collective's rest as the Request.
+ */
 function drive (steps: CollSteps, count: number): void {
   const r = runSync(steps)
-  if (!('done' in r)) goOnAsync(r.rest, count, r.why)
+  if (!('done' in r)) throw new MpiError('ERR_MPI_WOULD_BLOCK', r.cause.message, { request: new CollectiveRequest(r.rest, count) })
 }
 let checkEnv: boolean | undefined
 /** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1 (read once). */

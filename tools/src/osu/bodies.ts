@@ -167,10 +167,9 @@ class BlockingPair {
 
   /** A blocking call threw: its request's wait() when it would block (and the awaited forms from now on), else the error. */
   private fallBack (err: unknown): Promise<unknown> {
-    const e = err as { code?: string, request?: OsuRequest }
-    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+    const rest = restOf(err)
     this.blocking = false
-    return e.request.wait()
+    return rest
   }
 }
 
@@ -259,10 +258,15 @@ function blocking (call: () => unknown): Promise<unknown> | undefined {
     call()
     return undefined
   } catch (err) {
-    const e = err as { code?: string, request?: OsuRequest }
-    if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
-    return e.request.wait()
+    return restOf(err)
   }
+}
+
+/** What a blocking call that threw leaves to await: its ERR_MPI_WOULD_BLOCK request's wait(); any other error is rethrown. */
+function restOf (err: unknown): Promise<unknown> {
+  const e = err as { code?: string, request?: OsuRequest }
+  if (e.code !== 'ERR_MPI_WOULD_BLOCK' || e.request === undefined) throw err
+  return e.request.wait()
 }
 
 /** The untimed barrier between two timed calls: the blocking one unless --await. */
