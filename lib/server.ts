@@ -272,8 +272,18 @@ function blockedPeer (server: net.Server, h: ClientHandle | null): boolean {
   return blocks(list, r.address)
 }
 
+/** accept() errors that name the connection, not the listener: the peer reset or aborted it first. */
+const RESET_BEFORE_ACCEPT = new Set(['ECONNRESET', 'ECONNABORTED'])
+
 /** Node's onconnection, creating a fastsock Socket. */
 function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHandle): void {
+  if (err && stateOf(server).listenRung && RESET_BEFORE_ACCEPT.has(util.getSystemErrorName(err))) {
+    // A listener a rung owns (AF_SMC) reports a client that reset before accept() as an accept
+    // error; TCP's accept() hands such a connection over and libuv drops ECONNABORTED. Dropped
+    // here too: a client's reset is never the server's 'error' (docs/transports.md, smc).
+    debug('server', 'accept: %s from the %s listener, a connection reset before it was accepted: dropped', util.getSystemErrorName(err), stateOf(server).listenRung!.name)
+    return
+  }
   if (err) {
     const e = new Error(`accept ${util.getSystemErrorName(err)}`) as NodeJS.ErrnoException
     e.errno = err

@@ -5,10 +5,10 @@
 // destroys (Node's test-net-buffersize.js, test-net-connect-reset-before-connected.js).
 const t = require('tap')
 const { forEachRung, fastsock, ALL_RUNGS, dialHost, rungHost } = require('../helpers/rungs')
-const { listen, once, within, sleep } = require('../helpers/util')
+const { listen, once, within, sleep, waitFor } = require('../helpers/util')
 
-async function server (t, rung) {
-  const srv = fastsock.createServer({ transports: ALL_RUNGS })
+async function server (t, rung, transports = ALL_RUNGS) {
+  const srv = fastsock.createServer({ transports })
   const accepted = []
   srv.on('connection', s => {
     accepted.push(s)
@@ -42,7 +42,10 @@ forEachRung(t, async (t, rung) => {
   })
 
   t.test('resetAndDestroy() while connecting: reset once connected, no error', async t => {
-    const { port, accepted } = await server(t, rung)
+    // The server side must see the connection, as a TCP listener does. Where smc is up, a
+    // fastsock server listens with AF_SMC, whose kernel drops a connection reset before accept
+    // (docs/transports.md, smc): the other rungs' clients get Node's TCP listener here.
+    const { port, accepted } = await server(t, rung, rung === 'smc' ? ALL_RUNGS : ALL_RUNGS.filter(r => r !== 'smc'))
     const c = connect(port)
     const errors = []
     c.on('error', e => errors.push(e))
@@ -55,7 +58,7 @@ forEachRung(t, async (t, rung) => {
     t.equal(hadError, false)
     t.same(errors, [])
     // A cross-host rung's listener may hand its side over a little later than 'close' here.
-    await within(new Promise(resolve => { const check = () => accepted.length >= 1 ? resolve() : setTimeout(check, 5); check() }), ms, 'the server-side connection')
+    await waitFor(() => accepted.length >= 1, ms, 'the server-side connection')
     t.equal(accepted.length, 1)
   })
 
