@@ -219,6 +219,25 @@ export class Comm {
     return this.startRecv(this.collCtx, bytesOf(view), source, tag)
   }
 
+  /**
+   * @internal the blocking tier's eager send on the collective context (Device.sendEagerSync,
+   * as sendSync's): true when the message went out now; false: use _collIsend.
+   */
+  _collSendNow (view: ArrayBufferView, dest: number, tag: number): boolean {
+    this.checkLive()
+    return this._shared.device.sendEagerSync(this.collCtx, this.rank, this._ranks[dest], tag, bytesOf(view))
+  }
+
+  /**
+   * @internal the blocking tier's receive from rank `source` on the collective context
+   * (Device.recvEagerSync, as recvSync's): its Status, or null when _collIrecv must run. Throws
+   * ERR_MPI_WOULD_BLOCK (a payload arriving through the event loop: `err.request`).
+   */
+  _collRecvNow (view: ArrayBufferView, source: number, tag: number): Status | null {
+    this.checkLive()
+    return this._shared.device.recvEagerSync(this.collCtx, source, this._ranks[source], tag, bytesOf(view))
+  }
+
   /** @internal the next collective sequence number (same on every rank). */
   _collSeq (): number { return this.seq++ }
 

@@ -6,31 +6,23 @@
  * messages, van de Geijn's scatter + allgather for long ones); the binomial tree is F-MPJ's MST
  * (thesis, chapter 5).
  */
-import type { CollComm, CollRequest } from './types'
+import type { CollComm } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
-import { all, collTag, received, recv, recvSteps, send, waitRecv, waiting } from './util'
+import { all, collTag, Exchange, received, recv, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
 
 const EMPTY = new Uint8Array(0)
 
 /**
  * Dissemination barrier, as steps (drive.ts): ceil(log2 P) rounds; in round k rank r sends 0
- * bytes to r + 2^k and receives from r - 2^k (mod P). All receives are posted at the start.
- * Bytes moved: 0.
+ * bytes to r + 2^k and receives from r - 2^k (mod P), one Exchange per round (in the blocking
+ * tier: no request unless a message must wait for the event loop). Bytes moved: 0.
  */
 export function * barrierDisseminationSteps (comm: CollComm, seq: number): CollSteps {
   const P = comm.size; const r = comm.rank
   if (P === 1) return
-  const recvs: CollRequest[] = []
   let k = 0
-  for (let d = 1; d < P; d *= 2, k++) recvs.push(comm._collIrecv(EMPTY, (r - d + P) % P, collTag(seq, k)))
-  const sends: CollRequest[] = []
-  k = 0
-  for (let d = 1; d < P; d *= 2, k++) {
-    sends.push(comm._collIsend(EMPTY, (r + d) % P, collTag(seq, k)))
-    yield * received(recvs[k], 0, 'barrier', (r - d + P) % P)
-  }
-  for (const s of sends) yield s
+  for (let d = 1; d < P; d *= 2, k++) yield * sendrecvSteps(comm, EMPTY, (r + d) % P, EMPTY, (r - d + P) % P, collTag(seq, k), 'barrier')
 }
 
 /** The dissemination barrier in the awaited tier. */
@@ -74,6 +66,9 @@ export function * bcastBinomialSteps (comm: CollComm, buf: Uint8Array, root: num
   const { parent, children } = binomialTree((comm.rank - root + P) % P, P, root)
   const tag = collTag(seq, round)
   if (parent >= 0) yield * recvSteps(comm, buf, parent, tag, 'bcast')
+  if (children.length === 1) { yield new Exchange(comm, buf, children[0], null, -1, tag); return }
+  // Several children: every send starts before the first is waited for (a rendezvous send
+  // waits for its child's answer; one after another they would add up).
   const sends = children.map((c) => comm._collIsend(buf, c, tag))
   for (const s of sends) yield s
 }

@@ -71,6 +71,9 @@ const recvPool: Buffer[] = []
  */
 let sendStage: Buffer | null = null
 let sendViews: Buffer[] = []
+/** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
+let syncStage: Buffer | null = null
+const syncViews: Buffer[] = []
 function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
@@ -147,6 +150,48 @@ export class CheckedComm implements CollComm {
     const dr = this._base._collIrecv(d, source, tag)
     const r = this._base._collIrecv(view, source, tag)
     return new LargeRecv(this, dr, d, r, source, tag)
+  }
+
+  /**
+   * The blocking tier's small send (util.ts Exchange): descriptor and payload staged in one
+   * buffer the point-to-point layer copies at once, written now (Comm._collSendNow). False:
+   * not sent (too large for the inline path, or the connection needs the event loop).
+   */
+  _collSendNow (view: ArrayBufferView, dest: number, tag: number): boolean {
+    const n = view.byteLength
+    const base = this._base
+    if (n + HDR > MIN_RECV || base._collSendNow === undefined) return false
+    const b = syncStage ??= Buffer.allocUnsafeSlow(MIN_RECV)
+    this.put(b)
+    if (n > 0) {
+      const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+      if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
+    }
+    return base._collSendNow(syncViews[n] ??= b.subarray(0, n + HDR), dest, tag)
+  }
+
+  /**
+   * The blocking tier's small receive (Comm._collRecvNow into a pooled scratch, the descriptor
+   * checked, the payload copied out): the status, or null (nothing read: use _collIrecv).
+   * Mismatches throw as InlineRecv's; a payload still arriving throws ERR_MPI_WOULD_BLOCK whose
+   * `request` is an InlineRecv finishing it.
+   */
+  _collRecvNow (view: ArrayBufferView, source: number, tag: number): CollStatus | null {
+    const n = view.byteLength
+    const base = this._base
+    if (n + HDR > MIN_RECV || base._collRecvNow === undefined) return null
+    const b = recvBuffer(n + HDR)
+    let s: CollStatus | null
+    try {
+      s = base._collRecvNow(b, source, tag)
+    } catch (e) {
+      if (!wouldBlock(e)) throw e
+      const err = e as Error & { request: CollRequest }
+      err.request = new InlineRecv(this, err.request, b, view, source, tag)
+      throw err
+    }
+    if (s === null) { if (recvPool.length < 32) recvPool.push(b); return null }
+    return finishInline(this, s, b, view, source, tag)
   }
 
   _collSeq (): number { return this._base._collSeq() }
@@ -232,6 +277,25 @@ function sizeError (cc: CheckedComm, source: number, got: number, want: number):
   return mismatch(cc.what, `rank ${source} sent ${got} bytes, ${want} expected`)
 }
 
+/**
+ * An inline receive's end: the descriptor in `b` checked against `cc`'s, the payload copied into
+ * `view`, the scratch given back; the status with the payload's count. Throws the mismatch
+ * (after the abort notice) when the descriptor or the size differs.
+ */
+function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBufferView, source: number, tag: number): CollStatus {
+  if (s.count < HDR) { const err = mismatch(cc.what, `rank ${source} sent ${s.count} bytes without a collective descriptor`); cc.abort(tag); throw err }
+  const e = cc.check(b, source, tag)
+  if (e !== null) throw e
+  const n = s.count - HDR
+  if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
+  if (n > 0) {
+    const dst = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+    if (n <= 64) { for (let i = 0; i < n; i++) dst[i] = b[HDR + i] } else dst.set(b.subarray(HDR, HDR + n))
+  }
+  if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b)
+  return { source: s.source, tag: s.tag, count: n }
+}
+
 class InlineRecv implements CollRequest {
   private st: CollStatus | null = null
   private err: unknown = null
@@ -241,19 +305,12 @@ class InlineRecv implements CollRequest {
 
   private finish (s: CollStatus): CollStatus {
     if (this.st !== null) return this.st
-    const cc = this.cc
-    if (s.count < HDR) { this.err = mismatch(cc.what, `rank ${this.source} sent ${s.count} bytes without a collective descriptor`); cc.abort(this.tag); throw this.err }
-    const e = cc.check(this.b, this.source, this.tag)
-    if (e !== null) { this.err = e; throw e }
-    const n = s.count - HDR
-    if (n !== this.view.byteLength) { this.err = sizeError(cc, this.source, n, this.view.byteLength); cc.abort(this.tag, 7); throw this.err }
-    if (n > 0) {
-      const v = this.view; const b = this.b
-      const dst = v instanceof Uint8Array ? v : new Uint8Array(v.buffer, v.byteOffset, n)
-      if (n <= 64) { for (let i = 0; i < n; i++) dst[i] = b[HDR + i] } else dst.set(b.subarray(HDR, HDR + n))
+    try {
+      this.st = finishInline(this.cc, s, this.b, this.view, this.source, this.tag)
+    } catch (e) {
+      this.err = e
+      throw e
     }
-    if (this.b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(this.b)
-    this.st = { source: s.source, tag: s.tag, count: n }
     return this.st
   }
 

@@ -15,7 +15,7 @@ import type { Op } from './ops'
 import type { CollComm, NumericArray } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
-import { all, blockStart, collTag, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { all, blockStart, collTag, Exchange, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
@@ -121,7 +121,7 @@ export async function reduceBinomial (comm: CollComm, acc: NumericArray, op: Op,
 function * foldSteps (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): CollSteps<number> {
   const r = comm.rank
   if (r >= 2 * rem) return r - rem
-  if ((r & 1) === 0) { yield comm._collIsend(acc, r + 1, tag); return -1 }
+  if ((r & 1) === 0) { yield new Exchange(comm, acc, r + 1, null, -1, tag); return -1 }
   yield * recvSteps(comm, tmp, r - 1, tag, 'allreduce')
   op.apply(acc, 0, tmp, 0, acc.length, false)
   return r >> 1
@@ -138,7 +138,7 @@ const realRank = (nr: number, rem: number): number => nr < rem ? nr * 2 + 1 : nr
 function * unfoldSteps (comm: CollComm, acc: NumericArray, rem: number, tag: number): CollSteps {
   const r = comm.rank
   if (r >= 2 * rem) return
-  if ((r & 1) === 1) yield comm._collIsend(acc, r - 1, tag)
+  if ((r & 1) === 1) yield new Exchange(comm, acc, r - 1, null, -1, tag)
   else yield * recvSteps(comm, acc, r + 1, tag, 'allreduce')
 }
 

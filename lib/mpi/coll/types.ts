@@ -53,6 +53,17 @@ export interface CollComm {
   readonly size: number
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest
   _collIrecv (view: ArrayBufferView, source: number, tag: number): CollRequest
+  /**
+   * The blocking tier's send without a request (util.ts Exchange): true when the message went
+   * out now, false when _collIsend must carry it. Absent: always _collIsend.
+   */
+  _collSendNow? (view: ArrayBufferView, dest: number, tag: number): boolean
+  /**
+   * The blocking tier's receive without a request: the status once `view` holds the message,
+   * null when _collIrecv must carry it; throws ERR_MPI_WOULD_BLOCK with `err.request` carrying
+   * the rest. Absent: always _collIrecv.
+   */
+  _collRecvNow? (view: ArrayBufferView, source: number, tag: number): CollStatus | null
   _collSeq (): number
   _derive (worldRanks: number[], contextId: number): CollComm
   _worldRankOf (rank: number): number

@@ -10,6 +10,7 @@
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
 import { runAsync } from './drive'
+import { wouldBlock } from '../errors'
 import type { CollSteps } from './drive'
 
 /**
@@ -94,9 +95,96 @@ export function send (comm: CollComm, view: ArrayBufferView, dest: number, tag: 
   return comm._collIsend(view, dest, tag).wait()
 }
 
+/**
+ * One step's send and/or receive as a single request that starts at its first use, in the tier
+ * that uses it (drive.ts):
+ * - waitSync (the blocking tier): the send goes out now without a request when it can
+ *   (CollComm._collSendNow), the receive is read straight off the connection (_collRecvNow);
+ *   either falls back to _collIsend/_collIrecv and their waitSync. The blocking collectives'
+ *   small messages thereby cost what sendSync/recvSync cost, not a request each.
+ * - test/wait (the awaited tier, or the blocking tier's rest after ERR_MPI_WOULD_BLOCK): the
+ *   receive is posted, then the send, as before; whatever the blocking tier already did is kept.
+ * Resolves with the receive's status (the send's when there is no receive); errors of either
+ * side are thrown. `sv`/`rv` null: no send/receive.
+ */
+export class Exchange implements CollRequest {
+  private sent = false
+  private sreq: CollRequest | null = null
+  private rst: CollStatus | null = null
+  private rreq: CollRequest | null = null
+  private sst: CollStatus | null = null
+  constructor (private readonly comm: CollComm, private readonly sv: ArrayBufferView | null, private readonly dest: number,
+    private readonly rv: ArrayBufferView | null, private readonly source: number, private readonly tag: number) {
+    if (sv === null) this.sent = true
+  }
+
+  /** The awaited tier's start: the receive posted, then the send, for the parts not yet begun. */
+  private start (): void {
+    if (this.rv !== null && this.rst === null && this.rreq === null) this.rreq = this.comm._collIrecv(this.rv, this.source, this.tag)
+    if (!this.sent && this.sreq === null) this.sreq = this.comm._collIsend(this.sv as ArrayBufferView, this.dest, this.tag)
+  }
+
+  private result (): CollStatus {
+    return this.rst ?? this.sst ?? { source: this.source, tag: this.tag, count: 0 }
+  }
+
+  waitSync (): CollStatus {
+    const comm = this.comm
+    if (!this.sent && this.sreq === null) {
+      if (comm._collSendNow !== undefined && comm._collSendNow(this.sv as ArrayBufferView, this.dest, this.tag)) this.sent = true
+      else this.sreq = comm._collIsend(this.sv as ArrayBufferView, this.dest, this.tag)
+    }
+    if (this.rv !== null && this.rst === null) {
+      if (this.rreq === null) {
+        try {
+          this.rst = comm._collRecvNow !== undefined ? comm._collRecvNow(this.rv, this.source, this.tag) : null
+        } catch (e) {
+          const r = (e as { code?: string, request?: CollRequest }).request
+          if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) this.rreq = r
+          throw e
+        }
+        if (this.rst === null) this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
+      }
+      if (this.rreq !== null) this.rst = blockingWait(this.rreq)
+    }
+    if (this.sreq !== null && this.sst === null) this.sst = blockingWait(this.sreq)
+    return this.result()
+  }
+
+  test (): CollStatus | null {
+    this.start()
+    if (this.rreq !== null && this.rst === null) {
+      const s = this.rreq.test()
+      if (s === null || s === false) return null
+      this.rst = s
+    }
+    if (this.sreq !== null && this.sst === null) {
+      const s = this.sreq.test()
+      if (s === null || s === false) return null
+      this.sst = s
+    }
+    return this.result()
+  }
+
+  async wait (): Promise<CollStatus> {
+    this.start()
+    const r = this.rreq !== null && this.rst === null ? waiting(this.rreq) : null
+    const s = this.sreq !== null && this.sst === null ? waiting(this.sreq) : null
+    if (r !== null) this.rst = await r
+    if (s !== null) this.sst = await s
+    return this.result()
+  }
+}
+
+/** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK (with `r` as the request) when it has none. */
+function blockingWait (r: CollRequest): CollStatus {
+  if (r.waitSync === undefined) throw wouldBlock(r, 'a request without a blocking wait')
+  return r.waitSync()
+}
+
 /** Steps: receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
 export function recvSteps (comm: CollComm, view: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
-  return received(comm._collIrecv(view, source, tag), view.byteLength, what, source)
+  return received(new Exchange(comm, null, -1, view, source, tag), view.byteLength, what, source)
 }
 
 /** Receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
@@ -109,11 +197,8 @@ export function recv (comm: CollComm, view: ArrayBufferView, source: number, tag
  * (the receive is posted first and waited for first; a send left unwaited after a failed
  * receive makes no promise, so nothing is left unhandled).
  */
-export function * sendrecvSteps (comm: CollComm, sv: ArrayBufferView, dest: number, rv: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
-  const r = comm._collIrecv(rv, source, tag)
-  const s = comm._collIsend(sv, dest, tag)
-  yield * received(r, rv.byteLength, what, source)
-  yield s
+export function sendrecvSteps (comm: CollComm, sv: ArrayBufferView, dest: number, rv: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
+  return received(new Exchange(comm, sv, dest, rv, source, tag), rv.byteLength, what, source)
 }
 
 /** sendrecvSteps in the awaited tier (completed requests are taken with test(): no promise). */
