@@ -4,6 +4,7 @@
 // on lo). Skipped elsewhere, with the reason.
 const t = require('tap')
 const net = require('net')
+const os = require('os')
 const crypto = require('crypto')
 const { fastsock, pair, availability } = require('../helpers/rungs')
 const { once, within, collect, sha256, listen, spawnNode } = require('../helpers/util')
@@ -75,6 +76,42 @@ t.test('smc', { skip, timeout: TIMEOUT * 6 }, async t => {
     const got = collect(client, TIMEOUT)
     client.end(data)
     t.equal(sha256(await got), sha256(data), 'byte-exact')
+  })
+
+  t.test('clients that reset before accept(): no server error on the AF_SMC listener, the server goes on', { timeout: TIMEOUT }, async t => {
+    // The kernel discards such a connection or fails accept() with ECONNRESET (docs/transports.md,
+    // smc); TCP's accept() never reports it, so Node would make it the server's 'error'.
+    const server = fastsock.createServer({ transports: ['shm', 'unix', 'smc', 'tcp'] }, s => { s.on('error', () => {}); s.pipe(s) })
+    const errors = []
+    server.on('error', e => errors.push(e))
+    await listen(server, 0, '127.0.0.1')
+    t.teardown(() => new Promise(resolve => server.close(resolve)))
+    t.equal(native.smcDiag(server._handle.fd).state, 10, 'the listener is AF_SMC')
+    const port = server.address().port
+    for (let i = 0; i < 40; i++) {
+      const c = net.connect(port, '127.0.0.1')
+      c.on('error', () => {})
+      await once(c, 'connect', TIMEOUT)
+      c.resetAndDestroy()
+    }
+    // what libuv hands over when accept() fails with ECONNRESET, as the kernel did in 4 of 100 tries
+    server._handle.onconnection(-os.constants.errno.ECONNRESET, undefined)
+    server._handle.onconnection(-os.constants.errno.ECONNABORTED, undefined)
+    const client = net.connect(port, '127.0.0.1')
+    t.teardown(() => client.destroy())
+    await once(client, 'connect', TIMEOUT)
+    const got = collect(client, TIMEOUT)
+    client.end('still serving')
+    t.equal((await got).toString(), 'still serving', 'the server still serves')
+    t.same(errors.map(e => e.code), [], 'no server error')
+    // the same accept error on Node's TCP listener is the server's 'error', as in Node
+    const tcp = fastsock.createServer({ transports: ['tcp'] })
+    const tcpErrors = []
+    tcp.on('error', e => tcpErrors.push(e))
+    await listen(tcp, 0, '127.0.0.1')
+    t.teardown(() => new Promise(resolve => tcp.close(resolve)))
+    tcp._handle.onconnection(-os.constants.errno.ECONNRESET, undefined)
+    t.same(tcpErrors.map(e => [e.code, e.syscall]), [['ECONNRESET', 'accept']], "on a TCP listener it is the server's 'error', as Node's")
   })
 
   t.test('the full chain between two fastsock processes still picks shm over an AF_SMC listener', { timeout: TIMEOUT }, async t => {
