@@ -177,8 +177,8 @@ export interface RsocketOutcome {
  * over it (the only way an shm endpoint is made).
  */
 export interface ShmEndpointNative extends StreamEndpoint {
-  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
-  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin?: boolean): number
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin?: boolean): number
   /** One ArrayBuffer over the transmit ring's mirrored mapping (2 x ring bytes). */
   txRegion (): ArrayBuffer
   /** Offset in txRegion() of the next byte to send, in [0, ring bytes). */

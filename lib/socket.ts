@@ -55,7 +55,7 @@ function syncView (view: unknown, method: string): ArrayBufferView {
 }
 
 /** The sync pair's `opts`: undefined or an object, else ERR_INVALID_ARG_TYPE. */
-function syncOptions (opts: unknown): { spinUs?: unknown, timeoutMs?: unknown } {
+function syncOptions (opts: unknown): { spinUs?: unknown, timeoutMs?: unknown, yield?: unknown } {
   if (opts === undefined) return NO_SYNC_OPTIONS
   if (typeof opts !== 'object' || opts === null) throw invalidArgType(`options must be an object, got ${opts === null ? 'null' : typeof opts}`)
   return opts
@@ -70,6 +70,13 @@ function syncNumber (v: unknown, name: string, dflt: number): number {
   if (v === undefined) return dflt
   if (typeof v !== 'number') throw invalidArgType(`options.${name} must be a number, got ${typeof v}`)
   if (!(v >= 0)) throw outOfRange(`options.${name} must be >= 0, got ${v}`)
+  return v
+}
+
+/** The sync pair's `yield` option: a boolean, false when undefined; ERR_INVALID_ARG_TYPE otherwise. */
+function syncYield (v: unknown): boolean {
+  if (v === undefined) return false
+  if (typeof v !== 'boolean') throw invalidArgType(`options.yield must be a boolean, got ${typeof v}`)
   return v
 }
 
@@ -246,14 +253,16 @@ export class SocketImpl extends NodeSocket {
   /**
    * Writes every byte of `view` (any TypedArray, DataView or Buffer) before returning: on `shm`
    * straight into the ring, busy-polling for up to `spinUs` (default 50) µs when it is full, then
-   * sleeping in this thread. For a peer in another thread or process (a peer on this thread's
+   * sleeping in this thread. `yield: true` calls sched_yield() between the polls (Open MPI's
+   * yield-when-idle: for more spinning threads than CPUs, a peer waiting for this CPU runs at
+   * once instead of after the time slice). For a peer in another thread or process (a peer on this thread's
    * event loop could never read: `timeoutMs` bounds the wait). Returns the byte count. Throws
    * ERR_FASTSOCK_SYNC_UNAVAILABLE off the shm rung or with asynchronous writes still queued,
    * ERR_INVALID_ARG_TYPE for a `view` or option of the wrong type, ERR_OUT_OF_RANGE for a
    * negative option, EPIPE/ECONNRESET when the peer is gone, ETIMEDOUT after timeoutMs (0: none;
    * the error's `bytesWritten` says how far it got).
    */
-  writeSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
+  writeSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number, yield?: boolean }): number {
     const stream = syncStream(this)
     if (this.writableLength > 0) {
       throw new SyncUnavailableError('writeSync with asynchronous writes still queued')
@@ -262,8 +271,9 @@ export class SocketImpl extends NodeSocket {
     const o = syncOptions(opts)
     const spinUs = syncNumber(o.spinUs, 'spinUs', 50)
     const timeoutMs = syncNumber(o.timeoutMs, 'timeoutMs', 0)
+    const yieldSpin = syncYield(o.yield)
     this._unrefTimer()
-    return stream.writeSync(bytes, spinUs, timeoutMs)
+    return stream.writeSync(bytes, spinUs, timeoutMs, yieldSpin)
   }
 
   /**
@@ -273,15 +283,16 @@ export class SocketImpl extends NodeSocket {
    * Throws as writeSync (ERR_FASTSOCK_SYNC_UNAVAILABLE also with readInto() requests pending),
    * ECONNRESET when the peer reset, ETIMEDOUT (with `bytesRead`).
    */
-  readIntoSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number }): number {
+  readIntoSync (view: ArrayBufferView, opts?: { spinUs?: number, timeoutMs?: number, yield?: boolean }): number {
     const stream = syncStream(this)
     const st = this[kState]
     syncView(view, 'readIntoSync')
     const o = syncOptions(opts)
     const spinUs = syncNumber(o.spinUs, 'spinUs', 50)
     const timeoutMs = syncNumber(o.timeoutMs, 'timeoutMs', 0)
+    const yieldSpin = syncYield(o.yield)
     this._unrefTimer()
-    if (this.readableLength === 0) return stream.readIntoSync(view, spinUs, timeoutMs)
+    if (this.readableLength === 0) return stream.readIntoSync(view, spinUs, timeoutMs, yieldSpin)
     // Bytes already buffered in the stream come first.
     if (st.readQueue !== null && st.readQueue.length > 0) {
       throw new SyncUnavailableError('readIntoSync with readInto() requests pending')
@@ -297,7 +308,7 @@ export class SocketImpl extends NodeSocket {
     }
     const filled = q.length ? q[0].filled : bytes.length
     if (filled === bytes.length) return filled
-    return filled + stream.readIntoSync(bytes.subarray(filled), spinUs, timeoutMs)
+    return filled + stream.readIntoSync(bytes.subarray(filled), spinUs, timeoutMs, yieldSpin)
   }
 
   /**

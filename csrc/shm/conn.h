@@ -35,8 +35,9 @@
 //   Close(reset)     a RST when `reset` or when bytes were left unread (as the kernel does for
 //                    TCP), else a FIN; rings the peer, closes the side channel (the peer sees it
 //                    at once) and frees everything; later calls are no-ops.
-//   WriteSync, ReadSync  may block the calling thread: busy-poll for spin_ns, then sleep in
-//                    poll(2) on the loop's doorbell and the side channel (sync.cc).
+//   WriteSync, ReadSync  may block the calling thread: busy-poll for spin_ns (yielding the CPU
+//                    between polls if asked), then sleep in poll(2) on the loop's doorbell and
+//                    the side channel (sync.cc).
 // Owner::OnEvent fires (from the loop) whenever what these return may have changed: the doorbell
 // rang for this end, the engine found its wait over, or the side channel changed. It is
 // level-free: the owner then asks what is there.
@@ -159,10 +160,11 @@ class Conn : public Pollable {
   // ----- the synchronous pair (sync.cc) -----
   // Every byte of [p, p + n) into the ring (fewer when the peer reset), waiting for space.
   // timeout_ns (0: none) counts from the call's first wait: a call that finds its room (or its
-  // bytes) at once reads no clock.
-  SyncResult WriteSync(const uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns);
+  // bytes) at once reads no clock. `yield`: sched_yield() between the spin's polls (for more
+  // spinning threads than CPUs; WaitSync).
+  SyncResult WriteSync(const uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns, bool yield = false);
   // [p, p + n) filled (fewer bytes only at EOF), waiting for bytes; timeout_ns as WriteSync's.
-  SyncResult ReadSync(uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns);
+  SyncResult ReadSync(uint8_t* p, uint64_t n, uint64_t spin_ns, uint64_t timeout_ns, bool yield = false);
 
  private:
   Conn(std::shared_ptr<ProgressEngine> engine, Owner* owner) : engine_(std::move(engine)), owner_(owner) {}
@@ -219,7 +221,7 @@ class Conn : public Pollable {
   // the call's first wait: *deadline_ns (0 until then) is set at this wait's first clock read
   // and kept for the call's later waits. 0, or -ETIMEDOUT / -ECONNRESET / -errno of poll.
   template <typename Cond>
-  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t timeout_ns, uint64_t* deadline_ns);
+  int WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t timeout_ns, uint64_t* deadline_ns, bool yield);
   void Teardown();
   // Mirrors a kState* bit (kStateGone, kStateClosed) into the owner's local word.
   void PublishLocal(uint32_t bit) {

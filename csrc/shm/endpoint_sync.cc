@@ -32,15 +32,16 @@ struct ShmEndpoint::SyncEntry {
 };
 
 namespace {
-constexpr char kWriteUsage[] = "writeSync(view: TypedArray | DataView, spinUs: number, timeoutMs: number)";
-constexpr char kReadUsage[] = "readIntoSync(view: TypedArray | DataView, spinUs: number, timeoutMs: number)";
+constexpr char kWriteUsage[] = "writeSync(view: TypedArray | DataView, spinUs: number, timeoutMs: number, yield?: boolean)";
+constexpr char kReadUsage[] = "readIntoSync(view: TypedArray | DataView, spinUs: number, timeoutMs: number, yield?: boolean)";
 
-// The arguments of writeSync/readIntoSync: (view, spinUs = 50, timeoutMs = 0).
+// The arguments of writeSync/readIntoSync: (view, spinUs = 50, timeoutMs = 0, yield = false).
 struct SyncArgs {
   uint8_t* data = nullptr;
   size_t len = 0;
   uint64_t spin_ns = 50000;
   uint64_t timeout_ns = 0;  // 0: none; counted from the call's first wait (shm::Conn::WaitSync)
+  bool yield = false;       // sched_yield() between the spin's polls
 };
 
 // argv: napi_get_cb_info's (undefined past argc). Throws a TypeError (ERR_INVALID_ARG_TYPE).
@@ -53,21 +54,27 @@ SyncArgs ParseSyncArgs(napi_env env, size_t argc, const napi_value* argv, const 
   double spin_us = 50, tmo_ms = 0;
   if (argc > 1 && napi_get_value_double(env, argv[1], &spin_us) != napi_ok) throw ArgTypeError(env, usage);
   if (argc > 2 && napi_get_value_double(env, argv[2], &tmo_ms) != napi_ok) throw ArgTypeError(env, usage);
+  if (argc > 3) {
+    napi_valuetype t;
+    napi_typeof(env, argv[3], &t);
+    if (t == napi_boolean) napi_get_value_bool(env, argv[3], &a.yield);
+    else if (t != napi_undefined) throw ArgTypeError(env, usage);
+  }
   a.spin_ns = spin_us > 0 ? static_cast<uint64_t>(spin_us * 1000) : 0;
   if (tmo_ms > 0) a.timeout_ns = std::max<uint64_t>(1, static_cast<uint64_t>(tmo_ms * 1e6));
   return a;
 }
 
-// writeSync(view, spinUs, timeoutMs) -> bytes written (all of them, or fewer when the peer
+// writeSync(view, spinUs, timeoutMs, yield) -> bytes written (all of them, or fewer when the peer
 // reset), or throws ECONNRESET (the peer is gone), ETIMEDOUT (with `bytesWritten`), EBADF
 // (closed).
-// readIntoSync(view, spinUs, timeoutMs) -> bytes read: all of view, or fewer at EOF. Throws
+// readIntoSync(view, spinUs, timeoutMs, yield) -> bytes read: all of view, or fewer at EOF. Throws
 // ECONNRESET (the peer reset, or is gone), ETIMEDOUT (with `bytesRead`), EBADF (closed).
 template <bool kWrite>
 napi_value DoSync(napi_env env, shm::Conn* conn, size_t argc, const napi_value* argv) {
   SyncArgs a = ParseSyncArgs(env, argc, argv, kWrite ? kWriteUsage : kReadUsage);
-  shm::SyncResult r = kWrite ? conn->WriteSync(a.data, a.len, a.spin_ns, a.timeout_ns)
-                             : conn->ReadSync(a.data, a.len, a.spin_ns, a.timeout_ns);
+  shm::SyncResult r = kWrite ? conn->WriteSync(a.data, a.len, a.spin_ns, a.timeout_ns, a.yield)
+                             : conn->ReadSync(a.data, a.len, a.spin_ns, a.timeout_ns, a.yield);
   if (r.err) {
     const char* call = kWrite ? "writeSync" : "readIntoSync";
     if (r.err == EBADF) throw ErrnoError(env, EBADF, kWrite ? "write" : "read", std::string(call) + " on a closed shm endpoint");
@@ -85,8 +92,8 @@ napi_value DoSync(napi_env env, shm::Conn* conn, size_t argc, const napi_value* 
 // The own functions' callback: data is the SyncEntry.
 template <bool kWrite>
 napi_value ShmEndpoint::SyncFast(napi_env env, napi_callback_info cbinfo) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   void* data = nullptr;
   if (napi_get_cb_info(env, cbinfo, &argc, argv, nullptr, &data) != napi_ok) return nullptr;
   shm::Conn* conn = static_cast<SyncEntry*>(data)->conn;
@@ -133,16 +140,16 @@ void ShmEndpoint::InstallSyncEntry(napi_env env, napi_value self) {
 
 Napi::Value ShmEndpoint::WriteSync(const Napi::CallbackInfo& info) {
   InstallSyncEntry(info.Env(), info.This());
-  napi_value argv[3];
-  size_t argc = info.Length() < 3 ? info.Length() : 3;
+  napi_value argv[4];
+  size_t argc = info.Length() < 4 ? info.Length() : 4;
   for (size_t i = 0; i < argc; i++) argv[i] = info[i];
   return Napi::Value(info.Env(), DoSync<true>(info.Env(), conn_.get(), argc, argv));
 }
 
 Napi::Value ShmEndpoint::ReadIntoSync(const Napi::CallbackInfo& info) {
   InstallSyncEntry(info.Env(), info.This());
-  napi_value argv[3];
-  size_t argc = info.Length() < 3 ? info.Length() : 3;
+  napi_value argv[4];
+  size_t argc = info.Length() < 4 ? info.Length() : 4;
   for (size_t i = 0; i < argc; i++) argv[i] = info[i];
   return Napi::Value(info.Env(), DoSync<false>(info.Env(), conn_.get(), argc, argv));
 }

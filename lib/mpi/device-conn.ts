@@ -66,6 +66,8 @@ const READINTO_MIN = 16 * 1024
 const SYNC_WRITE = { spinUs: 1000, timeoutMs: 0.05 }
 /** readIntoSync of a payload right behind its header: up to 200 µs, spinning only (see SYNC_WRITE). */
 const SYNC_PAYLOAD = { spinUs: 1000, timeoutMs: 0.2 }
+/** The options of one synchronous read or write (the socket's sync pair). */
+interface SyncOpts { spinUs: number, timeoutMs: number, yield: boolean }
 /**
  * A synchronous write or payload read larger than this gets, beyond those bounds, the time its
  * bytes take at SYNC_BYTES_PER_MS (2 GB/s, a third of the ring's copy rate): a 1 MiB rendezvous
@@ -174,18 +176,30 @@ export class Conn {
    * first fractional store changed their hidden class and threw away the optimized code of every
    * function that had seen them (a deopt, then a recompile, while the ranks spin).
    */
-  private readonly spinOpts = { spinUs: 0.5, timeoutMs: 0.5 }
-  private readonly bigOpts = { spinUs: 1000, timeoutMs: 0.5 }
-  private readonly blockOpts = { spinUs: 0.5, timeoutMs: 0.5 }
+  private readonly spinOpts: SyncOpts
+  private readonly bigOpts: SyncOpts
+  private readonly blockOpts: SyncOpts
+  /** SYNC_WRITE and SYNC_PAYLOAD with this connection's `yield`. */
+  private readonly writeOpts: SyncOpts
+  private readonly payloadOpts: SyncOpts
   readonly handler: FrameHandler
 
   /** The receive fast path's largest spin on this connection, µs (0: none). */
   readonly spinCapUs: number
 
-  constructor (peer: number, handler: FrameHandler, spinCapUs = 0) {
+  /**
+   * `yieldSpin`: every synchronous wait on this connection spins with sched_yield() between its
+   * polls (the device's choice when its host has fewer CPUs than ranks; docs/mpi.md, "Polling").
+   */
+  constructor (peer: number, handler: FrameHandler, spinCapUs = 0, yieldSpin = false) {
     this.peer = peer
     this.handler = handler
     this.spinCapUs = spinCapUs
+    this.spinOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
+    this.bigOpts = { spinUs: 1000, timeoutMs: 0.5, yield: yieldSpin }
+    this.blockOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
+    this.writeOpts = { ...SYNC_WRITE, yield: yieldSpin }
+    this.payloadOpts = { ...SYNC_PAYLOAD, yield: yieldSpin }
   }
 
   /** Takes `socket` (handshake done, `rest`: bytes that followed the handshake) and flushes queued frames. */
@@ -365,7 +379,7 @@ export class Conn {
     Error.stackTraceLimit = 0 // a timeout is expected here: no stack to capture
     try {
       const n = bytes.length
-      if (n <= SYNC_WRITE_BYTES || !streaming) return this.socket!.writeSync(bytes, SYNC_WRITE)
+      if (n <= SYNC_WRITE_BYTES || !streaming) return this.socket!.writeSync(bytes, this.writeOpts)
       const o = this.bigOpts
       o.timeoutMs = SYNC_WRITE.timeoutMs + n / SYNC_BYTES_PER_MS
       return this.socket!.writeSync(bytes, o)
@@ -593,7 +607,7 @@ export class Conn {
           const target = this.target!
           let p: number
           try {
-            if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, SYNC_PAYLOAD)
+            if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, this.payloadOpts)
             else {
               const o = this.bigOpts
               o.timeoutMs = SYNC_PAYLOAD.timeoutMs + target.length / SYNC_BYTES_PER_MS
@@ -750,7 +764,7 @@ export class Conn {
    * readIntoSync for the blocking tier: the bytes read (fewer than `view` at the end of the
    * stream, which sets `atEof`, or on a timeout), or -1 when sync I/O is unavailable now.
    */
-  private blockRead (view: Uint8Array, o: { spinUs: number, timeoutMs: number }): number {
+  private blockRead (view: Uint8Array, o: SyncOpts): number {
     try {
       const n = syncRead(this.socket!, view, o)
       if (n < view.length) this.atEof = true
@@ -770,7 +784,7 @@ export class Conn {
  * caught nothing) and their Error's stack, captured twice (native, then Node's shape), cost
  * ~9 % of a receiving rank's CPU in a profile of the 8 B message rate.
  */
-function syncRead (socket: Socket, view: Uint8Array, opts: { spinUs: number, timeoutMs: number }): number {
+function syncRead (socket: Socket, view: Uint8Array, opts: SyncOpts): number {
   const limit = Error.stackTraceLimit
   Error.stackTraceLimit = 0
   try {

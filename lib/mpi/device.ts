@@ -56,6 +56,8 @@ export class Device implements FrameHandler {
   eagerBytes: number
   /** The receive fast path's largest spin, µs (0: none). */
   readonly spinUs: number
+  /** Synchronous waits spin with sched_yield() between polls (fewer CPUs than ranks here). */
+  readonly yieldSpin: boolean
   cards: Card[] = []
   private server: Server | null = null
   private readonly conns: Array<Conn | null>
@@ -68,9 +70,10 @@ export class Device implements FrameHandler {
   private readonly transports: TransportName[] | undefined
   private closing = false
 
-  constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, transports?: TransportName[] }) {
+  constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, yieldSpin?: boolean, transports?: TransportName[] }) {
     this.rank = opts.rank
     this.spinUs = opts.spinUs
+    this.yieldSpin = opts.yieldSpin ?? false
     this.size = opts.size
     this.eagerBytes = opts.eagerBytes
     this.jobKey = jobKey(opts.jobId)
@@ -130,7 +133,7 @@ export class Device implements FrameHandler {
   private conn (w: number): Conn {
     let c = this.conns[w]
     if (c === null) {
-      c = this.conns[w] = new Conn(w, this, this.spinUs)
+      c = this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin)
       this.dial(w)
     }
     return c
@@ -181,7 +184,7 @@ export class Device implements FrameHandler {
       reply.writeUInt32LE(accept ? 1 : 0, 4)
       sock.write(reply)
       if (!accept) { sock.end(); return }
-      const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs))
+      const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin))
       this.adopt(c, sock, rest)
     })
   }

@@ -513,20 +513,20 @@ export class EndpointStream {
   }
 
   /** writeSync: every byte into the ring, busy-polling then sleeping in this thread. */
-  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
+  writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin: boolean): number {
     if (this.closed) throw errnoError(EPIPE, 'write')
     try {
-      return this.ring().writeSync(view, spinUs, timeoutMs)
+      return this.ring().writeSync(view, spinUs, timeoutMs, yieldSpin)
     } catch (err) {
       throw syncError(err)
     }
   }
 
   /** readIntoSync: fill `view` from the ring (fewer bytes only at EOF). */
-  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number): number {
+  readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin: boolean): number {
     if (this.closed) throw errnoError(ECONNRESET, 'read')
     try {
-      return this.ring().readIntoSync(view, spinUs, timeoutMs)
+      return this.ring().readIntoSync(view, spinUs, timeoutMs, yieldSpin)
     } catch (err) {
       throw syncError(err)
     }

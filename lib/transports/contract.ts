@@ -102,11 +102,12 @@ export interface StreamEndpoint {
   stats? (): Record<string, number | string | boolean>
   /**
    * Optional (capability `syncIo`, with readIntoSync): every byte of `view` into the endpoint,
-   * busy-polling for spinUs then sleeping in the calling thread, for at most timeoutMs.
+   * busy-polling for spinUs (with sched_yield() between polls when `yieldSpin`) then sleeping
+   * in the calling thread, for at most timeoutMs.
    */
-  writeSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  writeSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin?: boolean): number
   /** Optional (capability `syncIo`): fills `view` (fewer bytes only at EOF), as writeSync waits. */
-  readIntoSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number): number
+  readIntoSync? (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin?: boolean): number
   /**
    * Optional (capability `zeroCopyLoan`, with txHeadOffset and commit): one ArrayBuffer over the
    * transmit ring's mirrored mapping (2 x ring bytes), where loans are handed out.

@@ -14,6 +14,7 @@ const run = (t, scenario, np, env = {}) => runScenario(t, FIXTURE, scenario, np,
 t.test('sendSync / recvSync: sizes, kinds, order, truncation, timeout (shm, P = 2 and 3)', async t => {
   await run(t, 'blocking', 2)
   await run(t, 'blocking', 3)
+  await run(t, 'blocking', 3, { FASTSOCK_MPI_YIELD: '1' })
 })
 
 t.test('over tcp the blocking calls throw ERR_MPI_WOULD_BLOCK and complete when awaited', async t => {

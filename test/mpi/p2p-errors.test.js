@@ -47,6 +47,27 @@ t.test('the fast path\'s spin is bounded: timers, wait timeout and signal run wh
   await run(t, 'spinbound', 2, { FASTSOCK_MPI_SPIN_US: '200' })
 })
 
+t.test('the yielding spin (FASTSOCK_MPI_YIELD=1, the default when ranks > CPUs) is bounded the same way', async t => {
+  await run(t, 'spinbound', 2, { FASTSOCK_MPI_YIELD: '1' })
+})
+
+t.test('init() refuses bad polling and eager settings before it starts anything', async t => {
+  const mpi = require('../../dist/mpi')
+  const cases = [
+    [{ FASTSOCK_MPI_YIELD: 'maybe' }, {}, /FASTSOCK_MPI_YIELD must be 0 or 1/],
+    [{ FASTSOCK_MPI_SPIN_US: '-1' }, {}, /FASTSOCK_MPI_SPIN_US must be a number/],
+    [{}, { eagerThresholdBytes: -1 }, /eagerThresholdBytes must be an integer/]
+  ]
+  for (const [env, opts, message] of cases) {
+    Object.assign(process.env, env)
+    try {
+      await t.rejects(mpi.init(opts), { code: 'ERR_OUT_OF_RANGE', message }, JSON.stringify(env) + JSON.stringify(opts))
+    } finally {
+      for (const k of Object.keys(env)) delete process.env[k]
+    }
+  }
+})
+
 t.test('wait() spins after the caller\'s synchronous code: a send issued after wait() is not held behind the spin', async t => {
   await run(t, 'waitfirst', 2, { FASTSOCK_MPI_SPIN_US: '500000' })
 })

@@ -30,6 +30,14 @@ t.test('request/response with the sync pair against a worker', { skip }, async t
     if (w !== 64 || n !== 64 || back[7] !== i + 0.5) return t.fail(`round trip ${i}: wrote ${w}, read ${n} bytes, ${back[7]}`)
   }
   t.pass('1000 synchronous round trips of a Float64Array(8), every value intact')
+  // the same with the yielding spin (sched_yield() between polls)
+  for (let i = 0; i < 1000; i++) {
+    out.fill(i + 0.25)
+    const w = c.writeSync(out, { yield: true })
+    const n = c.readIntoSync(back, { spinUs: 100, timeoutMs: 5000, yield: true })
+    if (w !== 64 || n !== 64 || back[7] !== i + 0.25) return t.fail(`yielding round trip ${i}: wrote ${w}, read ${n} bytes, ${back[7]}`)
+  }
+  t.pass('1000 round trips with { yield: true }, every value intact')
   // Large: 3 MiB, more than a ring, in 256 KiB request/response steps (this thread blocks in
   // writeSync, so what it writes must fit the echo path before it reads back).
   const big = new Uint8Array(3 << 20).map((_, i) => i * 7)
@@ -48,6 +56,13 @@ t.test('readIntoSync times out when nothing comes', { skip }, async t => {
   const t0 = Date.now()
   t.throws(() => client.readIntoSync(new Uint8Array(4), { spinUs: 10, timeoutMs: 100 }), { code: 'ETIMEDOUT' })
   t.ok(Date.now() - t0 >= 90, 'waited about timeoutMs')
+  // the yielding spin keeps the deadline too, spinning past it or not
+  for (const spinUs of [10, 500000]) {
+    const t1 = Date.now()
+    t.throws(() => client.readIntoSync(new Uint8Array(4), { spinUs, timeoutMs: 100, yield: true }), { code: 'ETIMEDOUT' })
+    const took = Date.now() - t1
+    t.ok(took >= 90 && took < 2000, `yield, spinUs ${spinUs}: waited about timeoutMs (${took} ms)`)
+  }
 })
 
 t.test('bad arguments are refused with code, before any byte moves', { skip }, async t => {
@@ -59,7 +74,9 @@ t.test('bad arguments are refused with code, before any byte moves', { skip }, a
     ['writeSync', [new Uint8Array(4), 5], 'ERR_INVALID_ARG_TYPE'],
     ['readIntoSync', [new Uint8Array(4), { spinUs: '5' }], 'ERR_INVALID_ARG_TYPE'],
     ['writeSync', [new Uint8Array(4), { timeoutMs: -1 }], 'ERR_OUT_OF_RANGE'],
-    ['readIntoSync', [new Uint8Array(4), { spinUs: NaN }], 'ERR_OUT_OF_RANGE']
+    ['readIntoSync', [new Uint8Array(4), { spinUs: NaN }], 'ERR_OUT_OF_RANGE'],
+    ['readIntoSync', [new Uint8Array(4), { yield: 1 }], 'ERR_INVALID_ARG_TYPE'],
+    ['writeSync', [new Uint8Array(4), { yield: 'yes' }], 'ERR_INVALID_ARG_TYPE']
   ]) t.throws(() => client[m](...args), { code }, `${m}(${args.map(a => typeof a).join(', ')}) -> ${code}`)
   t.equal(client.bytesWritten, 0, 'nothing was written')
   // Empty views of every kind are fine: nothing to move.
