@@ -516,7 +516,8 @@ export class EndpointStream {
   writeSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin: boolean): number {
     if (this.closed) throw errnoError(EPIPE, 'write')
     try {
-      return this.ring().writeSync(view, spinUs, timeoutMs, yieldSpin)
+      // (no fourth argument unless set: one napi_typeof fewer per call)
+      return yieldSpin ? this.ring().writeSync(view, spinUs, timeoutMs, true) : this.ring().writeSync(view, spinUs, timeoutMs)
     } catch (err) {
       throw syncError(err)
     }
@@ -526,7 +527,7 @@ export class EndpointStream {
   readIntoSync (view: ArrayBufferView, spinUs: number, timeoutMs: number, yieldSpin: boolean): number {
     if (this.closed) throw errnoError(ECONNRESET, 'read')
     try {
-      return this.ring().readIntoSync(view, spinUs, timeoutMs, yieldSpin)
+      return yieldSpin ? this.ring().readIntoSync(view, spinUs, timeoutMs, true) : this.ring().readIntoSync(view, spinUs, timeoutMs)
     } catch (err) {
       throw syncError(err)
     }

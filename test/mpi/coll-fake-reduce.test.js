@@ -65,6 +65,12 @@ t.test('ops: errors and MAXLOC tie rule', async t => {
   t.throws(() => coll.BAND.check(new Float64Array(2)), { code: 'ERR_MPI_OP' }, 'bitwise on floats')
   t.throws(() => coll.MAXLOC.check(new Float64Array(3)), { code: 'ERR_MPI_OP' }, 'odd MAXLOC length')
   t.throws(() => coll.SUM.check(new DataView(new ArrayBuffer(8))), { code: 'ERR_MPI_OP' }, 'DataView')
+  // kinds are the global typed array constructors themselves: a Buffer or a subclass is not one
+  class Vec extends Float64Array {}
+  t.throws(() => coll.SUM.check(new Vec(2)), { code: 'ERR_MPI_OP' }, 'a Float64Array subclass')
+  t.throws(() => coll.SUM.check(Buffer.alloc(2)), { code: 'ERR_MPI_OP' }, 'a Buffer')
+  await t.rejects(run(2, (c) => coll.allreduce(c, new Vec(2), new Vec(2))), { code: 'ERR_INVALID_ARG_TYPE' }, 'allreduce of a subclass')
+  await t.rejects(run(2, (c) => coll.allreduce(c, Buffer.alloc(2), Buffer.alloc(2))), { code: 'ERR_INVALID_ARG_TYPE' }, 'allreduce of Buffers')
   t.throws(() => coll.Op.create(42), { code: 'ERR_INVALID_ARG_TYPE' })
   await t.rejects(run(2, (c) => coll.allreduce(c, new Float32Array(2), new Float32Array(2), coll.BXOR)), { code: 'ERR_MPI_OP' })
   await t.rejects(run(2, (c) => coll.allreduce(c, new Float32Array(2), new Float32Array(2), 'SUM')), { code: 'ERR_INVALID_ARG_TYPE' })

@@ -52,11 +52,13 @@ const OP_NAMES = ['none', 'SUM', 'PROD', 'MIN', 'MAX', 'LAND', 'LOR', 'LXOR', 'B
 const ALGORITHMS = ['dissemination', 'tree', 'binomial', 'scatterAllgather', 'linear', 'rabenseifner', 'recursiveDoubling', 'ring',
   'reduceBcast', 'bruck', 'pairwise', 'reduceThenScatter']
 
-/** The element-kind id of an array (0 for anything else). */
+/** The global typed array constructors → their element-kind id (a Map lookup per call, no name read). */
+const KIND_BY_CTOR = new Map<unknown, number>(KIND_NAMES.slice(1).map((n, i) => [(globalThis as Record<string, unknown>)[n], i + 1]))
+
+/** The element-kind id of an array (0 for anything else, subclasses included). */
 export function kindOf (v: unknown): number {
   if (v === null || typeof v !== 'object' || !ArrayBuffer.isView(v)) return 0
-  const i = KIND_NAMES.indexOf(v.constructor.name)
-  return i < 0 ? 0 : i
+  return KIND_BY_CTOR.get(v.constructor) ?? 0
 }
 
 function noop (): void {}
@@ -73,7 +75,9 @@ let sendStage: Buffer | null = null
 let sendViews: Buffer[] = []
 /** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
 let syncStage: Buffer | null = null
+let syncStage32: Uint32Array | null = null
 const syncViews: Buffer[] = []
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
@@ -161,8 +165,10 @@ export class CheckedComm implements CollComm {
     const n = view.byteLength
     const base = this._base
     if (n + HDR > MIN_RECV || base._collSendNow === undefined) return false
-    const b = syncStage ??= Buffer.allocUnsafeSlow(MIN_RECV)
-    this.put(b)
+    let b = syncStage
+    if (b === null) { b = syncStage = Buffer.allocUnsafeSlow(MIN_RECV); syncStage32 = new Uint32Array(b.buffer, 0, HDR / 4) }
+    const w = syncStage32 as Uint32Array // the descriptor's words (little-endian hosts; else put())
+    if (LITTLE_ENDIAN) { w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3 } else this.put(b)
     if (n > 0) {
       const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
       if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)

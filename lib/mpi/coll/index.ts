@@ -44,7 +44,7 @@ function view (v: unknown, what: string, name: string): ArrayBufferView {
   return v
 }
 function numeric (v: unknown, what: string, name: string): NumericArray {
-  if (!ArrayBuffer.isView(v) || !NUMERIC.has(v.constructor.name)) throw invalidArgType(`${what}: ${name} must be a numeric TypedArray`)
+  if (kindOf(v) === 0) throw invalidArgType(`${what}: ${name} must be a numeric TypedArray`)
   return v as NumericArray
 }
 function checkRoot (comm: CollComm, root: number, what: string): void {

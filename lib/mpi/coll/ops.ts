@@ -87,7 +87,8 @@ export class Op {
   /** Elements per reduced item (2 for MAXLOC/MINLOC pairs). */
   readonly unit: number
   private readonly user: UserOpFunction | null
-  private readonly kernels = new Map<string, Kernel | null>()
+  /** Compiled kernels by the array's constructor (null: the op does not apply to that kind). */
+  private readonly kernels = new Map<unknown, Kernel | null>()
 
   private constructor (name: string, id: number, commute: boolean, user: UserOpFunction | null) {
     this.name = name
@@ -117,12 +118,13 @@ export class Op {
    * @throws CollError ERR_MPI_OP
    */
   check (arr: ArrayBufferView): void {
-    const kind = arr.constructor.name
     if (this.user !== null) {
+      const kind = arr.constructor.name
       if (!KINDS.includes(kind)) throw new CollError('ERR_MPI_OP', `${this.name}: reductions need a numeric typed array, got ${kind}`)
       return
     }
-    if (this.kernel(kind) === null) {
+    if (this.kernel(arr.constructor) === null) {
+      const kind = arr.constructor.name
       const why = KINDS.includes(kind) ? `${this.name} is bitwise and does not apply to ${kind}` : `reductions need a numeric typed array, got ${kind}`
       throw new CollError('ERR_MPI_OP', why)
     }
@@ -131,11 +133,14 @@ export class Op {
     }
   }
 
-  private kernel (kind: string): Kernel | null {
-    let k = this.kernels.get(kind)
+  /** The kernel for arrays made by `ctor` (keyed by the constructor: no name lookup per call). */
+  private kernel (ctor: unknown): Kernel | null {
+    let k = this.kernels.get(ctor)
     if (k === undefined) {
-      k = KINDS.includes(kind) ? compile(this.name, kind) : null
-      this.kernels.set(kind, k)
+      const kind = (ctor as { name?: unknown }).name
+      // only the global typed array constructors (a subclass shares its parent's name)
+      k = typeof kind === 'string' && KINDS.includes(kind) && (globalThis as Record<string, unknown>)[kind] === ctor ? compile(this.name, kind) : null
+      this.kernels.set(ctor, k)
     }
     return k
   }
@@ -147,7 +152,7 @@ export class Op {
   apply (a: NumericArray, ao: number, b: NumericArray, bo: number, count: number, aIsLeft = true): void {
     if (count <= 0) return
     if (this.user === null) {
-      (this.kernel(a.constructor.name) as Kernel)(a, ao, b, bo, count)
+      (this.kernel(a.constructor) as Kernel)(a, ao, b, bo, count)
       return
     }
     const av = a.subarray(ao, ao + count) as NumericArray
