@@ -53,9 +53,10 @@ function eagerBytesOf (o: InitOptions): number {
  * and whether its spin yields the CPU between polls (FASTSOCK_MPI_YIELD=1/0, else yes when this
  * host has fewer CPUs than ranks: a spinning rank would otherwise hold the CPU of the rank it
  * waits for until its time slice ends; Open MPI's mpi_yield_when_idle, which mpirun sets when
- * oversubscribed). Measured (P = 4 on 2 vCPUs, `fastsock osu <name> -m 8:8`): without spinning
- * (the choice until 2026-11-28) allreduce 72.9 µs, barrier 95.6, bcast 38.6; spinning without
- * yielding 397, 345, 207; spinning with sched_yield() 22.7-23.6, 13.8-22.8, 20.6-29.9.
+ * oversubscribed). Measured (P = 4 on 2 vCPUs, `fastsock osu <name> --np 4 -m 8:8`): without
+ * spinning (the choice until 2026-11-28; FASTSOCK_MPI_SPIN_US=0) allreduce 72.9 µs, barrier 95.6,
+ * bcast 38.6; spinning without yielding (FASTSOCK_MPI_YIELD=0) 397, 345, 207; spinning with
+ * sched_yield() 22.7-23.6, 13.8-22.8, 11.7-29.9 (docs/mpi.md, "Polling").
  */
 function pollingOf (env: PollingEnv, localSize: number): { spinUs: number, yieldSpin: boolean } {
   return { spinUs: env.spinUs, yieldSpin: env.yieldSpin ?? localSize > os.availableParallelism() }

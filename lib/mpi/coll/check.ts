@@ -75,9 +75,7 @@ let sendStage: Buffer | null = null
 let sendViews: Buffer[] = []
 /** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
 let syncStage: Buffer | null = null
-let syncStage32: Uint32Array | null = null
 const syncViews: Buffer[] = []
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
@@ -116,17 +114,22 @@ export class CheckedComm implements CollComm {
     b.writeUInt32LE(this.w0, 0); b.writeUInt32LE(this.w1, 4); b.writeUInt32LE(this.w2, 8); b.writeUInt32LE(this.w3, 12)
   }
 
+  /** An inline message into `b` (view.byteLength + HDR bytes): the descriptor, then the payload. */
+  private stage (b: Buffer, view: ArrayBufferView): void {
+    this.put(b)
+    const n = view.byteLength
+    if (n === 0) return
+    const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+    if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
+  }
+
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n + HDR <= MIN_RECV) {
       let stage = sendStage
       if (stage === null) { stage = Buffer.allocUnsafeSlow(MIN_RECV); sendViews = [] } else sendStage = null
       const b = sendViews[n] ?? (sendViews[n] = stage.subarray(0, n + HDR))
-      this.put(b)
-      if (n > 0) {
-        const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
-        if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
-      }
+      this.stage(b, view)
       const req = this._base._collIsend(b, dest, tag)
       let done: unknown = null
       try { done = req.test() } catch { /* failed: its wait() reports it */ }
@@ -135,8 +138,7 @@ export class CheckedComm implements CollComm {
     }
     if (n <= INLINE_MAX) {
       const b = Buffer.allocUnsafe(n + HDR)
-      this.put(b)
-      if (n > 0) b.set(view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n), HDR)
+      this.stage(b, view)
       return this._base._collIsend(b, dest, tag)
     }
     const d = this._base._collIsend(this.desc, dest, tag)
@@ -165,15 +167,9 @@ export class CheckedComm implements CollComm {
     const n = view.byteLength
     const base = this._base
     if (n + HDR > MIN_RECV || base._collSendNow === undefined) return false
-    let b = syncStage
-    if (b === null) { b = syncStage = Buffer.allocUnsafeSlow(MIN_RECV); syncStage32 = new Uint32Array(b.buffer, 0, HDR / 4) }
-    const w = syncStage32 as Uint32Array // the descriptor's words (little-endian hosts; else put())
-    if (LITTLE_ENDIAN) { w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3 } else this.put(b)
-    if (n > 0) {
-      const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
-      if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
-    }
-    return base._collSendNow(syncViews[n] ??= b.subarray(0, n + HDR), dest, tag)
+    const b = syncViews[n] ??= (syncStage ??= Buffer.allocUnsafeSlow(MIN_RECV)).subarray(0, n + HDR)
+    this.stage(b, view)
+    return base._collSendNow(b, dest, tag)
   }
 
   /**

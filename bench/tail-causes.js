@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+'use strict'
+/**
+ * Where a slow polled round trip goes (docs/polling.md, "Where a millisecond round trip goes"):
+ * a 64 B ping-pong over shm between this process and a forked echo server, `--n` round trips
+ * (default 5000), with the engine's counters (native.progressStats()) of both processes read
+ * around it. Per V8 configuration, interleaved over `--runs` rounds (default 3), medians:
+ *
+ *   default               Node's defaults (four V8 platform workers per process)
+ *   --single-threaded-gc  garbage collection without worker threads
+ *   --v8-pool-size=0      no V8 worker threads at all
+ * and, in the same rounds, the same ping-pong over Node's net (TCP loopback, Node's defaults).
+ *
+ * Prints per configuration: RTT p50 / p99 / p99.9 (µs), p99 and p99.9 × net's, round trips over
+ * 500 µs, and the contention back-offs of both processes (`processContended`: a spinning thread
+ * that lost its CPU for over 200 µs). Asserts nothing.
+ *
+ *   node bench/tail-causes.js [--n 5000] [--runs 3] [--size 64]
+ */
+const path = require('path')
+const { fork, spawn } = require('child_process')
+const { parseArgs } = require('util')
+
+/** [label, V8 flags, the library both ends use] */
+const CONFIGS = [['default', [], 'fastsock'], ['--single-threaded-gc', ['--single-threaded-gc'], 'fastsock'],
+  ['--v8-pool-size=0', ['--v8-pool-size=0'], 'fastsock'], ['net:tcp (Node net, defaults)', [], 'net']]
+const SLOW_US = 500
+
+if (process.argv[2] === '--server') server(process.argv[3])
+else if (process.argv[2] === '--client') client(Number(process.argv[3]), Number(process.argv[4]), process.argv[5])
+else main().catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
+
+/** The echo server (forked by the client, so it inherits the client's V8 flags). */
+function server (lib) {
+  const stats = engineStats()
+  const srv = lib === 'net' ? require('net').createServer(echo) : require('..').createServer({ transports: ['shm'] }, echo)
+  srv.listen(0, '127.0.0.1', () => process.send({ port: srv.address().port, stats: stats() }))
+  process.on('message', () => process.send({ stats: stats() }))
+}
+
+function echo (s) { s.on('data', d => s.write(d)) }
+
+/** The engine's counters of this process (zeros when fastsock's addon is not loaded: Node's net). */
+function engineStats () {
+  const { native } = require('../dist/native')
+  return () => native.progressStats()
+}
+
+/** One run: prints one JSON line. */
+function client (size, n, lib) {
+  const stats = engineStats()
+  const child = fork(__filename, ['--server', lib])
+  const ask = () => new Promise(resolve => { child.once('message', resolve); child.send('stats') })
+  child.once('message', ({ port, stats: server0 }) => {
+    const c = lib === 'net' ? require('net').connect(port, '127.0.0.1') : require('..').connect({ port, host: '127.0.0.1', transports: ['shm'] })
+    c.on('connect', () => {
+      const buf = Buffer.alloc(size, 1)
+      const lat = new Float64Array(n)
+      let got = 0; let i = -100 // 100 untimed round trips first
+      let t0 = 0n
+      const client0 = stats()
+      c.on('data', async d => {
+        got += d.length
+        if (got < size) return
+        got -= size
+        if (i >= 0) lat[i] = Number(process.hrtime.bigint() - t0) / 1000
+        if (++i < n) { t0 = process.hrtime.bigint(); c.write(buf); return }
+        const client1 = stats()
+        const server1 = (await ask()).stats
+        lat.sort()
+        const q = p => lat[Math.min(n - 1, Math.floor(p * n))]
+        let slow = 0
+        for (const x of lat) if (x > SLOW_US) slow++
+        const contended = (client1.processContended - client0.processContended) + (server1.processContended - server0.processContended)
+        process.stdout.write(JSON.stringify({ transport: c.transport ?? 'tcp', p50: q(0.5), p99: q(0.99), p999: q(0.999), slow, contended }) + '\n')
+        c.destroy()
+        child.kill()
+      })
+      t0 = process.hrtime.bigint()
+      c.write(buf)
+    })
+  })
+}
+
+async function main () {
+  const { values } = parseArgs({ options: { n: { type: 'string', default: '5000' }, runs: { type: 'string', default: '3' }, size: { type: 'string', default: '64' } } })
+  const n = Number(values.n); const runs = Number(values.runs); const size = Number(values.size)
+  const rows = CONFIGS.map(() => [])
+  for (let r = 0; r < runs; r++) {
+    for (let k = 0; k < CONFIGS.length; k++) {
+      const [label, flags, lib] = CONFIGS[k]
+      const out = await new Promise((resolve, reject) => {
+        const p = spawn(process.execPath, [...flags, __filename, '--client', String(size), String(n), lib], { stdio: ['ignore', 'pipe', 'inherit'] })
+        let text = ''
+        p.stdout.on('data', d => { text += d })
+        p.on('exit', code => code === 0 ? resolve(JSON.parse(text.trim().split('\n').pop())) : reject(new Error(`run ${label} exited ${code}`)))
+      })
+      if (out.transport !== (lib === 'net' ? 'tcp' : 'shm')) throw new Error(`${label}: the ping-pong ran over ${out.transport}`)
+      rows[k].push(out)
+    }
+  }
+  const med = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[v.length >> 1] }
+  const f = x => x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US')
+  const m = rows.map(rs => ({ p50: med(rs.map(x => x.p50)), p99: med(rs.map(x => x.p99)), p999: med(rs.map(x => x.p999)) }))
+  const net = m[m.length - 1]
+  console.log(`${size} B ping-pong, fastsock over shm and Node's net over TCP, ${n} round trips per run, medians of ${runs} interleaved runs (${path.basename(process.execPath)} ${process.version})`)
+  console.log(`| configuration | p50 µs | p99 µs | p99.9 µs | p99 / p99.9 × net | round trips > ${SLOW_US} µs (each run) | contention back-offs, both processes (each run) |`)
+  console.log('| --- | ---: | ---: | ---: | ---: | --- | --- |')
+  rows.forEach((rs, k) => {
+    console.log(`| ${CONFIGS[k][0]} | ${f(m[k].p50)} | ${f(m[k].p99)} | ${f(m[k].p999)} | ${(m[k].p99 / net.p99).toFixed(2)} / ${(m[k].p999 / net.p999).toFixed(2)} | ${rs.map(x => x.slow).join(', ')} | ${CONFIGS[k][2] === 'net' ? '-' : rs.map(x => x.contended).join(', ')} |`)
+  })
+}
