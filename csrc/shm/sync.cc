@@ -25,9 +25,11 @@ int Conn::WaitSync(Cond cond, bool arm_read, uint64_t spin_ns, uint64_t timeout_
   // the call: a call that never waits reads no clock at all, ~25 ns each on this VM).
   // `yield`: sched_yield() after each poll (Open MPI's yield-when-idle), for more spinning threads
   // than CPUs: a peer runnable on this CPU runs now, not after this thread's time slice or a
-  // doorbell wake-up; the clock is then read every 4 polls (each poll costs a system call).
+  // doorbell wake-up. The clock is then read after every poll: a yield may give the CPU away for
+  // a whole time slice of another thread (milliseconds under load), and the spin budget and the
+  // deadline must still bound the wait (the event loop's timers run between its slices).
   uint64_t start = 0;
-  const unsigned clock_mask = yield ? 3 : 63;
+  const unsigned clock_mask = yield ? 0 : 63;
   for (unsigned i = 1; spin_ns > 0; i++) {
     if (cond()) return 0;
     if (yield) sched_yield();
