@@ -1,14 +1,15 @@
 'use strict'
 // grpc-js client for bench/grpc.js, one channel: unary 100 B calls one at a time (calls/s),
 // server streaming of 16 KiB messages (MB/s), bidi 1 KiB messages with 64 in flight (msg/s).
-// Args: <port> <ms per workload>.
+// Args: <port> <ms per workload> <server JSON> (its `path`: a UNIX socket to connect to).
 const diagnostics = require('diagnostics_channel')
 const { grpc, Client, calls } = require('./_grpc-service')
 const { timed, transportOf } = require('./_wrapped-bench')
 const [port, ms] = process.argv.slice(2).map(Number)
 let last = null
 diagnostics.subscribe('net.client.socket', m => { last = m.socket })
-const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())
+const sock = JSON.parse(process.argv[4] ?? '{}').path
+const client = new Client(sock ? `unix:${sock}` : `127.0.0.1:${port}`, grpc.credentials.createInsecure())
 const c = calls(client)
 const serverCpu = async () => (await c.info()).cpuUs
 

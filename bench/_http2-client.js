@@ -1,8 +1,10 @@
 'use strict'
 // http2 client for bench/http2.js, one session per server: sequential GET / (µs per request) and
 // 16 concurrent streams (requests/s), on h2c and on h2 over TLS; 1 MiB bodies over h2c (MB/s).
-// Args: <port> <ms per workload> <server JSON>.
+// Args: <port> <ms per workload> <server JSON> (its `path`/`tlsPath`: UNIX sockets to connect to).
 const http2 = require('http2')
+const net = require('net')
+const tls = require('tls')
 const { cert } = require('./_tls-fixture')
 const { timed, transportOf } = require('./_wrapped-bench')
 const [, msArg, serverJson] = process.argv.slice(2)
@@ -38,10 +40,14 @@ async function workloads (session, label, results, withBig) {
 
 async function main () {
   const results = {}
-  const h2c = http2.connect(`http://127.0.0.1:${server.port}`)
+  const h2c = server.path
+    ? http2.connect('http://127.0.0.1', { createConnection: () => net.connect(server.path) })
+    : http2.connect(`http://127.0.0.1:${server.port}`)
   await workloads(h2c, 'h2c', results, true)
   h2c.close()
-  const h2 = http2.connect(`https://localhost:${server.tlsPort}`, { ca: cert })
+  const h2 = server.tlsPath
+    ? http2.connect('https://localhost', { createConnection: () => tls.connect({ path: server.tlsPath, ca: cert, servername: 'localhost', ALPNProtocols: ['h2'] }) })
+    : http2.connect(`https://localhost:${server.tlsPort}`, { ca: cert })
   await workloads(h2, 'h2 (TLS)', results, false)
   h2.close()
   const t = seen.h2c

@@ -1,15 +1,17 @@
 'use strict'
 // https client for bench/https.js: one keep-alive connection, sequential GET / (µs per request),
-// then sequential GET /big (1 MiB bodies, MB/s). Args: <port> <ms per workload>.
+// then sequential GET /big (1 MiB bodies, MB/s). Args: <port> <ms per workload> <server JSON>
+// (its `path`: connect to that UNIX socket instead).
 const https = require('https')
 const { cert } = require('./_tls-fixture')
 const { timed, transportOf } = require('./_wrapped-bench')
 const [port, ms] = process.argv.slice(2).map(Number)
+const socketPath = JSON.parse(process.argv[4] ?? '{}').path
 const agent = new https.Agent({ keepAlive: true, maxSockets: 1 })
 let seen = null
 function get (p) {
   return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port, path: p, ca: cert, agent }, res => {
+    const req = https.get({ host: '127.0.0.1', port, socketPath, path: p, ca: cert, agent }, res => {
       if (!seen) seen = { transport: transportOf(res.socket), serverTransport: res.headers['x-transport'] }
       const parts = []
       res.on('data', d => { parts.push(d) })

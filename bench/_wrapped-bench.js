@@ -11,6 +11,9 @@
  *   unix       FASTSOCK_TRANSPORTS=unix,tcp: the unix rung (a real Pipe handle under TLS/nghttp2)
  *   shm        FASTSOCK_TRANSPORTS=shm,tcp: the handle-less shm rung (Node's JSStreamSocket
  *              between TLS/nghttp2 and the socket, sped up by the hook: docs/transparency.md)
+ *   net unix   no hook: Node's net over a UNIX path socket (BENCH_UNIX=1: the server listens on
+ *              a path, the client connects to it). The ceiling of a kernel-handle rung: TLSWrap
+ *              and nghttp2 native over a UNIX socket, nothing of fastsock's in the way
  *   net again  `net` once more, last in each round: how far two identical configurations
  *              differ here (the noise floor the ratios are read against)
  *
@@ -29,6 +32,7 @@ const DEFAULT_CONFIGS = [
   { name: 'preloaded', hook: true, env: {} },
   { name: 'unix', hook: true, env: { FASTSOCK_TRANSPORTS: 'unix,tcp' } },
   { name: 'shm', hook: true, env: { FASTSOCK_TRANSPORTS: 'shm,tcp' } },
+  { name: 'net unix', hook: false, env: { BENCH_UNIX: '1' } },
   { name: 'net again', hook: false, env: {} }
 ]
 // BENCH_CONFIGS='[{"name":"x","hook":true,"env":{...},"require":"/abs/extra.js"}, ...]' replaces
@@ -113,11 +117,26 @@ async function timed (ms, step, serverCpu) {
   return { ops, seconds, cpuUs: (c1 - c0 + s1 - s0) / ops }
 }
 
-/** The transport of a socket (fastsock's transportOf when the hook is on), 'net' without the hook. */
+/**
+ * The transport of a socket (fastsock's transportOf when the hook is on); without the hook 'net',
+ * or 'net:unix' in the `net unix` configuration.
+ */
 function transportOf (socket) {
   const reg = require('net')[Symbol.for('fastsock.register.state')]
-  if (!reg || !reg.patched || !socket) return 'net'
+  if (!reg || !reg.patched || !socket) return process.env.BENCH_UNIX === '1' ? 'net:unix' : 'net'
   return String(require(ROOT).transportOf(socket) ?? 'none')
 }
 
-module.exports = { run, parseArgs, median, timed, transportOf, cpuUs }
+/**
+ * For the server scripts in the `net unix` configuration (BENCH_UNIX=1): a fresh UNIX socket path
+ * in the temporary directory for the listener called `name` (removed at exit); null otherwise.
+ */
+function unixPath (name) {
+  if (process.env.BENCH_UNIX !== '1') return null
+  const p = path.join(require('os').tmpdir(), `fastsock-bench-${process.pid}-${name}.sock`)
+  fs.rmSync(p, { force: true })
+  process.on('exit', () => fs.rmSync(p, { force: true }))
+  return p
+}
+
+module.exports = { run, parseArgs, median, timed, transportOf, cpuUs, unixPath }
