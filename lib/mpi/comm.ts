@@ -255,9 +255,6 @@ export class Comm {
   /** @internal a communicator id greater than every id this process used. */
   _nextContextCandidate (): number { return this._shared.maxId + 1 }
 
-  /** @internal the largest message sent eagerly (the collectives' blocking tier stays below it). */
-  _eagerBytes (): number { return this._shared.device.eagerBytes }
-
   /** @internal called by free(). */
   _free (): void { this.freed = true }
 

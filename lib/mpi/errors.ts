@@ -19,18 +19,21 @@ export class MpiError extends Error {
   /** ERR_MPI_* (see the module comment). */
   readonly code: string
   /** The rank (of the communicator the operation used, or world rank for init) concerned, when known. */
-  rank?: number
+  declare rank?: number
   /** For ERR_MPI_TRUNCATE: the status of the message that did not fit (count = its bytes). */
-  status?: unknown
-  /** For ERR_MPI_WOULD_BLOCK: the Request that goes on (await its wait()). */
-  request?: unknown
+  declare status?: unknown
+  /**
+   * For ERR_MPI_WOULD_BLOCK: the Request that goes on (await its wait()). Not enumerable, so an
+   * uncaught error prints its message and code, not the request's connection state.
+   */
+  declare request?: unknown
   constructor (code: string, message: string, props?: { rank?: number, status?: unknown, cause?: unknown, request?: unknown }) {
     super(message, props?.cause !== undefined ? { cause: props.cause } : undefined)
     this.name = 'MpiError'
     this.code = code
     if (props?.rank !== undefined) this.rank = props.rank
     if (props?.status !== undefined) this.status = props.status
-    if (props?.request !== undefined) this.request = props.request
+    if (props?.request !== undefined) Object.defineProperty(this, 'request', { value: props.request, writable: true, configurable: true, enumerable: false })
   }
 }
 

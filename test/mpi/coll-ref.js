@@ -76,4 +76,4 @@ function same (a, b) {
   return true
 }
 
-module.exports = { KINDS, FLOAT, BIG, OPS, applies, input, fold, same }
+module.exports = { KINDS, FLOAT, BIG, OPS, applies, input, elem, fold, same }

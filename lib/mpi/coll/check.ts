@@ -5,7 +5,7 @@
  * reaches the caller's buffer. A difference rejects with ERR_MPI_COLL_MISMATCH naming the
  * argument, this rank's value and the peer's.
  *
- * - Messages up to INLINE_MAX bytes: the descriptor is a header on a copy (sender: the header
+ * - Messages up to INLINE_MAX (64 KiB - 16) bytes: the descriptor is a header on a copy (sender: the header
  *   and payload in one Buffer; receiver: a scratch of n + 16 bytes, checked, then copied out).
  * - Larger messages: a separate 16-byte descriptor message with the same tag, sent just before
  *   the data (per-pair non-overtaking order makes it match the descriptor receive posted just
@@ -29,9 +29,14 @@ import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
 import { mismatch } from './util'
 
-/** Messages up to this many bytes carry the descriptor inline (copied); larger ones get a separate 16-byte message. */
-export const INLINE_MAX = 65536
 const HDR = 16
+/**
+ * Messages up to this many bytes carry the descriptor inline (copied); larger ones get a separate
+ * 16-byte message. With the header an inline message stays within the default eager limit
+ * (64 KiB): a 64 KiB payload goes eagerly, uncopied, after its descriptor, instead of as a
+ * copied 64 KiB + 16 B rendezvous message.
+ */
+export const INLINE_MAX = 65536 - HDR
 const MAGIC = 0xc5
 const ABORT = 1
 /** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
@@ -201,7 +206,6 @@ export class CheckedComm implements CollComm {
   _worldRankOf (rank: number): number { return this._base._worldRankOf(rank) }
   _hostKey (rank: number): string { return this._base._hostKey(rank) }
   _nextContextCandidate (): number { return this._base._nextContextCandidate() }
-  _eagerBytes (): number { return this._base._eagerBytes?.() ?? 0 }
 
   /**
    * Check a received descriptor (`b` at `off`) from `source`; null if it matches this call's,

@@ -79,12 +79,6 @@ async function withNotice (note: Promise<unknown> | null, p: Promise<unknown>): 
 }
 /** Why a blocking collective with `opts.check` goes to the awaited tier. */
 const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in the awaited tier'
-/** Bytes of the collectives' descriptor (check.ts) on a small message. */
-const DESCRIPTOR_BYTES = 16
-/** True when a message of `n` bytes, with its descriptor, goes eagerly (the blocking tier's messages). */
-function eager (comm: CollComm, n: number): boolean {
-  return n + DESCRIPTOR_BYTES <= (comm._eagerBytes?.() ?? 0)
-}
 /** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
 function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
   throw wouldBlock(new CollectiveRequest(rest, count), why)
@@ -180,9 +174,10 @@ function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | unde
 
 /**
  * MPI_Bcast in the blocking tier: returns `buf` once it holds the root's bytes, without the
- * event loop, for the binomial algorithm with a message sent eagerly (byteLength + 16 ≤ the
- * eager limit, one segment). Throws ERR_MPI_WOULD_BLOCK as barrierSync, also for the other
- * algorithms and larger messages (they run in the awaited tier; `await err.request.wait()`).
+ * event loop, for the binomial algorithm in one segment (eager or rendezvous messages). Throws
+ * ERR_MPI_WOULD_BLOCK as barrierSync, also for the other algorithms and segmented messages (they
+ * run in the awaited tier; `await err.request.wait()`), and when a rendezvous payload cannot be
+ * written without the event loop (larger than the room in the shm ring).
  */
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
   if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
@@ -192,7 +187,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   const b = bytes(buf)
   const alg = bcastAlgorithm(comm, b, opts)
   const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-  if (alg !== 'binomial' || !eager(comm, b.byteLength) || b.byteLength > segBytes(opts)) {
+  if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
     const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
     goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
   }
@@ -296,9 +291,10 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
 
 /**
  * MPI_Allreduce in the blocking tier (as a C program's MPI_Allreduce): returns recvbuf once it
- * holds the result, without the event loop, for the recursive-doubling algorithm with messages
- * sent eagerly (byteLength + 16 ≤ the eager limit). Throws ERR_MPI_WOULD_BLOCK as barrierSync,
- * also for the other algorithms and larger arrays (they run in the awaited tier).
+ * holds the result, without the event loop, for the recursive-doubling algorithm (eager or
+ * rendezvous messages). Throws ERR_MPI_WOULD_BLOCK as barrierSync, also for the other algorithms
+ * (they run in the awaited tier) and when a rendezvous payload cannot be written without the
+ * event loop (larger than the room in the shm ring).
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
   if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
@@ -307,7 +303,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (comm.size === 1) return recvbuf
   const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
   const cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
-  if (alg !== 'recursiveDoubling' || !eager(comm, recvbuf.byteLength)) {
+  if (alg !== 'recursiveDoubling') {
     goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
   }
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)

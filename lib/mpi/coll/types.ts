@@ -69,8 +69,6 @@ export interface CollComm {
   _worldRankOf (rank: number): number
   _hostKey (rank: number): string
   _nextContextCandidate (): number
-  /** The largest message that goes eagerly (no rendezvous); absent: the blocking tier awaits everything. */
-  _eagerBytes? (): number
 }
 
 /**

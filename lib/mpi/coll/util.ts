@@ -130,6 +130,17 @@ export class Exchange implements CollRequest {
 
   waitSync (): CollStatus {
     const comm = this.comm
+    if (!this.sent && this.sreq === null && this.rv !== null && this.rst === null && this.rreq === null &&
+        this.dest === this.source && (this.sv as ArrayBufferView).byteLength > ORDERED_EXCHANGE_BYTES) {
+      // A large pairwise exchange, one direction at a time: the lower rank sends first.
+      if (comm.rank < this.dest) {
+        this.sreq = comm._collIsend(this.sv as ArrayBufferView, this.dest, this.tag)
+        this.sst = blockingWait(this.sreq)
+      } else {
+        this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
+        this.rst = blockingWait(this.rreq)
+      }
+    }
     if (!this.sent && this.sreq === null) {
       if (comm._collSendNow !== undefined && comm._collSendNow(this.sv as ArrayBufferView, this.dest, this.tag)) this.sent = true
       else this.sreq = comm._collIsend(this.sv as ArrayBufferView, this.dest, this.tag)
@@ -174,6 +185,22 @@ export class Exchange implements CollRequest {
     if (s !== null) this.sst = await s
     return this.result()
   }
+}
+
+/**
+ * In the blocking tier, a pairwise exchange (dest = source) whose payload is larger than this
+ * goes one direction at a time: the lower rank sends, then receives; the higher rank receives,
+ * then sends. Both payloads at once do not fit the shm rings (1 MiB each way by default): each
+ * rank's DATA waits for the other to read while it writes its own, which only the event loop's
+ * path interleaves (ERR_MPI_WOULD_BLOCK). One direction at a time, each payload streams through
+ * the ring while its receiver copies it out. bench/mpi-exchange.js measures both orders
+ * (FASTSOCK_MPI_ORDERED_BYTES sets the threshold, for that).
+ */
+export const ORDERED_EXCHANGE_BYTES = orderedBytes(process.env.FASTSOCK_MPI_ORDERED_BYTES)
+/** FASTSOCK_MPI_ORDERED_BYTES (bytes, for measurement: bench/mpi-exchange.js), else 512 KiB. */
+function orderedBytes (raw: string | undefined): number {
+  const v = Number(raw)
+  return raw !== undefined && raw.trim() !== '' && v >= 0 ? v : 512 * 1024
 }
 
 /** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK (with `r` as the request) when it has none. */
