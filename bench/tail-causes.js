@@ -4,10 +4,12 @@
  * Where a slow polled round trip goes (docs/polling.md, "Where a millisecond round trip goes"):
  * a 64 B ping-pong over shm between this process and a forked echo server, `--n` round trips
  * (default 5000), with the engine's counters (native.progressStats()) of both processes read
- * around it. Per V8 configuration, interleaved over `--runs` rounds (default 3), medians:
+ * around it. Per configuration, interleaved over `--runs` rounds (default 3), medians:
  *
- *   default               Node's defaults (four V8 platform workers per process)
- *   --single-threaded-gc  garbage collection without worker threads
+ *   default               fastsock's defaults: Node's four V8 platform workers per process, at
+ *                         nice 19 once the first polling endpoint starts (FASTSOCK_HELPER_NICE)
+ *   helpers at nice 0     FASTSOCK_HELPER_NICE=0: the workers at the main thread's priority
+ *   --single-threaded-gc  garbage collection without worker threads (workers at nice 0)
  *   --v8-pool-size=0      no V8 worker threads at all
  * and, in the same rounds, the same ping-pong over Node's net (TCP loopback, Node's defaults).
  *
@@ -21,9 +23,11 @@ const path = require('path')
 const { fork, spawn } = require('child_process')
 const { parseArgs } = require('util')
 
-/** [label, V8 flags, the library both ends use] */
-const CONFIGS = [['default', [], 'fastsock'], ['--single-threaded-gc', ['--single-threaded-gc'], 'fastsock'],
-  ['--v8-pool-size=0', ['--v8-pool-size=0'], 'fastsock'], ['net:tcp (Node net, defaults)', [], 'net']]
+/** [label, V8 flags, the library both ends use, environment] */
+const NICE0 = { FASTSOCK_HELPER_NICE: '0' }
+const CONFIGS = [['default', [], 'fastsock', {}], ['helpers at nice 0 (FASTSOCK_HELPER_NICE=0)', [], 'fastsock', NICE0],
+  ['--single-threaded-gc', ['--single-threaded-gc'], 'fastsock', NICE0], ['--v8-pool-size=0', ['--v8-pool-size=0'], 'fastsock', NICE0],
+  ['net:tcp (Node net, defaults)', [], 'net', {}]]
 const SLOW_US = 500
 
 if (process.argv[2] === '--server') server(process.argv[3])
@@ -88,9 +92,9 @@ async function main () {
   const rows = CONFIGS.map(() => [])
   for (let r = 0; r < runs; r++) {
     for (let k = 0; k < CONFIGS.length; k++) {
-      const [label, flags, lib] = CONFIGS[k]
+      const [label, flags, lib, env] = CONFIGS[k]
       const out = await new Promise((resolve, reject) => {
-        const p = spawn(process.execPath, [...flags, __filename, '--client', String(size), String(n), lib], { stdio: ['ignore', 'pipe', 'inherit'] })
+        const p = spawn(process.execPath, [...flags, __filename, '--client', String(size), String(n), lib], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } })
         let text = ''
         p.stdout.on('data', d => { text += d })
         p.on('exit', code => code === 0 ? resolve(JSON.parse(text.trim().split('\n').pop())) : reject(new Error(`run ${label} exited ${code}`)))

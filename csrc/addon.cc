@@ -12,6 +12,7 @@
 
 #include "errors.h"
 #include "fdpass.h"
+#include "helper_threads.h"
 #include "kernelsock.h"
 #include "native_limits.h"
 #include "progress_js.h"
@@ -123,6 +124,15 @@ Napi::Value GrowSocketBuffersJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), got);
 }
 
+// niceHelperThreads(nice): raises the V8 platform's worker threads to nice value `nice` (0..19;
+// csrc/helper_threads.h). Returns how many threads changed, or -errno.
+Napi::Value NiceHelperThreadsJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "niceHelperThreads(nice)");
+  int nice = info[0].As<Napi::Number>().Int32Value();
+  if (nice < 0 || nice > 19) throw ArgRangeError(info.Env(), "nice must be 0..19");
+  return Napi::Number::New(info.Env(), NiceHelperThreads(nice));
+}
+
 // probeSocketFamily(family: number): 0 when socket(family, SOCK_STREAM, 0) works, else -errno.
 Napi::Value ProbeSocketFamilyJs(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsNumber()) throw ArgTypeError(info.Env(), "family must be a number");
@@ -182,6 +192,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"rsocketConnect", RsocketConnectJs},     {"rsocketListen", RsocketListenJs},
       {"rsocketClose", RsocketCloseJs},         {"rdmaDeviceForAddress", RdmaDeviceForAddressJs},
       {"rsocketThreads", RsocketThreadsJs},     {"progressStats", ProgressStatsJs},
+      {"niceHelperThreads", NiceHelperThreadsJs},
   };
   for (const Binding& b : kBindings) exports.Set(b.name, Napi::Function::New(env, b.fn, b.name));
   exports.Set("ShmEndpoint", ShmEndpoint::Define(env));

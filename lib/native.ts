@@ -118,6 +118,8 @@ export interface NativeCore {
   rdmaDeviceForAddress? (address: string): { name: string, transport: 'ib' | 'iwarp' | 'other' } | null
   /** rsocket helper threads alive in this process (bridges, accept and connect threads). */
   rsocketThreads? (): number
+  /** Raises the V8 platform's worker threads to nice value `nice` (0..19): threads changed, or -errno (csrc/helper_threads.h). */
+  niceHelperThreads? (nice: number): number
   /** The bits of StreamEndpoint.state() (csrc/stream_state.h), defined once natively. */
   streamState: { EOF: number, RESET: number, GONE: number, CLOSED: number, READABLE: number }
   /** sha256 of csrc/ when this binary was built (scripts/source-hash.js). */
