@@ -48,6 +48,20 @@ function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, ti
 }
 
 /**
+ * With more ranks on this host than CPUs (as the launcher says, before any connection), V8's
+ * worker threads keep their priority (FASTSOCK_HELPER_NICE=0 unless set): the socket layer raises
+ * their nice value when its first polling connection starts (docs/polling.md), which is right
+ * while each polling thread has a CPU, but with four ranks yielding on two CPUs a nice-19 worker
+ * hardly ever runs and its garbage collection work falls to the ranks' main threads in long
+ * pauses (bench/mpi.js, P = 4 on 2 vCPUs: 64 KiB .. 1 MiB allreduce 1.1-2.6 ms with the workers
+ * at nice 0, 2.0-5.2 ms at nice 19).
+ */
+function oversubscribedHelpers (info: LaunchInfo, env: NodeJS.ProcessEnv): void {
+  if (env !== process.env || env.FASTSOCK_HELPER_NICE !== undefined || info.localKnown === false) return
+  if (info.localSize > os.availableParallelism()) env.FASTSOCK_HELPER_NICE = '0'
+}
+
+/**
  * Detects the launch, serves the store (rank 0) and connects to it, retrying until
  * `options.timeoutMs` (default 30000 ms). For a singleton it opens nothing. Resolves with the
  * launch info (local rank/size derived when the launcher gave none) and the open store client and
@@ -56,6 +70,7 @@ function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, ti
  */
 export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv = process.env): Promise<Bootstrap> {
   const info = detectLaunch(options, env)
+  oversubscribedHelpers(info, env)
   if (info.store === null) return { info, store: null, server: null }
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
