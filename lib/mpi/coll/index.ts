@@ -27,7 +27,7 @@ import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, relea
 import { barrierDissemination, barrierDisseminationSteps, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastScatterAllgather } from './bcast'
 import { runSync } from './drive'
 import type { CollSteps } from './drive'
-import { allreduceRabenseifner, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
+import { allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
 import { CheckedComm, COLLECTIVE_IDS, kindOf } from './check'
@@ -291,10 +291,11 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
 
 /**
  * MPI_Allreduce in the blocking tier (as a C program's MPI_Allreduce): returns recvbuf once it
- * holds the result, without the event loop, for the recursive-doubling algorithm (eager or
- * rendezvous messages). Throws ERR_MPI_WOULD_BLOCK as barrierSync, also for the other algorithms
- * (they run in the awaited tier) and when a rendezvous payload cannot be written without the
- * event loop (larger than the room in the shm ring).
+ * holds the result, without the event loop, for recursive doubling and for Rabenseifner's
+ * algorithm in one segment (eager or rendezvous messages). Throws ERR_MPI_WOULD_BLOCK as
+ * barrierSync, also for the ring, reduce + bcast and a segmented Rabenseifner (they run in the
+ * awaited tier) and when a rendezvous payload cannot be written without the event loop (larger
+ * than the room in the shm ring).
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
   if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
@@ -303,6 +304,10 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (comm.size === 1) return recvbuf
   const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
   const cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
+  if (alg === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts)) {
+    drive(allreduceRabenseifnerSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
+    return recvbuf
+  }
   if (alg !== 'recursiveDoubling') {
     goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
   }

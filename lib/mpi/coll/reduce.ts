@@ -228,6 +228,49 @@ export async function allreduceRabenseifner (comm: CollComm, acc: NumericArray, 
 }
 
 /**
+ * Rabenseifner's allreduce as steps (drive.ts), for the blocking tier: the same messages as
+ * allreduceRabenseifner with one segment (each step's half in one message each way), so ranks
+ * may mix the tiers. Commutative ops only.
+ */
+export function * allreduceRabenseifnerSteps (comm: CollComm, acc: NumericArray, op: Op, seq: number): CollSteps {
+  const P = comm.size
+  if (P === 1) return
+  const pof2 = pof2Below(P); const rem = P - pof2
+  const units = acc.length / op.unit
+  const at = (b: number): number => blockStart(units, pof2, b) * op.unit
+  const t = tmpOf(comm, acc, acc.length)
+  try {
+    const nr = rem === 0 ? comm.rank : yield * foldSteps(comm, acc, t.v, op, rem, collTag(seq, 0))
+    if (nr >= 0) {
+      let lo = 0; let hi = pof2; let round = 1
+      for (let mask = pof2 >> 1; mask >= 1; mask >>= 1, round++) {
+        const partner = realRank(nr ^ mask, rem)
+        const mid = lo + mask
+        const [klo, khi, slo, shi] = (nr & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid]
+        const rN = at(khi) - at(klo)
+        yield * sendrecvSteps(comm, acc.subarray(at(slo), at(shi)), partner, t.v.subarray(0, rN), partner, collTag(seq, round), 'reduction')
+        op.apply(acc, at(klo), t.v, 0, rN, true)
+        lo = klo; hi = khi
+      }
+      lo = nr; hi = nr + 1; round = 100
+      for (let mask = 1; mask < pof2; mask <<= 1, round++) {
+        const partner = realRank(nr ^ mask, rem)
+        const size = hi - lo
+        const mine = acc.subarray(at(lo), at(hi))
+        if ((nr & mask) === 0) {
+          yield * sendrecvSteps(comm, mine, partner, acc.subarray(at(hi), at(hi + size)), partner, collTag(seq, round), 'reduction')
+          hi += size
+        } else {
+          yield * sendrecvSteps(comm, mine, partner, acc.subarray(at(lo - size), at(lo)), partner, collTag(seq, round), 'reduction')
+          lo -= size
+        }
+      }
+    }
+    if (rem > 0) yield * unfoldSteps(comm, acc, rem, collTag(seq, 0x7fff))
+  } finally { release(comm, t.ab) }
+}
+
+/**
  * Rabenseifner's reduce: reduce-scatter by recursive halving, then each block's owner sends it to
  * the root (into `result`, the root's receive array). Commutative ops only.
  */
