@@ -53,8 +53,8 @@ function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, ti
  * their nice value when its first polling connection starts (docs/polling.md), which is right
  * while each polling thread has a CPU, but with four ranks yielding on two CPUs a nice-19 worker
  * hardly ever runs and its garbage collection work falls to the ranks' main threads in long
- * pauses (bench/mpi.js, P = 4 on 2 vCPUs: 64 KiB .. 1 MiB allreduce 1.1-2.6 ms with the workers
- * at nice 0, 2.0-5.2 ms at nice 19).
+ * pauses (`fastsock osu allreduce --np 4 -m 64K:1M` on 2 vCPUs, three runs each: 0.9-3.0 ms with
+ * the workers at nice 0, 1.9-4.4 ms at nice 19; docs/mpi.md, "Polling").
  */
 function oversubscribedHelpers (info: LaunchInfo, env: NodeJS.ProcessEnv): void {
   if (env !== process.env || env.FASTSOCK_HELPER_NICE !== undefined || info.localKnown === false) return
