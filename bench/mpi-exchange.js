@@ -9,6 +9,7 @@
  *                           (ORDERED_EXCHANGE_BYTES, lib/mpi/coll/util.ts); V8's helper threads
  *                           at nice 19 (FASTSOCK_HELPER_NICE); vector reduction kernels
  *   both directions at once FASTSOCK_MPI_ORDERED_BYTES=1e15: every exchange in both directions
+ *   one direction at a time FASTSOCK_MPI_ORDERED_BYTES=0: every exchange one direction at a time
  *   helpers at nice 0       FASTSOCK_HELPER_NICE=0
  *   scalar kernels          FASTSOCK_MPI_SIMD=0
  *
@@ -16,13 +17,14 @@
  * the reduction's share of the p50 (timed inside the calls), and calls that needed the event loop
  * (ERR_MPI_WOULD_BLOCK). Asserts nothing.
  *
- *   node bench/mpi-exchange.js [--sizes 64K,256K,1M] [--calls 1000] [--runs 3]   (~1 min)
+ *   node bench/mpi-exchange.js [--sizes 64K,256K,1M] [--calls 1000] [--runs 3]   (~3 min)
  */
 const { parseArgs } = require('util')
 
 const SETTINGS = [
   ['default', {}],
   ['both directions at once', { FASTSOCK_MPI_ORDERED_BYTES: '1e15' }],
+  ['one direction at a time', { FASTSOCK_MPI_ORDERED_BYTES: '0' }],
   ['helpers at nice 0', { FASTSOCK_HELPER_NICE: '0' }],
   ['scalar kernels', { FASTSOCK_MPI_SIMD: '0' }]
 ]

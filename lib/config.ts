@@ -43,3 +43,16 @@ export function configuredRingBytes (): number {
   }
   return ringBytesFromEnv
 }
+
+/**
+ * The nice value V8's platform worker threads get when the process's first busy-polling
+ * endpoint starts (FASTSOCK_HELPER_NICE, an integer 0..19; default 19; 0 leaves them alone;
+ * anything else: the default). Read when asked, not cached: fastsock/mpi's init sets it before
+ * its first connection (lib/mpi/bootstrap.ts). docs/polling.md, "Where a millisecond round trip goes".
+ */
+export function configuredHelperNice (): number {
+  const raw = process.env.FASTSOCK_HELPER_NICE
+  const v = raw === undefined || raw.trim() === '' ? 19 : Number(raw)
+  return Number.isInteger(v) && v >= 0 && v <= 19 ? v : 19
+}
+

@@ -17,11 +17,12 @@ import type { StreamEndpoint } from '../transports/contract'
 import { ReadIntoRequest, settleFull } from './readinto'
 import type { OnreadSpec } from './onread'
 import { debug } from '../debug'
+import { configuredHelperNice } from '../config'
 
 let helpersNiced = false
 /**
  * Once per process, when its first busy-polling endpoint starts: the V8 platform's worker threads
- * (concurrent compilation, marking, sweeping) go to nice FASTSOCK_HELPER_NICE (default 19; 0
+ * (concurrent compilation, marking, sweeping) go to nice configuredHelperNice() (default 19; 0
  * leaves them alone), so that when every CPU is busy it is they that wait, not a main thread
  * that is polling for its peer's reply: their preemption of polling main threads was the cause
  * of most millisecond round trips measured (docs/polling.md, "Where a millisecond round trip
@@ -30,9 +31,7 @@ let helpersNiced = false
 function yieldHelperThreads (): void {
   if (helpersNiced) return
   helpersNiced = true
-  const raw = process.env.FASTSOCK_HELPER_NICE
-  const v = raw === undefined || raw.trim() === '' ? 19 : Number(raw)
-  const nice = Number.isInteger(v) && v >= 0 && v <= 19 ? v : 19
+  const nice = configuredHelperNice()
   if (nice === 0 || native?.niceHelperThreads === undefined) return
   const n = native.niceHelperThreads(nice)
   debug('poll', 'V8 helper threads at nice %d: %d changed', nice, n)

@@ -176,24 +176,55 @@ export function allreduceRecursiveDoubling (comm: CollComm, acc: NumericArray, o
   return runAsync(allreduceRecursiveDoublingSteps(comm, acc, op, seq))
 }
 
+/** One step of Rabenseifner's schedule for new rank `nr`: the partner (real rank), the round, and block ranges. */
+interface BlockStep { partner: number, round: number, keep: [number, number], give: [number, number] }
+
+/**
+ * Recursive halving over `pof2` blocks (after the fold's `rem`): per step, the blocks this rank
+ * keeps and reduces ([klo, khi)) and the ones it sends its partner. Rounds 1, 2, ...
+ */
+function * halving (nr: number, pof2: number, rem: number): Generator<BlockStep> {
+  let lo = 0; let hi = pof2; let round = 1
+  for (let mask = pof2 >> 1; mask >= 1; mask >>= 1, round++) {
+    const mid = lo + mask
+    const low = (nr & mask) === 0
+    const keep: [number, number] = low ? [lo, mid] : [mid, hi]
+    yield { partner: realRank(nr ^ mask, rem), round, keep, give: low ? [mid, hi] : [lo, mid] }
+    ;[lo, hi] = keep
+  }
+}
+
+/**
+ * The allgather by recursive doubling that follows: per step, the blocks this rank holds (`give`,
+ * sent) and the ones it receives (`keep`). Rounds 100, 101, ...
+ */
+function * doubling (nr: number, pof2: number, rem: number): Generator<BlockStep> {
+  let lo = nr; let hi = nr + 1; let round = 100
+  for (let mask = 1; mask < pof2; mask <<= 1, round++) {
+    const size = hi - lo
+    const keep: [number, number] = (nr & mask) === 0 ? [hi, hi + size] : [lo - size, lo]
+    yield { partner: realRank(nr ^ mask, rem), round, keep, give: [lo, hi] }
+    lo = Math.min(lo, keep[0]); hi = Math.max(hi, keep[1])
+  }
+}
+
+/** Element offsets of Rabenseifner's pof2 blocks over `acc` (on item boundaries). */
+function blockOffsets (acc: NumericArray, op: Op, pof2: number): (b: number) => number {
+  const units = acc.length / op.unit
+  return (b: number): number => blockStart(units, pof2, b) * op.unit
+}
+
 /**
  * Rabenseifner's reduce-scatter by recursive halving over the pof2 ranks left after the fold;
  * returns the new rank (its block index) or -1. Each rank sends and receives n·(pof2-1)/pof2 bytes.
  */
 async function reduceScatterHalving (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, seq: number, seg: number): Promise<{ nr: number, pof2: number, rem: number, at: (b: number) => number }> {
-  const P = comm.size
-  const pof2 = pof2Below(P); const rem = P - pof2
-  const units = acc.length / op.unit
-  const at = (b: number): number => blockStart(units, pof2, b) * op.unit
+  const pof2 = pof2Below(comm.size); const rem = comm.size - pof2
+  const at = blockOffsets(acc, op, pof2)
   const nr = await fold(comm, acc, tmp, op, rem, collTag(seq, 0))
   if (nr < 0) return { nr, pof2, rem, at }
-  let lo = 0; let hi = pof2; let round = 1
-  for (let mask = pof2 >> 1; mask >= 1; mask >>= 1, round++) {
-    const partner = realRank(nr ^ mask, rem)
-    const mid = lo + mask
-    const [klo, khi, slo, shi] = (nr & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid]
+  for (const { partner, round, keep: [klo, khi], give: [slo, shi] } of halving(nr, pof2, rem)) {
     await exchangeReduce(comm, acc, at(slo), at(shi) - at(slo), partner, at(klo), at(khi) - at(klo), partner, tmp, collTag(seq, round), op, true, seg)
-    lo = klo; hi = khi
   }
   return { nr, pof2, rem, at }
 }
@@ -210,17 +241,8 @@ export async function allreduceRabenseifner (comm: CollComm, acc: NumericArray, 
   try {
     const { nr, pof2, rem, at } = await reduceScatterHalving(comm, acc, t.v, op, seq, seg)
     if (nr >= 0) {
-      let lo = nr; let hi = nr + 1; let round = 100
-      for (let mask = 1; mask < pof2; mask <<= 1, round++) {
-        const partner = realRank(nr ^ mask, rem)
-        const size = hi - lo
-        if ((nr & mask) === 0) {
-          await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(hi), at(hi + size) - at(hi), partner, collTag(seq, round), seg)
-          hi += size
-        } else {
-          await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(lo - size), at(lo) - at(lo - size), partner, collTag(seq, round), seg)
-          lo -= size
-        }
+      for (const { partner, round, keep: [rlo, rhi], give: [lo, hi] } of doubling(nr, pof2, rem)) {
+        await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(rlo), at(rhi) - at(rlo), partner, collTag(seq, round), seg)
       }
     }
     await unfold(comm, acc, rem, collTag(seq, 0x7fff))
@@ -233,40 +255,23 @@ export async function allreduceRabenseifner (comm: CollComm, acc: NumericArray, 
  * may mix the tiers. Commutative ops only.
  */
 export function * allreduceRabenseifnerSteps (comm: CollComm, acc: NumericArray, op: Op, seq: number): CollSteps {
-  const P = comm.size
-  if (P === 1) return
-  const pof2 = pof2Below(P); const rem = P - pof2
-  const units = acc.length / op.unit
-  const at = (b: number): number => blockStart(units, pof2, b) * op.unit
+  if (comm.size === 1) return
+  const pof2 = pof2Below(comm.size); const rem = comm.size - pof2
+  const at = blockOffsets(acc, op, pof2)
   const t = tmpOf(comm, acc, acc.length)
   try {
-    const nr = rem === 0 ? comm.rank : yield * foldSteps(comm, acc, t.v, op, rem, collTag(seq, 0))
+    const nr = yield * foldSteps(comm, acc, t.v, op, rem, collTag(seq, 0))
     if (nr >= 0) {
-      let lo = 0; let hi = pof2; let round = 1
-      for (let mask = pof2 >> 1; mask >= 1; mask >>= 1, round++) {
-        const partner = realRank(nr ^ mask, rem)
-        const mid = lo + mask
-        const [klo, khi, slo, shi] = (nr & mask) === 0 ? [lo, mid, mid, hi] : [mid, hi, lo, mid]
+      for (const { partner, round, keep: [klo, khi], give: [slo, shi] } of halving(nr, pof2, rem)) {
         const rN = at(khi) - at(klo)
         yield * sendrecvSteps(comm, acc.subarray(at(slo), at(shi)), partner, t.v.subarray(0, rN), partner, collTag(seq, round), 'reduction')
         op.apply(acc, at(klo), t.v, 0, rN, true)
-        lo = klo; hi = khi
       }
-      lo = nr; hi = nr + 1; round = 100
-      for (let mask = 1; mask < pof2; mask <<= 1, round++) {
-        const partner = realRank(nr ^ mask, rem)
-        const size = hi - lo
-        const mine = acc.subarray(at(lo), at(hi))
-        if ((nr & mask) === 0) {
-          yield * sendrecvSteps(comm, mine, partner, acc.subarray(at(hi), at(hi + size)), partner, collTag(seq, round), 'reduction')
-          hi += size
-        } else {
-          yield * sendrecvSteps(comm, mine, partner, acc.subarray(at(lo - size), at(lo)), partner, collTag(seq, round), 'reduction')
-          lo -= size
-        }
+      for (const { partner, round, keep: [rlo, rhi], give: [lo, hi] } of doubling(nr, pof2, rem)) {
+        yield * sendrecvSteps(comm, acc.subarray(at(lo), at(hi)), partner, acc.subarray(at(rlo), at(rhi)), partner, collTag(seq, round), 'reduction')
       }
     }
-    if (rem > 0) yield * unfoldSteps(comm, acc, rem, collTag(seq, 0x7fff))
+    yield * unfoldSteps(comm, acc, rem, collTag(seq, 0x7fff))
   } finally { release(comm, t.ab) }
 }
 

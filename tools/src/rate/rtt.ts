@@ -49,6 +49,18 @@ export async function measureRtt (channels: RateChannel[], config: RateConfig, p
         onError(`${ch.id} round trips`, err)
       }
     }
+    /** Runs `fn` on channel `o` unless it failed before; a failure ends the channel, reported as `what`. */
+    const attempt = async (o: typeof open[number], what: string, fn: () => Promise<void>): Promise<void> => {
+      if (o.failed) return
+      try {
+        o.client.reset()
+        await fn()
+      } catch (err) {
+        o.failed = true
+        o.socket.destroy()
+        onError(`${o.ch.id} ${what}`, err)
+      }
+    }
     // The peer process and these connections are new: before anything is timed, `jitWarmupMs`
     // of round trips per channel over every size (as the rate phases' warm-up), so that neither
     // process still compiles the ping-pong path (V8's workers preempting a polling main thread)
@@ -58,34 +70,23 @@ export async function measureRtt (channels: RateChannel[], config: RateConfig, p
     for (const bytes of perSize > 0 ? config.sizes : []) {
       await ask({ cmd: 'pingpong', bytes })
       for (const o of open) {
-        try {
-          o.client.reset()
+        await attempt(o, `round trips ${formatBytes(bytes)} (warm-up)`, async () => {
           await o.client.run(bytes, { budgetNs: BigInt(Math.round(perSize * 1e6)), minIters: 10, maxIters: 1_000_000 }, config.timeoutMs, false)
-        } catch (err) {
-          o.failed = true
-          o.socket.destroy()
-          onError(`${o.ch.id} round trips ${formatBytes(bytes)} (warm-up)`, err)
-        }
+        })
       }
     }
     for (const bytes of config.sizes) {
       await ask({ cmd: 'pingpong', bytes })
       for (const o of open) {
         progress.step(`round trips ${formatBytes(bytes)}: ${o.ch.id}`)
-        if (o.failed) { progress.tick(); continue }
-        try {
-          o.client.reset()
-          // Warm-up at this size (JIT, buffers), not kept.
+        await attempt(o, `round trips ${formatBytes(bytes)}`, async () => {
+          // Warm-up at this size (buffers), not kept.
           await o.client.run(bytes, { budgetNs: 20_000_000n, minIters: 10, maxIters: 500 }, config.timeoutMs, false)
           const n = config.rttIterations
           await o.client.run(bytes, { budgetNs: 60_000_000_000n, minIters: n, maxIters: n }, config.timeoutMs)
           const actual = o.ch.actual as string
           rows.push({ channel: o.ch.id, transport: actual, label: labelFor(o.ch, actual), bytes, samples: o.client.count, ...percentilesUs(o.client.samplesNs, o.client.count) })
-        } catch (err) {
-          o.failed = true
-          o.socket.destroy()
-          onError(`${o.ch.id} round trips ${formatBytes(bytes)}`, err)
-        }
+        })
         progress.tick()
       }
     }
