@@ -32,11 +32,14 @@ function envFor (hook, extra, extraRequire) {
 /**
  * Spawns `node script args` (hook on or off, `extraEnv`, `extraRequire`) and resolves with
  * { child, msg }: msg is its first stdout line, parsed as JSON. Rejects when it exits first, or
- * prints nothing within `timeoutMs` (default 120 s; the child is then killed).
+ * prints nothing within `timeoutMs` (default 120 s; the child is then killed). `cpus` (a taskset
+ * CPU list such as '1' or '0,1'): the process and every thread it starts run only there.
  */
-function start (script, args, hook, extraEnv, extraRequire, timeoutMs = 120000) {
+function start (script, args, hook, extraEnv, extraRequire, timeoutMs = 120000, cpus) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { env: envFor(hook, extraEnv, extraRequire), stdio: ['ignore', 'pipe', 'inherit'] })
+    const argv = [process.execPath, script, ...args]
+    const [file, ...rest] = cpus === undefined ? argv : ['taskset', '-c', cpus, ...argv]
+    const child = spawn(file, rest, { env: envFor(hook, extraEnv, extraRequire), stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${path.basename(script)}: no output in ${timeoutMs / 1000} s`)) }, timeoutMs)
     child.stdout.setEncoding('utf8')

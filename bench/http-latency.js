@@ -39,6 +39,10 @@
  *   --loads <%,...>     load levels in % of net's saturation rate (default 25,50,90)
  *   --connections <n,...>  keep-alive connection counts (default 1,10)
  *   --quick             1 round, 1 s per cell, 1 s saturation runs: a smoke run
+ *   --pin               the client on CPU 0 and the server on CPU 1 (taskset; saturation runs
+ *                       too): the client's spinning scheduler and the server then never take
+ *                       each other's CPU, so the tail is the transport's and the server's, not
+ *                       the 2-vCPU machine's competition (needs taskset and 2+ CPUs)
  *   --json <file>       also writes the raw results (every run, with its histograms) and medians
  *   --plot <file.svg>   also draws the latency distribution of every cell (all rounds' histograms
  *                       merged) as a CDF per configuration: latency (µs, log scale) against the
@@ -75,6 +79,7 @@ const OPTIONS = {
   loads: { type: 'string', default: '25,50,90', note: '<%,...>' },
   connections: { type: 'string', default: '1,10', note: '<n,...>' },
   quick: { type: 'boolean', note: '(1 round, 1 s)' },
+  pin: { type: 'boolean', note: '(client on CPU 0, server on CPU 1)' },
   json: { type: 'string', note: '<file>' },
   plot: { type: 'string', note: '<file.svg>' },
   help: { type: 'boolean' }
@@ -88,7 +93,8 @@ function options () {
   }
   const num = (k, quick) => Number(v[k] ?? (v.quick && quick !== undefined ? quick : OPTIONS[k].default))
   const list = k => (v[k] ?? OPTIONS[k].default).split(',').map(Number)
-  const o = { rounds: num('rounds', '1'), duration: num('duration', '1'), loads: list('loads'), connections: list('connections'), quick: !!v.quick, json: v.json ?? null, plot: v.plot ?? null }
+  const o = { rounds: num('rounds', '1'), duration: num('duration', '1'), loads: list('loads'), connections: list('connections'), quick: !!v.quick, pin: !!v.pin, json: v.json ?? null, plot: v.plot ?? null }
+  if (o.pin && require('os').availableParallelism() < 2) throw new Error('--pin needs 2 CPUs')
   o.saturationS = v.quick ? 1 : 2
   for (const [k, x] of [['rounds', o.rounds], ['duration', o.duration], ...o.loads.map(x => ['loads', x]), ...o.connections.map(x => ['connections', x])]) {
     if (!(x > 0)) throw new Error(`--${k}: ${x} is not a positive number`)
@@ -97,12 +103,12 @@ function options () {
 }
 
 /** One server and one client process of `config`; resolves with the client's report. */
-async function runOnce (config, mode, connections, rate, duration) {
-  const { child: server, msg: s } = await start(SERVER, [], config.hook, config.env)
+async function runOnce (config, mode, connections, rate, duration, pin) {
+  const { child: server, msg: s } = await start(SERVER, [], config.hook, config.env, undefined, undefined, pin ? '1' : undefined)
   try {
     const timeoutMs = (WARMUP_S + duration + Math.max(10, 2 * duration) + 60) * 1000
     const args = [s.port, mode, connections, rate, duration, WARMUP_S].map(String)
-    const { child: client, msg } = await start(CLIENT, args, config.hook, config.env, undefined, timeoutMs)
+    const { child: client, msg } = await start(CLIENT, args, config.hook, config.env, undefined, timeoutMs, pin ? '0' : undefined)
     await stop(client)
     return msg
   } finally {
@@ -211,7 +217,7 @@ async function main () {
   const warnings = []
   const saturation = {}
   for (const n of o.connections) {
-    const msg = await runOnce(CONFIGS[0], 'closed', n, 0, o.saturationS)
+    const msg = await runOnce(CONFIGS[0], 'closed', n, 0, o.saturationS, o.pin)
     if (!(msg.achieved > 0)) throw new Error(`saturation run with ${n} connections: no response (${msg.errors} errors)`)
     saturation[n] = { rps: msg.achieved, run: msg }
     process.stderr.write(`  saturation, net, ${n} connection${n > 1 ? 's' : ''}: ${msg.achieved.toFixed(0)} req/s closed loop (p50 ${msg.p50} µs, ${msg.errors} errors)\n`)
@@ -224,7 +230,7 @@ async function main () {
   for (let r = 0; r < o.rounds; r++) {
     for (const cell of cells) {
       for (const c of CONFIGS) {
-        const msg = await runOnce(c, 'open', cell.connections, cell.rate, o.duration)
+        const msg = await runOnce(c, 'open', cell.connections, cell.rate, o.duration, o.pin)
         cell.runs[c.name].push(msg)
         process.stderr.write(`  round ${r + 1}/${o.rounds} ${String(cell.load).padStart(3)} % ${String(cell.connections).padStart(3)} conn ${c.name.padEnd(4)} ` +
           `${msg.achieved.toFixed(0).padStart(6)}/${cell.rate.toFixed(0)} req/s  p50 ${msg.p50} µs  p99 ${msg.p99} µs  p99.9 ${msg.p999} µs  max ${msg.max} µs  ` +
@@ -253,7 +259,7 @@ async function main () {
   const lines = [
     `http latency at a fixed request rate (open loop, coordinated omission corrected; GET, 11-byte body, keep-alive), ${o.duration} s per run after ${WARMUP_S} s warm-up, median of ${o.rounds} run${o.rounds > 1 ? 's' : ''}`,
     `saturation (plain net, closed loop, ${o.saturationS} s): ${o.connections.map(n => `${fmt(saturation[n].rps)} req/s with ${n} connection${n > 1 ? 's' : ''}`).join(', ')}`,
-    '(latencies in µs from the due time, HDR histogram, 3 significant digits; send lag: how late requests went out; × net: ratio to net\'s, > 1 slower)',
+    `(latencies in µs from the due time, HDR histogram, 3 significant digits; send lag: how late requests went out; × net: ratio to net's, > 1 slower${o.pin ? '; pinned: client on CPU 0, server on CPU 1' : ''})`,
     '',
     '| load | conns | config | transport | target req/s | achieved req/s | p50 µs | p99 µs | p99.9 µs | max µs | send lag p99 µs | p99 × net | p99.9 × net |',
     '| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'
