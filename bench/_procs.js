@@ -52,6 +52,7 @@ function start (script, args, hook, extraEnv, extraRequire, timeoutMs = 120000, 
       }
     })
     child.once('exit', code => { clearTimeout(timer); reject(new Error(`${path.basename(script)} exited (${code}) before reporting`)) })
+    child.once('error', err => { clearTimeout(timer); reject(err) })
   })
 }
 

@@ -40,9 +40,9 @@
  *   --connections <n,...>  keep-alive connection counts (default 1,10)
  *   --quick             1 round, 1 s per cell, 1 s saturation runs: a smoke run
  *   --pin               the client on CPU 0 and the server on CPU 1 (taskset; saturation runs
- *                       too): the client's spinning scheduler and the server then never take
- *                       each other's CPU, so the tail is the transport's and the server's, not
- *                       the 2-vCPU machine's competition (needs taskset and 2+ CPUs)
+ *                       too): the client's spinning scheduler and the server never take each
+ *                       other's CPU, each process's own threads share its CPU (needs taskset and
+ *                       2+ CPUs; on 2 vCPUs it did not shorten the tail: docs/polling.md)
  *   --json <file>       also writes the raw results (every run, with its histograms) and medians
  *   --plot <file.svg>   also draws the latency distribution of every cell (all rounds' histograms
  *                       merged) as a CDF per configuration: latency (µs, log scale) against the
@@ -95,6 +95,7 @@ function options () {
   const list = k => (v[k] ?? OPTIONS[k].default).split(',').map(Number)
   const o = { rounds: num('rounds', '1'), duration: num('duration', '1'), loads: list('loads'), connections: list('connections'), quick: !!v.quick, pin: !!v.pin, json: v.json ?? null, plot: v.plot ?? null }
   if (o.pin && require('os').availableParallelism() < 2) throw new Error('--pin needs 2 CPUs')
+  if (o.pin && require('child_process').spawnSync('taskset', ['-c', '0', 'true']).status !== 0) throw new Error('--pin needs taskset (util-linux)')
   o.saturationS = v.quick ? 1 : 2
   for (const [k, x] of [['rounds', o.rounds], ['duration', o.duration], ...o.loads.map(x => ['loads', x]), ...o.connections.map(x => ['connections', x])]) {
     if (!(x > 0)) throw new Error(`--${k}: ${x} is not a positive number`)
