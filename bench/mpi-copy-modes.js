@@ -25,15 +25,7 @@ const path = require('path')
 const { parseArgs } = require('util')
 const { spawnSync } = require('child_process')
 
-const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
-const tools = path.join(__dirname, '..', 'tools', 'dist')
-if (!fs.existsSync(cli)) {
-  process.stderr.write(`${cli} is missing: build first (npx tsc -p . && node scripts/esm-wrapper.js)\n`)
-  process.exit(1)
-}
-const { median } = require(path.join(tools, 'harness', 'stats.js'))
-const { table } = require(path.join(tools, 'harness', 'table.js'))
-const { fmt, formatBytes } = require(path.join(tools, 'harness', 'units.js'))
+const { cli, tools, median, table, fmt, formatBytes } = require('./_built')
 const probeScript = path.join(tools, 'pipe', 'placement.js')
 
 /** The placement probe in a fresh process: { state, halfRttNs } or null. */

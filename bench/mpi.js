@@ -21,19 +21,9 @@
  * Other flags go to every `fastsock osu` run (e.g. `-i 2000 -x 200`, `--impls fastsock,openmpi`).
  */
 const fs = require('fs')
-const path = require('path')
 const { spawnSync } = require('child_process')
 
-const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
-// The tools' own modules (the fastsock-tools workspace, tools/: npm install builds it).
-const tools = path.join(__dirname, '..', 'tools', 'dist')
-if (!fs.existsSync(cli)) {
-  process.stderr.write(`${cli} is missing: build first (npx tsc -p . && node scripts/esm-wrapper.js)\n`)
-  process.exit(1)
-}
-const { median } = require(path.join(tools, 'harness', 'stats.js'))
-const { table } = require(path.join(tools, 'harness', 'table.js'))
-const { fmt, fmtRatio, formatBytes } = require(path.join(tools, 'harness', 'units.js'))
+const { cli, median, table, fmt, fmtRatio, formatBytes } = require('./_built')
 
 const args = process.argv.slice(2)
 const take = (flag, fallback) => {

@@ -20,15 +20,7 @@ const path = require('path')
 const { parseArgs } = require('util')
 const { spawnSync } = require('child_process')
 
-const cli = path.join(__dirname, '..', 'dist', 'cli', 'main.js')
-const tools = path.join(__dirname, '..', 'tools', 'dist')
-if (!fs.existsSync(cli)) {
-  process.stderr.write(`${cli} is missing: build first (npx tsc -p . && node scripts/esm-wrapper.js)\n`)
-  process.exit(1)
-}
-const { median } = require(path.join(tools, 'harness', 'stats.js'))
-const { table } = require(path.join(tools, 'harness', 'table.js'))
-const { formatBytes } = require(path.join(tools, 'harness', 'units.js'))
+const { cli, median, table, formatBytes } = require('./_built')
 
 const { values: opts } = parseArgs({ options: { runs: { type: 'string', default: '2' }, peers: { type: 'string', default: '1,2,4' }, json: { type: 'string' } } })
 const runs = Number(opts.runs)
