@@ -209,6 +209,32 @@ function blockingWait (r: CollRequest): CollStatus {
   return r.waitSync()
 }
 
+/**
+ * The blocking tier's exchange with one partner, without the steps' machinery (generators, an
+ * Exchange, the drive loop): `sv` written now (comm._collSendNow: small messages), then exactly
+ * rv.byteLength bytes read now (_collRecvNow) into `rv`; the same messages, tag and order as
+ * sendrecvSteps (sv null: recvSteps; rv null: a send step), so the partner may run either, or
+ * the awaited tier. Returns null when nothing was sent (run the steps instead), true when the
+ * call completed here, else the receive as steps for the caller to drive (a message already
+ * queued, or a payload still arriving). Errors as the steps'. The 2-rank barrier, bcast and
+ * allreduce use it (index.ts, reduce.ts).
+ */
+export function exchangeNow (comm: CollComm, sv: ArrayBufferView | null, rv: ArrayBufferView | null, partner: number, tag: number, what: string): true | CollSteps | null {
+  if (sv !== null && (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag))) return null
+  if (rv === null) return true
+  let st: CollStatus | null
+  try {
+    st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, partner, tag) : null
+  } catch (e) {
+    const r = (e as { request?: CollRequest }).request
+    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, rv.byteLength, what, partner)
+    throw recvError(e, rv.byteLength, what, partner)
+  }
+  if (st === null) return recvSteps(comm, rv, partner, tag, what)
+  checkCount(st, rv.byteLength, what, partner)
+  return true
+}
+
 /** Steps: receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
 export function recvSteps (comm: CollComm, view: ArrayBufferView, source: number, tag: number, what: string): CollSteps {
   return received(new Exchange(comm, null, -1, view, source, tag), view.byteLength, what, source)
