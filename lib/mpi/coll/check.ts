@@ -41,6 +41,8 @@ const MAGIC = 0xc5
 const ABORT = 1
 /** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
 const MIN_RECV = 256
+/** The largest payload the blocking tier's small path (_collSendNow, _collRecvNow) carries, bytes. */
+export const SYNC_INLINE_MAX = MIN_RECV - HDR
 /** Field codes an abort notice carries (flag bits 1..3): what its sender found differing. */
 const FIELDS = ['', 'collective', 'root', 'op', 'element kind', 'count', 'algorithm', 'message size']
 

@@ -30,7 +30,7 @@ import type { CollSteps } from './drive'
 import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
-import { CheckedComm, COLLECTIVE_IDS, kindOf } from './check'
+import { CheckedComm, COLLECTIVE_IDS, kindOf, SYNC_INLINE_MAX } from './check'
 
 export { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC, IN_PLACE, UNDEFINED, CollError, algorithmTable, envName, THRESHOLDS }
 export type { CollComm, CollHandle, CollOptions, InPlace, NumericArray, UserOpFunction }
@@ -326,7 +326,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (alg !== 'recursiveDoubling') {
     goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
   }
-  if (comm.size === 2) {
+  if (comm.size === 2 && recvbuf.byteLength <= SYNC_INLINE_MAX) {
     const r = allreducePairSync(cc, recvbuf, op, seq)
     if (r === true) return recvbuf
     if (r !== null) { drive(r, recvbuf.byteLength); return recvbuf }
