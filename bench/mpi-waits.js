@@ -17,8 +17,14 @@
  *   exchange-sync   sendSync then recvSync on both ranks at once (8 B)
  *   barrier-sync    comm.barrierSync()
  *   allreduce-sync  comm.allreduceSync of one float64, SUM
+ * allreduce-sync runs a third time over shm with FASTSOCK_MPI_PAIR=0 ("shm, steps": the general
+ * steps instead of the 2-rank path, docs/mpi-collectives.md "Two ranks: no steps"); its shm row
+ * prints p50 and mean ÷ that run's too (below 1: the 2-rank path is faster).
  *
- *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--patterns pingpong,barrier]
+ *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--runs 1] [--patterns pingpong,barrier]
+ *
+ * `--runs`: jobs per pattern and channel, interleaved across the channels; each figure is the
+ * median over the runs (a single job's p50 swings 2-4× from one job to the next on a shared VM).
  *
  * `--warmup`: untimed iterations of the same pattern first (V8 compiles the path meanwhile; its
  * compiler threads otherwise stall the first ~200 ms, docs/mpi-benchmarks.md). Each pattern and
@@ -27,6 +33,8 @@
 const { parseArgs } = require('util')
 
 const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync']
+/** The patterns also run with the 2-rank path off (FASTSOCK_MPI_PAIR=0). */
+const STEPS_TOO = ['allreduce-sync']
 
 /** Two blocking calls in turn: undefined when both completed at once, else a promise of the rest. */
 function inTurn (a, b) {
@@ -84,39 +92,64 @@ async function rank (pattern, channel, iterations, warmup) {
   await mpi.finalize()
 }
 
+/** The median of numbers (the mean of the middle two for an even count). */
+function median (xs) {
+  const v = [...xs].sort((a, b) => a - b)
+  const k = v.length >> 1
+  return v.length % 2 === 1 ? v[k] : (v[k - 1] + v[k]) / 2
+}
+
+/** One job of two fresh ranks running `pattern` over `channel` with `env`: rank 0's figures. */
+async function job (pattern, label, channel, env, iterations, warmup) {
+  const { spawnRanks } = require('../dist/internal')
+  let out = null
+  const j = await spawnRanks({
+    np: 2,
+    command: process.execPath,
+    args: [__filename, '--rank', pattern, channel, String(iterations), String(warmup)],
+    env: { ...process.env, ...env },
+    stdio: 'pipe',
+    prefix: false,
+    onLine: (r, stream, line) => { if (r === 0 && stream === 'stdout' && line.startsWith('{')) out = JSON.parse(line) }
+  })
+  const res = await j.done
+  if (res.code !== 0 || out === null) throw new Error(`${pattern} over ${label}: the job failed (status ${res.code})`)
+  return out
+}
+
 async function main () {
   const { values } = parseArgs({
-    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, patterns: { type: 'string', default: PATTERNS.join(',') } }
+    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') } }
   })
+  const runs = Number(values.runs)
+  if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs takes a positive integer')
   const iterations = Number(values.iterations)
   const warmup = Number(values.warmup)
   const patterns = values.patterns.split(',')
   for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
-  const { spawnRanks } = require('../dist/internal')
   const f = x => x.toFixed(x < 10 ? 2 : 1)
-  console.log(`fastsock/mpi wait patterns, 2 ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration`)
-  console.log('| pattern | channel | transport | p50 | p90 | p99 | mean | > 50 µs | p50 × tcp | mean × tcp |')
-  console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log(`fastsock/mpi wait patterns, 2 ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration${runs > 1 ? `; medians of ${runs} interleaved jobs` : ''}`)
+  console.log('| pattern | channel | transport | p50 | p90 | p99 | mean | > 50 µs | p50 × tcp | mean × tcp | p50, mean ÷ steps |')
+  console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const pattern of patterns) {
     const row = {}
-    for (const channel of ['shm', 'tcp']) {
-      let out = null
-      const job = await spawnRanks({
-        np: 2,
-        command: process.execPath,
-        args: [__filename, '--rank', pattern, channel, String(iterations), String(warmup)],
-        stdio: 'pipe',
-        prefix: false,
-        onLine: (r, stream, line) => { if (r === 0 && stream === 'stdout' && line.startsWith('{')) out = JSON.parse(line) }
-      })
-      const res = await job.done
-      if (res.code !== 0 || out === null) throw new Error(`${pattern} over ${channel}: the job failed (status ${res.code})`)
-      row[channel] = out
+    // [label, transport of the rank, environment]
+    const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]]
+    const all = Object.fromEntries(channels.map(([label]) => [label, []]))
+    for (let run = 0; run < runs; run++) {
+      for (const [label, channel, env] of channels) {
+        all[label].push(await job(pattern, label, channel, env, iterations, warmup))
+      }
     }
-    for (const channel of ['shm', 'tcp']) {
-      const r = row[channel]
-      const ratio = channel === 'shm' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
-      console.log(`| ${pattern} | ${channel} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${ratio} |`)
+    for (const [label] of channels) {
+      const m = k => median(all[label].map(o => o[k]))
+      row[label] = { p50: m('p50'), p90: m('p90'), p99: m('p99'), mean: m('mean'), slow: m('slow'), transport: all[label][0].transport }
+    }
+    for (const [label] of channels) {
+      const r = row[label]
+      const ratio = label !== 'tcp' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
+      const steps = row['shm, steps'] !== undefined && label === 'shm' ? `${f(r.p50 / row['shm, steps'].p50)}×, ${f(r.mean / row['shm, steps'].mean)}×` : ''
+      console.log(`| ${pattern} | ${label} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${ratio} | ${steps} |`)
     }
   }
 }

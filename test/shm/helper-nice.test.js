@@ -36,6 +36,9 @@ w.on('online', () => {
 })
 `
 
+/** The threads whose nice value changed across the connection (present before and after). */
+const changedTids = r => Object.keys(r.after).filter(tid => r.before[tid] !== undefined && r.after[tid].nice !== r.before[tid].nice)
+
 function run (env) {
   return JSON.parse(execFileSync(process.execPath, ['-e', CHILD], { env: { ...process.env, ...env }, timeout: 30000 }).toString())
 }
@@ -43,7 +46,7 @@ function run (env) {
 t.test('the V8 workers go to nice 19, nothing else changes', { skip }, async t => {
   const r = run({})
   t.equal(r.transport, 'shm')
-  const changed = Object.keys(r.after).filter(tid => r.before[tid] !== undefined && r.after[tid].nice !== r.before[tid].nice)
+  const changed = changedTids(r)
   t.ok(changed.length >= 4, `at least Node's four V8 workers changed (${changed.length}: ${changed.map(x => r.after[x].comm).join(', ')})`)
   for (const tid of changed) t.equal(r.after[tid].nice, 19, `thread ${tid} (${r.after[tid].comm}) at nice 19`)
   t.equal(r.after[String(r.pid)].nice, r.before[String(r.pid)].nice, 'the main thread keeps its nice value')
@@ -58,14 +61,14 @@ t.test('FASTSOCK_HELPER_NICE=0, and a connection without polling, change nothing
   for (const env of [{ FASTSOCK_HELPER_NICE: '0' }, { POLL_US: '0' }]) {
     const r = run(env)
     t.equal(r.transport, 'shm')
-    const changed = Object.keys(r.after).filter(tid => r.before[tid] !== undefined && r.after[tid].nice !== r.before[tid].nice)
+    const changed = changedTids(r)
     t.same(changed, [], `${JSON.stringify(env)}: no thread changed`)
   }
 })
 
 t.test('FASTSOCK_HELPER_NICE sets the value', { skip }, async t => {
   const r = run({ FASTSOCK_HELPER_NICE: '7' })
-  const changed = Object.keys(r.after).filter(tid => r.before[tid] !== undefined && r.after[tid].nice !== r.before[tid].nice)
+  const changed = changedTids(r)
   t.ok(changed.length >= 4, `${changed.length} threads changed`)
   for (const tid of changed) t.equal(r.after[tid].nice, 7, `thread ${tid} at nice 7`)
 })

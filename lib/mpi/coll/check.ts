@@ -173,7 +173,7 @@ export class CheckedComm implements CollComm {
   _collSendNow (view: ArrayBufferView, dest: number, tag: number): boolean {
     const n = view.byteLength
     const base = this._base
-    if (n + HDR > MIN_RECV || base._collSendNow === undefined) return false
+    if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
     const b = syncViews[n] ??= (syncStage ??= Buffer.allocUnsafeSlow(MIN_RECV)).subarray(0, n + HDR)
     this.stage(b, view)
     return base._collSendNow(b, dest, tag)
@@ -188,7 +188,7 @@ export class CheckedComm implements CollComm {
   _collRecvNow (view: ArrayBufferView, source: number, tag: number): CollStatus | null {
     const n = view.byteLength
     const base = this._base
-    if (n + HDR > MIN_RECV || base._collRecvNow === undefined) return null
+    if (n > SYNC_INLINE_MAX || base._collRecvNow === undefined) return null
     const b = recvBuffer(n + HDR)
     let s: CollStatus | null
     try {

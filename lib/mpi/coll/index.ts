@@ -23,7 +23,7 @@ import type { CollComm, CollHandle, CollOptions, InPlace, NumericArray } from '.
 import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC } from './ops'
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
-import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, exchangeNow, mismatch, recv, release, scratch, send, viewLike } from './util'
+import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, release, scratch, send, viewLike } from './util'
 import { barrierDissemination, barrierDisseminationSteps, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastScatterAllgather } from './bcast'
 import { runSync } from './drive'
 import type { CollSteps } from './drive'
@@ -79,6 +79,12 @@ async function withNotice (note: Promise<unknown> | null, p: Promise<unknown>): 
 }
 /** Why a blocking collective with `opts.check` goes to the awaited tier. */
 const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in the awaited tier'
+/**
+ * The 2-rank blocking allreduce of a small array runs its one exchange directly
+ * (allreducePairSync; docs/mpi-collectives.md, "Two ranks: no steps"); FASTSOCK_MPI_PAIR=0 runs
+ * the steps instead (measurement: bench/mpi-waits.js's "shm, steps" rows).
+ */
+const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
 function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
   throw wouldBlock(new CollectiveRequest(rest, count), why)
@@ -132,9 +138,6 @@ export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void
   if (alg === 'tree') await barrierTree(cc, seq); else await barrierDissemination(cc, seq)
 }
 
-/** The barrier's messages (and the 2-rank barrier's receive): no bytes. */
-const EMPTY = new Uint8Array(0)
-
 function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
   return choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
 }
@@ -153,12 +156,6 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   const alg = barrierAlgorithm(comm, opts)
   const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
   if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
-  if (comm.size === 2) {
-    // dissemination at P = 2: one exchange of empty messages (its round 0), without the steps
-    const r = exchangeNow(cc, EMPTY, EMPTY, cc.rank ^ 1, collTag(seq, 0), 'barrier')
-    if (r === true) return
-    if (r !== null) { drive(r, 0); return }
-  }
   drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -199,12 +196,6 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
     const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
     goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
-  }
-  if (comm.size === 2) {
-    // binomial at P = 2: the root's one send, the other rank's one receive, without the steps
-    const r = cc.rank === root ? exchangeNow(cc, b, null, 1 - root, collTag(seq, 0), 'bcast') : exchangeNow(cc, null, b, root, collTag(seq, 0), 'bcast')
-    if (r === true) return buf
-    if (r !== null) { drive(r, b.byteLength); return buf }
   }
   drive(bcastBinomialSteps(cc, b, root, seq, 0), b.byteLength)
   return buf
@@ -326,10 +317,12 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (alg !== 'recursiveDoubling') {
     goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
   }
-  if (comm.size === 2 && recvbuf.byteLength <= SYNC_INLINE_MAX) {
+  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX) {
     const r = allreducePairSync(cc, recvbuf, op, seq)
-    if (r === true) return recvbuf
-    if (r !== null) { drive(r, recvbuf.byteLength); return recvbuf }
+    if (r !== null) {
+      if (r !== true) drive(r, recvbuf.byteLength)
+      return recvbuf
+    }
   }
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
   return recvbuf

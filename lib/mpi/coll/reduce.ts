@@ -176,10 +176,8 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * partner (util.ts: the same messages as allreduceRecursiveDoublingSteps, without its
  * generators), then the reduction. Returns null when nothing was sent (run the steps instead),
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
- * drive. An 8-byte call spent 0.74-0.95 µs in the steps before its send and 0.36-0.42 µs after
- * its receive, this path 0.51-0.81 and 0.29-0.47 (per-call stamps); 300,000 calls in a loop, six
- * interleaved pairs of jobs: median 3.32 µs a call against 3.96 before (docs/mpi-collectives.md,
- * "Blocking collectives").
+ * drive. `node bench/mpi-waits.js --patterns allreduce-sync --runs 9`: p50 0.73× the steps'
+ * (2.40 against 3.29 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
  */
 export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number): true | CollSteps | null {
   const partner = comm.rank ^ 1

@@ -136,7 +136,7 @@ export function vectorKernel (op: string, kind: string): VectorFn | null {
  */
 export function applyVector (f: VectorFn, a: ArrayBufferView, ao: number, b: ArrayBufferView, bo: number, n: number, bpe: number): number {
   const m = mem as Uint8Array
-  const total = (n * bpe) & ~15
+  const total = n * bpe - (n * bpe) % 16 // whole vectors (not `& ~15`: 32-bit, wrong past 2 GiB)
   const ab = new Uint8Array(a.buffer, a.byteOffset + ao * bpe, total)
   const bb = new Uint8Array(b.buffer, b.byteOffset + bo * bpe, total)
   for (let off = 0; off < total; off += CHUNK_BYTES) {

@@ -213,15 +213,13 @@ function blockingWait (r: CollRequest): CollStatus {
  * The blocking tier's exchange with one partner, without the steps' machinery (generators, an
  * Exchange, the drive loop): `sv` written now (comm._collSendNow: small messages), then exactly
  * rv.byteLength bytes read now (_collRecvNow) into `rv`; the same messages, tag and order as
- * sendrecvSteps (sv null: recvSteps; rv null: a send step), so the partner may run either, or
- * the awaited tier. Returns null when nothing was sent (run the steps instead), true when the
- * call completed here, else the receive as steps for the caller to drive (a message already
- * queued, or a payload still arriving). Errors as the steps'. The 2-rank barrier, bcast and
- * allreduce use it (index.ts, reduce.ts).
+ * sendrecvSteps, so the partner may run either, or the awaited tier. Returns null when nothing
+ * was sent (run the steps instead), true when the exchange completed here, else the receive as
+ * steps for the caller to drive (a message already queued, or a payload still arriving). Errors
+ * as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync).
  */
-export function exchangeNow (comm: CollComm, sv: ArrayBufferView | null, rv: ArrayBufferView | null, partner: number, tag: number, what: string): true | CollSteps | null {
-  if (sv !== null && (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag))) return null
-  if (rv === null) return true
+export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string): true | CollSteps | null {
+  if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag)) return null
   let st: CollStatus | null
   try {
     st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, partner, tag) : null
