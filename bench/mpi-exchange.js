@@ -20,6 +20,8 @@
  *   node bench/mpi-exchange.js [--sizes 64K,256K,1M] [--calls 1000] [--runs 3]   (~3 min)
  */
 const { parseArgs } = require('util')
+const { median } = require('./_procs')
+const { rankJob } = require('./_mpi-job')
 
 const SETTINGS = [
   ['default', {}],
@@ -72,8 +74,6 @@ async function main () {
   const { values } = parseArgs({ options: { sizes: { type: 'string', default: '64K,256K,1M' }, calls: { type: 'string', default: '1000' }, runs: { type: 'string', default: '3' } } })
   const sizes = values.sizes.split(',').map(parseSize)
   const calls = Number(values.calls); const runs = Number(values.runs)
-  const { spawnRanks } = require('../dist/internal')
-  const med = xs => { const v = [...xs].sort((x, y) => x - y); return v[v.length >> 1] }
   const f = x => x.toFixed(x < 10 ? 2 : 0)
   console.log(`fastsock/mpi allreduceSync (Float32Array, SUM), P = 2, ${calls} calls after 200, medians of ${runs} interleaved jobs; µs per call`)
   console.log('| size | setting | p10 | p50 | p90 | mean | calls > 400 µs | reduction µs/call | calls handed to the event loop |')
@@ -82,23 +82,11 @@ async function main () {
     const rows = SETTINGS.map(() => [])
     for (let r = 0; r < runs; r++) {
       for (let k = 0; k < SETTINGS.length; k++) {
-        let out = null
-        const job = await spawnRanks({
-          np: 2,
-          command: process.execPath,
-          args: [__filename, '--rank', String(bytes), String(calls)],
-          env: { ...process.env, ...SETTINGS[k][1] },
-          stdio: 'pipe',
-          prefix: false,
-          onLine: (rk, stream, line) => { if (rk === 0 && stream === 'stdout' && line.startsWith('{')) out = JSON.parse(line) }
-        })
-        const res = await job.done
-        if (res.code !== 0 || out === null) throw new Error(`${SETTINGS[k][0]} at ${bytes} B: the job failed (status ${res.code})`)
-        rows[k].push(out)
+        rows[k].push(await rankJob(__filename, ['--rank', String(bytes), String(calls)], SETTINGS[k][1], `${SETTINGS[k][0]} at ${bytes} B`))
       }
     }
     rows.forEach((rs, k) => {
-      const m = key => med(rs.map(x => x[key]))
+      const m = key => median(rs.map(x => x[key]))
       console.log(`| ${bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes / 1024} KiB`} | ${SETTINGS[k][0]} | ${f(m('p10'))} | ${f(m('p50'))} | ${f(m('p90'))} | ${f(m('mean'))} | ${rs.map(x => x.stalls).join(', ')} | ${f(m('applyUs'))} | ${rs.map(x => x.handedOver).join(', ')} |`)
     })
   }

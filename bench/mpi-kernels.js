@@ -28,7 +28,7 @@ const runs = Number(values.runs)
 const reps = Number(values.reps)
 if (!(bytes >= 64 && runs >= 1 && reps >= 1)) throw new Error('--bytes >= 64, --runs >= 1, --reps >= 1')
 
-const median = xs => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2 }
+const { median } = require('./_procs')
 
 /** ns per element of f(), which handles n elements per call. */
 function time (f, n) {

@@ -31,6 +31,8 @@
  * channel is its own job of two fresh processes. Prints figures, asserts nothing.
  */
 const { parseArgs } = require('util')
+const { median } = require('./_procs')
+const { rankJob } = require('./_mpi-job')
 
 const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync']
 /** The patterns also run with the 2-rank path off (FASTSOCK_MPI_PAIR=0). */
@@ -92,31 +94,6 @@ async function rank (pattern, channel, iterations, warmup) {
   await mpi.finalize()
 }
 
-/** The median of numbers (the mean of the middle two for an even count). */
-function median (xs) {
-  const v = [...xs].sort((a, b) => a - b)
-  const k = v.length >> 1
-  return v.length % 2 === 1 ? v[k] : (v[k - 1] + v[k]) / 2
-}
-
-/** One job of two fresh ranks running `pattern` over `channel` with `env`: rank 0's figures. */
-async function job (pattern, label, channel, env, iterations, warmup) {
-  const { spawnRanks } = require('../dist/internal')
-  let out = null
-  const j = await spawnRanks({
-    np: 2,
-    command: process.execPath,
-    args: [__filename, '--rank', pattern, channel, String(iterations), String(warmup)],
-    env: { ...process.env, ...env },
-    stdio: 'pipe',
-    prefix: false,
-    onLine: (r, stream, line) => { if (r === 0 && stream === 'stdout' && line.startsWith('{')) out = JSON.parse(line) }
-  })
-  const res = await j.done
-  if (res.code !== 0 || out === null) throw new Error(`${pattern} over ${label}: the job failed (status ${res.code})`)
-  return out
-}
-
 async function main () {
   const { values } = parseArgs({
     options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') } }
@@ -138,7 +115,7 @@ async function main () {
     const all = Object.fromEntries(channels.map(([label]) => [label, []]))
     for (let run = 0; run < runs; run++) {
       for (const [label, channel, env] of channels) {
-        all[label].push(await job(pattern, label, channel, env, iterations, warmup))
+        all[label].push(await rankJob(__filename, ['--rank', pattern, channel, String(iterations), String(warmup)], env, `${pattern} over ${label}`))
       }
     }
     for (const [label] of channels) {
