@@ -42,6 +42,8 @@ export interface FrameHandler {
 
 /** Bytes a staging buffer holds: header + small payload go out in one writeSync. */
 const STAGE_BYTES = 64 * 1024 + 32
+/** Frames up to this many bytes are written through a view of `stage` made once per length. */
+const SMALL_FRAME = 1024
 /**
  * Eager payloads up to this size are batched per tick (sendEager); larger ones are written at
  * once, where the copy into the stage would cost more than the native call it saves (measured:
@@ -168,8 +170,8 @@ export class Conn {
   batchLen = 0
   /** A small frame was written on this tick (the next one is batched; flush clears it). */
   private tickWrote = false
-  private stageView = this.stage.subarray(0, HEADER_BYTES)
-  private stageViewLen = HEADER_BYTES
+  /** Views of the first n bytes of `stage`, made once per length (a frame's length alternates between calls: barrier, allreduce...). */
+  private readonly stageViews: Uint8Array[] = []
   /**
    * Options objects of the sync reads, reused (no allocation per call). Made with fractional
    * values so that V8 stores their fields as doubles from the start: made with integers, the
@@ -300,8 +302,7 @@ export class Conn {
     if (n > 16) stage.set(payload!, HEADER_BYTES)
     else for (let i = 0; i < n; i++) stage[HEADER_BYTES + i] = payload![i]
     const all = HEADER_BYTES + n
-    if (all !== this.stageViewLen) { this.stageView = stage.subarray(0, all); this.stageViewLen = all }
-    return this.trySync(this.stageView)
+    return this.trySync(this.stageViewOf(all))
   }
 
   /**
@@ -356,10 +357,15 @@ export class Conn {
     this.batchLen = 0
     const socket = this.socket
     if (socket === null || socket.destroyed) return // lost: the loss is reported by the close
-    if (all !== this.stageViewLen) { this.stageView = this.stage.subarray(0, all); this.stageViewLen = all }
-    const done = socket.writableLength === 0 ? this.trySync(this.stageView) : -1
+    const done = socket.writableLength === 0 ? this.trySync(this.stageViewOf(all)) : -1
     if (done === all) return
     this.rawWrite(Buffer.from(this.stage.subarray(done < 0 ? 0 : done, all)), null)
+  }
+
+  /** The first `n` bytes of `stage`: a cached view up to SMALL_FRAME bytes, else a new one. */
+  private stageViewOf (n: number): Uint8Array {
+    if (n > SMALL_FRAME) return this.stage.subarray(0, n)
+    return (this.stageViews[n] ??= this.stage.subarray(0, n))
   }
 
   /** The write callback of an asynchronous send: handler.onWritten(req, err), or null without `req`. */

@@ -83,11 +83,50 @@ let sendViews: Buffer[] = []
 /** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
 let syncStage: Buffer | null = null
 const syncViews: Buffer[] = []
+/** A MIN_RECV-byte buffer with views of its first n bytes, made once per length. */
+class SyncScratch {
+  private readonly b = Buffer.allocUnsafeSlow(MIN_RECV)
+  private readonly views: Buffer[] = []
+  view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
+}
+/** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
+let syncRecv: SyncScratch | null = null
 function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
 }
 const EMPTY = new Uint8Array(0)
+
+/** Little-endian 32-bit word at `o` of `b` (bytewise: no Buffer method's checks, any alignment). */
+function u32At (b: Uint8Array, o: number): number {
+  return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0
+}
+
+/** Writes `w` little-endian at `o` of `b` (a Uint8Array store keeps the low 8 bits). */
+function putU32 (b: Uint8Array, o: number, w: number): void {
+  b[o] = w; b[o + 1] = w >>> 8; b[o + 2] = w >>> 16; b[o + 3] = w >>> 24
+}
+
+/**
+ * The bytes of the last small array staged (or filled), kept for the next call: making a
+ * Uint8Array view costs ~40 ns, and the blocking tier's loops pass the same arrays call after
+ * call. Only views of buffers up to KEEP_BUFFER bytes are kept, so the cache never holds a
+ * large buffer alive; a view whose length changed (a resizable buffer) gets a new one.
+ */
+class BytesOf {
+  private view: ArrayBufferView | null = null
+  private bytes: Uint8Array = EMPTY
+  of (view: ArrayBufferView): Uint8Array {
+    if (view instanceof Uint8Array) return view
+    if (view === this.view && this.bytes.byteLength === view.byteLength) return this.bytes
+    const b = new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+    if (view.buffer.byteLength <= KEEP_BUFFER) { this.view = view; this.bytes = b }
+    return b
+  }
+}
+const KEEP_BUFFER = 64 * 1024
+const sendBytes = new BytesOf()
+const recvBytes = new BytesOf()
 
 /** A collective call's descriptor, and a CollComm whose messages carry and check it. */
 export class CheckedComm implements CollComm {
@@ -117,8 +156,8 @@ export class CheckedComm implements CollComm {
     return this.d
   }
 
-  private put (b: Buffer): void {
-    b.writeUInt32LE(this.w0, 0); b.writeUInt32LE(this.w1, 4); b.writeUInt32LE(this.w2, 8); b.writeUInt32LE(this.w3, 12)
+  private put (b: Uint8Array): void {
+    putU32(b, 0, this.w0); putU32(b, 4, this.w1); putU32(b, 8, this.w2); putU32(b, 12, this.w3)
   }
 
   /** An inline message into `b` (view.byteLength + HDR bytes): the descriptor, then the payload. */
@@ -126,7 +165,7 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    const src = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+    const src = sendBytes.of(view)
     if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
   }
 
@@ -189,18 +228,25 @@ export class CheckedComm implements CollComm {
     const n = view.byteLength
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collRecvNow === undefined) return null
-    const b = recvBuffer(n + HDR)
+    // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
+    // whole view: a longer one would be cut per call); taken for the call, kept by an
+    // InlineRecv that finishes it later (a new scratch is made for the next call then).
+    const scratch = syncRecv ?? new SyncScratch()
+    syncRecv = null
+    const b = scratch.view(n + HDR)
     let s: CollStatus | null
     try {
       s = base._collRecvNow(b, source, tag)
     } catch (e) {
-      if (!wouldBlock(e)) throw e
+      if (!wouldBlock(e)) { syncRecv = scratch; throw e }
       const err = e as Error & { request: CollRequest }
       err.request = new InlineRecv(this, err.request, b, view, source, tag)
       throw err
     }
-    if (s === null) { if (recvPool.length < 32) recvPool.push(b); return null }
-    return finishInline(this, s, b, view, source, tag)
+    if (s === null) { syncRecv = scratch; return null }
+    try {
+      return finishInline(this, s, b, view, source, tag, false)
+    } finally { syncRecv = scratch }
   }
 
   _collSeq (): number { return this._base._collSeq() }
@@ -214,7 +260,7 @@ export class CheckedComm implements CollComm {
    * else the error (and the abort notice goes out to every other rank, once per call).
    */
   check (b: Buffer, source: number, tag: number): CollError | null {
-    const w0 = b.readUInt32LE(0); const w1 = b.readUInt32LE(4); const w2 = b.readUInt32LE(8); const w3 = b.readUInt32LE(12)
+    const w0 = u32At(b, 0); const w1 = u32At(b, 4); const w2 = u32At(b, 8); const w3 = u32At(b, 12)
     const abort = ((w0 >>> 16) & 0xff & ABORT) !== 0
     if (!abort && ((w0 & 0xff00ffff) >>> 0) === this.w0 && w1 === this.w1 && w2 === this.w2 && w3 === this.w3) return null
     let err: CollError
@@ -287,20 +333,21 @@ function sizeError (cc: CheckedComm, source: number, got: number, want: number):
 
 /**
  * An inline receive's end: the descriptor in `b` checked against `cc`'s, the payload copied into
- * `view`, the scratch given back; the status with the payload's count. Throws the mismatch
+ * `view`, the scratch given back (to the receive pool; `pooled` false: the blocking tier's
+ * own, which _collRecvNow keeps); the status with the payload's count. Throws the mismatch
  * (after the abort notice) when the descriptor or the size differs.
  */
-function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBufferView, source: number, tag: number): CollStatus {
+function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBufferView, source: number, tag: number, pooled = true): CollStatus {
   if (s.count < HDR) { const err = mismatch(cc.what, `rank ${source} sent ${s.count} bytes without a collective descriptor`); cc.abort(tag); throw err }
   const e = cc.check(b, source, tag)
   if (e !== null) throw e
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    const dst = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, n)
+    const dst = recvBytes.of(view)
     if (n <= 64) { for (let i = 0; i < n; i++) dst[i] = b[HDR + i] } else dst.set(b.subarray(HDR, HDR + n))
   }
-  if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b)
+  if (pooled && b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b)
   return { source: s.source, tag: s.tag, count: n }
 }
 

@@ -124,8 +124,9 @@ async function agree (comm: CollComm, cseq: number, what: string, count: number,
 }
 
 function copyInto (dst: NumericArray, src: NumericArray): void {
-  if (dst === src || (dst.buffer === src.buffer && dst.byteOffset === src.byteOffset)) return
-  dst.set(src as never)
+  // (set() copies correctly between overlapping views too; `.buffer` is not read: for a small
+  // array V8 keeps on its heap, every read is a runtime call)
+  if (dst !== src) dst.set(src as never)
 }
 
 /** MPI_Barrier. Algorithms: dissemination (default), tree. */
@@ -273,7 +274,10 @@ function allreduceInput<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: 
   numeric(recvbuf, 'allreduce', 'recvbuf')
   checkOp(op, recvbuf, 'allreduce')
   if (sendbuf !== IN_PLACE) {
-    numeric(sendbuf, 'allreduce', 'sendbuf'); sameKind(sendbuf, recvbuf, 'allreduce')
+    // The same constructor as a numeric recvbuf's is numeric: the kind lookup only to name an error.
+    if (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor) {
+      numeric(sendbuf, 'allreduce', 'sendbuf'); sameKind(sendbuf, recvbuf, 'allreduce')
+    }
     if (sendbuf.length !== recvbuf.length) throw outOfRange(`allreduce: sendbuf has ${sendbuf.length} elements, recvbuf ${recvbuf.length}`)
     copyInto(recvbuf, sendbuf)
   }

@@ -14,6 +14,7 @@
 import type { Op } from './ops'
 import type { CollComm, NumericArray } from './types'
 import { runAsync } from './drive'
+import { SYNC_INLINE_MAX } from './check'
 import type { CollSteps } from './drive'
 import { all, blockStart, collTag, Exchange, exchangeNow, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
@@ -181,28 +182,47 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  */
 export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number): true | CollSteps | null {
   const partner = comm.rank ^ 1
-  const t = tmpOf(comm, acc, acc.length)
+  const ps = pairScratch ?? new PairScratch()
+  pairScratch = null
+  const tv = ps.like(acc)
   let r: true | CollSteps | null
   try {
-    r = exchangeNow(comm, acc, t.v, partner, collTag(seq, 1), 'allreduce')
+    r = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce')
   } catch (e) {
-    release(comm, t.ab)
+    pairScratch = ps
     throw e
   }
-  if (r === null) { release(comm, t.ab); return null }
-  if (r !== true) return pairRest(r, acc, t, op, comm, partner)
+  if (r === null) { pairScratch = ps; return null }
+  if (r !== true) return pairRest(r, acc, ps, tv, op, comm, partner)
   try {
-    op.apply(acc, 0, t.v, 0, acc.length, partner > comm.rank)
-  } finally { release(comm, t.ab) }
+    op.apply(acc, 0, tv, 0, acc.length, partner > comm.rank)
+  } finally { pairScratch = ps }
   return true
 }
 
+/**
+ * allreducePairSync's receive scratch (SYNC_INLINE_MAX bytes) with its typed views, one per
+ * array kind and length, made once: the 2-rank loop makes no view per call. One is free at a
+ * time (`pairScratch`); a call that finds it taken (a rest still running in the awaited tier)
+ * makes its own.
+ */
+class PairScratch {
+  private readonly ab = new ArrayBuffer(SYNC_INLINE_MAX)
+  private readonly views = new Map<unknown, NumericArray[]>()
+  like<T extends NumericArray> (a: T): T {
+    let vs = this.views.get(a.constructor)
+    if (vs === undefined) { vs = []; this.views.set(a.constructor, vs) }
+    return (vs[a.length] ??= viewLike(a, this.ab, 0, a.length)) as T
+  }
+}
+let pairScratch: PairScratch | null = null
+
 /** allreducePairSync's rest as steps: the receive `recv`, then the reduction. */
-function * pairRest (recv: CollSteps, acc: NumericArray, t: { ab: ArrayBuffer, v: NumericArray }, op: Op, comm: CollComm, partner: number): CollSteps {
+function * pairRest (recv: CollSteps, acc: NumericArray, ps: PairScratch, tv: NumericArray, op: Op, comm: CollComm, partner: number): CollSteps {
   try {
     yield * recv
-    op.apply(acc, 0, t.v, 0, acc.length, partner > comm.rank)
-  } finally { release(comm, t.ab) }
+    op.apply(acc, 0, tv, 0, acc.length, partner > comm.rank)
+  } finally { pairScratch = ps }
 }
 
 /** The recursive-doubling allreduce in the awaited tier. */

@@ -150,14 +150,16 @@ export function envName (collective: string): string {
   return 'FASTSOCK_MPI_COLL_' + collective.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
 }
 
-const envCache = new Map<string, string | undefined>()
+/** Per collective: the variable's value, '' when unset (one lookup per call). */
+const envCache = new Map<string, string>()
 /**
  * FASTSOCK_MPI_COLL_<NAME> from process.env, read at the collective's first call in this process
  * and cached (process.env lookups cost about a microsecond: too much for the 8-byte path).
  */
-function fromProcessEnv (collective: string): string | undefined {
-  if (envCache.has(collective)) return envCache.get(collective)
-  const v = process.env[envName(collective)]
+function fromProcessEnv (collective: string): string {
+  const cached = envCache.get(collective)
+  if (cached !== undefined) return cached
+  const v = process.env[envName(collective)] ?? ''
   envCache.set(collective, v)
   return v
 }
@@ -172,10 +174,10 @@ for (const r of ROWS) { const a = names.get(r.collective) ?? []; a.push(r); name
  * to the default.
  */
 export function choose (collective: string, c: Case, forced?: string, env?: NodeJS.ProcessEnv): string {
-  const rows = names.get(collective) ?? []
   const fromEnv = forced === undefined
   const name = forced ?? (env === undefined ? fromProcessEnv(collective) : env[envName(collective)])
   if (name === undefined || name === '') return byDefault(collective, c)
+  const rows = names.get(collective) ?? []
   const row = rows.find(r => r.algorithm === name)
   if (row === undefined) {
     throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.algorithm).join(', ')}`)
