@@ -10,7 +10,7 @@
  *                         nice 19 once the first polling endpoint starts (FASTSOCK_HELPER_NICE)
  *   helpers at nice 0     FASTSOCK_HELPER_NICE=0: the workers at the main thread's priority
  *   --single-threaded-gc  garbage collection without worker threads (workers at nice 0)
- *   --v8-pool-size=0      no V8 worker threads at all
+ *   --v8-pool-size=0      one V8 worker thread (Node 20 reads 0 as CPUs − 1; the default is four)
  * and, in the same rounds, the same ping-pong over Node's net (TCP loopback, Node's defaults).
  *
  * Prints per configuration: RTT p50 / p99 / p99.9 (µs), p99 and p99.9 × net's, round trips over
@@ -18,6 +18,11 @@
  * that lost its CPU for over 200 µs). Asserts nothing.
  *
  *   node bench/tail-causes.js [--n 5000] [--runs 3] [--size 64]
+ *
+ * The columns on garbage collection come from perf_hooks' 'gc' entries of both processes: how
+ * many of the slow round trips overlap a collection's pause in either, and how many of the
+ * slowest 0.1 % (those p99.9 is read from). One configuration alone, under the scheduler's
+ * trace: `node bench/tail-sched.js -- node bench/tail-causes.js --client <bytes> <n> fastsock|net`.
  */
 const path = require('path')
 const { fork, spawn } = require('child_process')
@@ -37,9 +42,36 @@ else main().catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(
 /** The echo server (forked by the client, so it inherits the client's V8 flags). */
 function server (lib) {
   const stats = engineStats()
+  const gcs = gcLog()
   const srv = lib === 'net' ? require('net').createServer(echo) : require('..').createServer({ transports: ['shm'] }, echo)
   srv.listen(0, '127.0.0.1', () => process.send({ port: srv.address().port, stats: stats() }))
-  process.on('message', () => process.send({ stats: stats() }))
+  process.on('message', () => setImmediate(() => process.send({ stats: stats(), gcs })))
+}
+
+/**
+ * This process's garbage collections as [start, end] in ms since the epoch (perf_hooks 'gc'
+ * entries: the main thread's pause) and their kind (1 minor, 2 major, 4 incremental, 8 weak
+ * callbacks), filled as the observer reports them.
+ */
+function gcLog () {
+  const { PerformanceObserver, performance } = require('perf_hooks')
+  const gcs = []
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) gcs.push([performance.timeOrigin + e.startTime, performance.timeOrigin + e.startTime + e.duration, e.detail?.kind ?? 0])
+  }).observe({ entryTypes: ['gc'] })
+  return gcs
+}
+
+/** Writes this process's slow events for bench/tail-sched.js (FASTSOCK_TAIL_LOG: a directory). */
+function tailLog (log) {
+  require('fs').writeFileSync(path.join(process.env.FASTSOCK_TAIL_LOG, `${process.pid}.json`), JSON.stringify({ pid: process.pid, ...log }))
+}
+
+/** Of the slow round trips ([start, end] ms), how many overlap a collection in `gcs`. */
+function overlapping (slow, gcs) {
+  let n = 0
+  for (const [a, b] of slow) if (gcs.some(([s, e]) => s < b && e > a)) n++
+  return n
 }
 
 function echo (s) { s.on('data', d => s.write(d)) }
@@ -53,6 +85,10 @@ function engineStats () {
 /** One run: prints one JSON line. */
 function client (size, n, lib) {
   const stats = engineStats()
+  const gcs = gcLog()
+  const { performance } = require('perf_hooks')
+  const slowAt = [] // [start, end] ms since the epoch of each round trip over SLOW_US
+  const slowMono = [] // the same in CLOCK_MONOTONIC ns (process.hrtime), for bench/tail-sched.js
   const child = fork(__filename, ['--server', lib])
   const ask = () => new Promise(resolve => { child.once('message', resolve); child.send('stats') })
   child.once('message', ({ port, stats: server0 }) => {
@@ -67,16 +103,34 @@ function client (size, n, lib) {
         got += d.length
         if (got < size) return
         got -= size
-        if (i >= 0) lat[i] = Number(process.hrtime.bigint() - t0) / 1000
+        if (i >= 0) {
+          lat[i] = Number(process.hrtime.bigint() - t0) / 1000
+          if (lat[i] > SLOW_US) {
+            const end = performance.timeOrigin + performance.now(); slowAt.push([end - lat[i] / 1000, end])
+            slowMono.push([Number(t0), Number(t0) + lat[i] * 1000])
+          }
+        }
         if (++i < n) { t0 = process.hrtime.bigint(); c.write(buf); return }
         const client1 = stats()
-        const server1 = (await ask()).stats
+        if (process.env.FASTSOCK_TAIL_LOG) tailLog({ what: `${size} B ping-pong over ${lib === 'net' ? 'Node net' : 'fastsock shm'}, round trips over ${SLOW_US} µs`, events: slowMono })
+        await new Promise(resolve => setImmediate(resolve)) // the observer's last entries
+        const { stats: server1, gcs: serverGcs } = await ask()
         lat.sort()
         const q = p => lat[Math.min(n - 1, Math.floor(p * n))]
         let slow = 0
         for (const x of lat) if (x > SLOW_US) slow++
         const contended = (client1.processContended - client0.processContended) + (server1.processContended - server0.processContended)
-        process.stdout.write(JSON.stringify({ transport: c.transport ?? 'tcp', p50: q(0.5), p99: q(0.99), p999: q(0.999), slow, contended }) + '\n')
+        const both = [...gcs, ...serverGcs]
+        const majors = both.filter(g => g[2] === 2)
+        const minors = both.filter(g => g[2] === 1).map(g => g[1] - g[0]).sort((a, b) => a - b)
+        // the slowest n/1000 round trips: the ones p99.9 is read from
+        const top = slowAt.slice().sort((a, b) => (b[1] - b[0]) - (a[1] - a[0])).slice(0, Math.max(1, Math.floor(n / 1000)))
+        const gc = {
+          withGc: overlapping(slowAt, both), topWithGc: overlapping(top, both), top: top.length,
+          minor: minors.length, minorP50Ms: minors.length > 0 ? minors[minors.length >> 1] : 0, minorMaxMs: minors.length > 0 ? minors[minors.length - 1] : 0,
+          major: majors.length, longestMajorMs: Math.max(0, ...majors.map(g => g[1] - g[0]))
+        }
+        process.stdout.write(JSON.stringify({ transport: c.transport ?? 'tcp', p50: q(0.5), p99: q(0.99), p999: q(0.999), slow, contended, gc }) + '\n')
         c.destroy()
         child.kill()
       })
@@ -108,9 +162,11 @@ async function main () {
   const m = rows.map(rs => ({ p50: med(rs.map(x => x.p50)), p99: med(rs.map(x => x.p99)), p999: med(rs.map(x => x.p999)) }))
   const net = m[m.length - 1]
   console.log(`${size} B ping-pong, fastsock over shm and Node's net over TCP, ${n} round trips per run, medians of ${runs} interleaved runs (${path.basename(process.execPath)} ${process.version})`)
-  console.log(`| configuration | p50 µs | p99 µs | p99.9 µs | p99 / p99.9 × net | round trips > ${SLOW_US} µs (each run) | contention back-offs, both processes (each run) |`)
-  console.log('| --- | ---: | ---: | ---: | ---: | --- | --- |')
+  console.log(`| configuration | p50 µs | p99 µs | p99.9 µs | p99 / p99.9 × net | round trips > ${SLOW_US} µs (each run) | of those, during a GC; of the slowest 0.1 % (each run) | scavenges: count, p50 / max ms; mark-compacts (both processes, each run) | contention back-offs, both processes (each run) |`)
+  console.log('| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- |')
   rows.forEach((rs, k) => {
-    console.log(`| ${CONFIGS[k][0]} | ${f(m[k].p50)} | ${f(m[k].p99)} | ${f(m[k].p999)} | ${(m[k].p99 / net.p99).toFixed(2)} / ${(m[k].p999 / net.p999).toFixed(2)} | ${rs.map(x => x.slow).join(', ')} | ${CONFIGS[k][2] === 'net' ? '-' : rs.map(x => x.contended).join(', ')} |`)
+    const gcs = rs.map(x => `${x.gc.withGc}; ${x.gc.topWithGc} of ${x.gc.top}`).join(', ')
+    const counts = rs.map(x => `${x.gc.minor}, ${x.gc.minorP50Ms.toFixed(2)} / ${x.gc.minorMaxMs.toFixed(2)}; ${x.gc.major}`).join(' · ')
+    console.log(`| ${CONFIGS[k][0]} | ${f(m[k].p50)} | ${f(m[k].p99)} | ${f(m[k].p999)} | ${(m[k].p99 / net.p99).toFixed(2)} / ${(m[k].p999 / net.p999).toFixed(2)} | ${rs.map(x => x.slow).join(', ')} | ${gcs} | ${counts} | ${CONFIGS[k][2] === 'net' ? '-' : rs.map(x => x.contended).join(', ')} |`)
   })
 }
