@@ -17,9 +17,9 @@
  *   exchange-sync   sendSync then recvSync on both ranks at once (8 B)
  *   barrier-sync    comm.barrierSync()
  *   allreduce-sync  comm.allreduceSync of one float64, SUM
- * allreduce-sync runs a third time over shm with FASTSOCK_MPI_PAIR=0 ("shm, steps": the general
- * steps instead of the 2-rank path, docs/mpi-collectives.md "Two ranks: no steps"); its shm row
- * prints p50 and mean ÷ that run's too (below 1: the 2-rank path is faster).
+ * barrier-sync and allreduce-sync run a third time over shm with FASTSOCK_MPI_PAIR=0 ("shm,
+ * steps": the general steps instead of the 2-rank path, docs/mpi-collectives.md "Two ranks: no
+ * steps"); their shm rows print p50 and mean ÷ that run's too (below 1: the 2-rank path is faster).
  *
  *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--runs 1] [--patterns pingpong,barrier]
  *
@@ -36,7 +36,7 @@ const { rankJob } = require('./_mpi-job')
 
 const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync']
 /** The patterns also run with the 2-rank path off (FASTSOCK_MPI_PAIR=0). */
-const STEPS_TOO = ['allreduce-sync']
+const STEPS_TOO = ['barrier-sync', 'allreduce-sync']
 
 /** Two blocking calls in turn: undefined when both completed at once, else a promise of the rest. */
 function inTurn (a, b) {

@@ -42,8 +42,7 @@ export interface FrameHandler {
 
 /** Bytes a staging buffer holds: header + small payload go out in one writeSync. */
 const STAGE_BYTES = 64 * 1024 + 32
-/** Frames up to this many bytes are written through a view of `stage` made once per length. */
-const SMALL_FRAME = 1024
+const SMALL_FRAME = 1024 // frames up to this many bytes are written through a view of `stage` made once per length
 /**
  * Eager payloads up to this size are batched per tick (sendEager); larger ones are written at
  * once, where the copy into the stage would cost more than the native call it saves (measured:
@@ -364,8 +363,7 @@ export class Conn {
 
   /** The first `n` bytes of `stage`: a cached view up to SMALL_FRAME bytes, else a new one. */
   private stageViewOf (n: number): Uint8Array {
-    if (n > SMALL_FRAME) return this.stage.subarray(0, n)
-    return (this.stageViews[n] ??= this.stage.subarray(0, n))
+    return n > SMALL_FRAME ? this.stage.subarray(0, n) : (this.stageViews[n] ??= this.stage.subarray(0, n))
   }
 
   /** The write callback of an asynchronous send: handler.onWritten(req, err), or null without `req`. */

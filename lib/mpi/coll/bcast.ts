@@ -9,7 +9,7 @@
 import type { CollComm } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
-import { all, collTag, Exchange, received, recv, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
+import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
 
 const EMPTY = new Uint8Array(0)
 
@@ -23,6 +23,27 @@ export function * barrierDisseminationSteps (comm: CollComm, seq: number): CollS
   if (P === 1) return
   let k = 0
   for (let d = 1; d < P; d *= 2, k++) yield * sendrecvSteps(comm, EMPTY, (r + d) % P, EMPTY, (r - d + P) % P, collTag(seq, k), 'barrier')
+}
+
+/**
+ * The dissemination barrier at P = 2 in the blocking tier: its one exchange of empty messages
+ * run directly (util.ts exchangeNow: the same messages and tag as the steps). As
+ * allreducePairSync: null when nothing was sent (run the steps), true when done, else the rest.
+ */
+export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps | null {
+  return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier')
+}
+
+/**
+ * The binomial bcast at P = 2 in the blocking tier, for buffers the small path carries: the
+ * root's one send written now, the other rank's one receive read now (the same message, tag and
+ * descriptor as bcastBinomialSteps, round 0). Null when the root's send could not go out now
+ * (run the steps), true when done, else the receive's rest as steps.
+ */
+export function bcastPairSync (comm: CollComm, buf: Uint8Array, root: number, seq: number): true | CollSteps | null {
+  const tag = collTag(seq, 0)
+  if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast')
+  return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag) ? true : null
 }
 
 /** The dissemination barrier in the awaited tier. */

@@ -24,7 +24,7 @@ import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINL
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDissemination, barrierDisseminationSteps, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastScatterAllgather } from './bcast'
+import { barrierDissemination, barrierDisseminationSteps, barrierPairSync, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastPairSync, bcastScatterAllgather } from './bcast'
 import { runSync } from './drive'
 import type { CollSteps } from './drive'
 import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
@@ -80,9 +80,10 @@ async function withNotice (note: Promise<unknown> | null, p: Promise<unknown>): 
 /** Why a blocking collective with `opts.check` goes to the awaited tier. */
 const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in the awaited tier'
 /**
- * The 2-rank blocking allreduce of a small array runs its one exchange directly
- * (allreducePairSync; docs/mpi-collectives.md, "Two ranks: no steps"); FASTSOCK_MPI_PAIR=0 runs
- * the steps instead (measurement: bench/mpi-waits.js's "shm, steps" rows).
+ * At P = 2 the blocking barrier, and the blocking bcast and allreduce of a small array, run their
+ * one message each way directly (barrierPairSync, bcastPairSync, allreducePairSync;
+ * docs/mpi-collectives.md, "Two ranks: no steps"); FASTSOCK_MPI_PAIR=0 runs the steps instead
+ * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
@@ -157,6 +158,10 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   const alg = barrierAlgorithm(comm, opts)
   const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
   if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
+  if (comm.size === 2 && PAIR_PATH) {
+    const r = barrierPairSync(cc, seq)
+    if (r !== null) { if (r !== true) drive(r, 0); return }
+  }
   drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -197,6 +202,10 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
     const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
     goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
+  }
+  if (comm.size === 2 && PAIR_PATH && b.byteLength <= SYNC_INLINE_MAX) {
+    const r = bcastPairSync(cc, b, root, seq)
+    if (r !== null) { if (r !== true) drive(r, b.byteLength); return buf }
   }
   drive(bcastBinomialSteps(cc, b, root, seq, 0), b.byteLength)
   return buf

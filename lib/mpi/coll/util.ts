@@ -220,16 +220,25 @@ function blockingWait (r: CollRequest): CollStatus {
  */
 export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string): true | CollSteps | null {
   if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag)) return null
+  return recvNow(comm, rv, partner, tag, what)
+}
+
+/**
+ * The receive of exactly rv.byteLength bytes from `source`, read now when it can be
+ * (comm._collRecvNow): true when it completed here, else the rest as steps (the steps' own
+ * receive, or the one a payload still arriving needs). Mismatches throw as recvSteps'.
+ */
+export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string): true | CollSteps {
   let st: CollStatus | null
   try {
-    st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, partner, tag) : null
+    st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag) : null
   } catch (e) {
     const r = (e as { request?: CollRequest }).request
-    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, rv.byteLength, what, partner)
-    throw recvError(e, rv.byteLength, what, partner)
+    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, rv.byteLength, what, source)
+    throw recvError(e, rv.byteLength, what, source)
   }
-  if (st === null) return recvSteps(comm, rv, partner, tag, what)
-  checkCount(st, rv.byteLength, what, partner)
+  if (st === null) return recvSteps(comm, rv, source, tag, what)
+  checkCount(st, rv.byteLength, what, source)
   return true
 }
 

@@ -246,21 +246,8 @@ export async function pointToPoint (ctx: BodyContext, bytes: number, untimed = f
 }
 
 /** The buffers of one collective size: byte buffers of P × size, or floats for the reductions. */
-interface CollBuffers { s: Uint8Array, r: Uint8Array, fs: Float32Array, fr: Float32Array }
-
-/**
- * A blocking collective as OSU's C calls it: undefined once done, or, when it cannot finish
- * without the event loop now (ERR_MPI_WOULD_BLOCK: Node net, an algorithm or size the blocking
- * tier leaves to the awaited one), the promise of the rest to await.
- */
-function blocking (call: () => unknown): Promise<unknown> | undefined {
-  try {
-    call()
-    return undefined
-  } catch (err) {
-    return restOf(err)
-  }
-}
+/** One size's buffers, made before its loop (OSU allocates once): `one` and `rOne` are the first `bytes` of `s` and `r`. */
+interface CollBuffers { s: Uint8Array, r: Uint8Array, fs: Float32Array, fr: Float32Array, one: Uint8Array, rOne: Uint8Array }
 
 /** What a blocking call that threw leaves to await: its ERR_MPI_WOULD_BLOCK request's wait(); any other error is rethrown. */
 function restOf (err: unknown): Promise<unknown> {
@@ -272,25 +259,40 @@ function restOf (err: unknown): Promise<unknown> {
 /** The untimed barrier between two timed calls: the blocking one unless --await. */
 function barrierBetween (ctx: BodyContext): Promise<unknown> | undefined {
   const { comm } = ctx
-  return ctx.config.awaited ? comm.barrier() : blocking(() => comm.barrierSync())
+  if (ctx.config.awaited) return comm.barrier()
+  try {
+    comm.barrierSync()
+    return undefined
+  } catch (err) {
+    return restOf(err)
+  }
 }
 
-/** One call of collective `b`: barrier, bcast and allreduce in their blocking forms unless --await (undefined: done). */
-function collCall (ctx: BodyContext, b: Benchmark, bufs: CollBuffers, bytes: number, opts: object | undefined): Promise<unknown> | undefined {
+/**
+ * One call of collective `b`: barrier, bcast and allreduce in their blocking forms unless
+ * --await, as OSU's C calls MPI's: undefined once done, or, when a blocking call cannot finish
+ * without the event loop now (ERR_MPI_WOULD_BLOCK: Node net, an algorithm or size the blocking
+ * tier leaves to the awaited one), the promise of the rest to await. Nothing is allocated here:
+ * the call is inside the timed interval.
+ */
+function collCall (ctx: BodyContext, b: Benchmark, bufs: CollBuffers, opts: object | undefined): Promise<unknown> | undefined {
   const { comm } = ctx
   const root = comm.rank === 0
-  const one = bufs.s.subarray(0, bytes)
   const sync = !ctx.config.awaited
-  switch (b) {
-    case 'barrier': return sync ? blocking(() => comm.barrierSync(opts)) : comm.barrier(opts)
-    case 'bcast': return sync ? blocking(() => comm.bcastSync(one, 0, opts)) : comm.bcast(one, 0, opts)
-    case 'reduce': return comm.reduce(bufs.fs, root ? bufs.fr : null, ctx.sum, 0, opts)
-    case 'allreduce': return sync ? blocking(() => comm.allreduceSync(bufs.fs, bufs.fr, ctx.sum, opts)) : comm.allreduce(bufs.fs, bufs.fr, ctx.sum, opts)
-    case 'gather': return comm.gather(one, root ? bufs.r : null, 0, opts)
-    case 'scatter': return comm.scatter(root ? bufs.s : null, bufs.r.subarray(0, bytes), 0, opts)
-    case 'allgather': return comm.allgather(one, bufs.r, opts)
-    case 'alltoall': return comm.alltoall(bufs.s, bufs.r, opts)
-    default: throw Object.assign(new Error(`not a collective: ${b}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  try {
+    switch (b) {
+      case 'barrier': if (sync) { comm.barrierSync(opts); return undefined } return comm.barrier(opts)
+      case 'bcast': if (sync) { comm.bcastSync(bufs.one, 0, opts); return undefined } return comm.bcast(bufs.one, 0, opts)
+      case 'reduce': return comm.reduce(bufs.fs, root ? bufs.fr : null, ctx.sum, 0, opts)
+      case 'allreduce': if (sync) { comm.allreduceSync(bufs.fs, bufs.fr, ctx.sum, opts); return undefined } return comm.allreduce(bufs.fs, bufs.fr, ctx.sum, opts)
+      case 'gather': return comm.gather(bufs.one, root ? bufs.r : null, 0, opts)
+      case 'scatter': return comm.scatter(root ? bufs.s : null, bufs.rOne, 0, opts)
+      case 'allgather': return comm.allgather(bufs.one, bufs.r, opts)
+      case 'alltoall': return comm.alltoall(bufs.s, bufs.r, opts)
+      default: throw Object.assign(new Error(`not a collective: ${b}`), { code: 'ERR_INVALID_ARG_VALUE' })
+    }
+  } catch (err) {
+    return restOf(err)
   }
 }
 
@@ -304,8 +306,12 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
     s: new Uint8Array(total).fill(97),
     r: new Uint8Array(total),
     fs: new Float32Array(Math.floor(bytes / 4)).fill(1),
-    fr: new Float32Array(Math.floor(bytes / 4))
+    fr: new Float32Array(Math.floor(bytes / 4)),
+    one: new Uint8Array(0),
+    rOne: new Uint8Array(0)
   }
+  bufs.one = bufs.s.subarray(0, bytes)
+  bufs.rOne = bufs.r.subarray(0, bytes)
   const opts = config.algorithm === null ? undefined : { algorithm: config.algorithm }
   const m = Math.min(iterations, config.measurements)
   const mine = new Float64Array(3 + m) // [average µs, measurements, CPU µs, batch means...]
@@ -319,7 +325,7 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
     // A forced algorithm may not serve this size (ring: fewer items than P). Every rank decides
     // that from the same arguments, so all skip the size together.
     try {
-      await collCall(ctx, b, bufs, bytes, opts)
+      await collCall(ctx, b, bufs, opts)
     } catch (err) {
       if ((err as { code?: string }).code !== 'ERR_MPI_COLL_ALGORITHM') throw err
       await comm.barrier()
@@ -333,7 +339,7 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
   for (let i = 0; i < loops; i++) {
     if (i === warmup) c0 = cpuUs()
     const t0 = nowUs()
-    if ((p = collCall(ctx, b, bufs, bytes, opts)) !== undefined) await p
+    if ((p = collCall(ctx, b, bufs, opts)) !== undefined) await p
     const dt = nowUs() - t0
     if (i >= warmup) {
       const j = i - warmup
