@@ -21,7 +21,8 @@
  *   preempted   a Node main thread (thread id = process id) was runnable but off its CPU for most
  *               of the event; "by" names what ran on that CPU meanwhile, grouped: a worker thread
  *               of a Node process (V8's platform workers, libuv's pool; "node" in Node 20), another
- *               Node main thread, a kernel thread, anything else by name
+ *               Node main thread, a kernel thread, anything else by name; and how long another
+ *               CPU sat idle meanwhile (the kernel could have run the thread there)
  *   running     a Node main thread ran for most of the event (its own work: JavaScript, a garbage
  *               collection pause, a copy)
  *   asleep      neither: the main threads slept for most of it (a wake-up that came late)
@@ -144,7 +145,7 @@ function classify (sched, mains, roleOf, a, b) {
     // meanwhile, how long another CPU sat idle (the thread could have run there)
     let idle = 0
     for (const [cpu, list] of sched.runs) if (cpu !== best.cpu) for (const [s, e, tid] of list) if (tid === 0) idle += overlap(best.s, best.e, s, e)
-    return { cls: 'preempted', who: who[0]?.[0] ?? '?', idle, detail: `${describe(sched, best.tid, roleOf)} runnable off CPU ${best.cpu} for ${us(best.o)} (another CPU idle ${us(idle)} of it); ran there: ${who.slice(0, 3).map(([d, o]) => `${d} ${us(o)}`).join(', ')}` }
+    return { cls: 'preempted', who: who[0]?.[0] ?? '?', idle, wait: best.o, detail: `${describe(sched, best.tid, roleOf)} runnable off CPU ${best.cpu} for ${us(best.o)} (another CPU idle ${us(idle)} of it); ran there: ${who.slice(0, 3).map(([d, o]) => `${d} ${us(o)}`).join(', ')}` }
   }
   let run = null
   for (const tid of mains) {
@@ -160,8 +161,8 @@ function us (s) { return `${Math.round(s * 1e6).toLocaleString('en-US')} µs` }
 
 function report (log, sched, top) {
   const mains = mainThreads(sched)
-  // the logging process is "the timer", any other Node process "its peer <pid>"
-  const roleOf = (pid) => pid === log.pid ? `the timer (${pid})` : mains.includes(pid) ? `its peer (${pid})` : undefined
+  // the logging process is "the timer"; any other Node process (its peer, a bench's parent) by pid
+  const roleOf = (pid) => pid === log.pid ? `the timer (${pid})` : mains.includes(pid) ? `another Node process (${pid})` : undefined
   const events = log.events.map(([s, e]) => [s / 1e9, e / 1e9]).sort((x, y) => (y[1] - y[0]) - (x[1] - x[0])).slice(0, top)
   const rows = events.map(([a, b]) => ({ dur: b - a, ...classify(sched, mains, roleOf, a, b), states: states(sched, mains, roleOf, a, b) }))
   const counts = new Map()
@@ -170,7 +171,7 @@ function report (log, sched, top) {
   console.log('| class | events |\n| --- | ---: |')
   for (const [k, n] of [...counts].sort((x, y) => y[1] - x[1])) console.log(`| ${k} | ${n} |`)
   const pre = rows.filter(r => r.cls === 'preempted')
-  if (pre.length > 0) console.log(`\nOf the ${pre.length} preempted, another CPU sat idle for over half the wait in ${pre.filter(r => r.idle > (r.dur / 2) / 2).length}.`)
+  if (pre.length > 0) console.log(`\nOf the ${pre.length} preempted, another CPU sat idle for over half the wait in ${pre.filter(r => r.idle > r.wait / 2).length}.`)
   console.log('\n| event | class | detail | the Node main threads meanwhile |\n| ---: | --- | --- | --- |')
   for (const r of rows) console.log(`| ${us(r.dur)} | ${r.cls} | ${r.detail} | ${r.states} |`)
 }
