@@ -33,6 +33,7 @@
 const http = require('http')
 const { performance } = require('perf_hooks')
 const hdr = require('hdr-histogram-js')
+const { monoNs, writeTailLog } = require('./_tail-log')
 
 const [port, connections, rate, duration, warmup] = [2, 4, 5, 6, 7].map(i => Number(process.argv[i]))
 const mode = process.argv[3]
@@ -45,13 +46,11 @@ const recordUs = (h, ms) => h.recordValue(Math.min(MAX_US, Math.max(1, Math.roun
 const sockets = new Set()
 let errors = 0
 /**
- * Recorded open-loop requests slower than SLOW_MS, [due, end] (performance.now() ms), written
- * for bench/tail-sched.js when FASTSOCK_TAIL_LOG names a directory.
+ * Recorded open-loop requests slower than SLOW_MS, [due, end] (CLOCK_MONOTONIC ns), written for
+ * bench/tail-sched.js when FASTSOCK_TAIL_LOG names a directory (bench/_tail-log.js).
  */
 const SLOW_MS = 1
 const slow = []
-/** performance.now() ms → CLOCK_MONOTONIC ns (process.hrtime's clock, perf's -k mono). */
-const monoOffsetNs = Number(process.hrtime.bigint()) - performance.now() * 1e6
 
 /**
  * One GET / on `conn`; calls back with the response (headers) and its socket once its body has
@@ -93,7 +92,7 @@ function open (conns, t0, done) {
     get(conn, res => {
       const end = performance.now()
       finished++
-      if (res !== null && due >= recordFrom) { recordUs(hist, end - due); count++; lastEnd = end; if (end - due > SLOW_MS) slow.push([due, end]) }
+      if (res !== null && due >= recordFrom) { recordUs(hist, end - due); count++; lastEnd = end; if (end - due > SLOW_MS) slow.push([monoNs(due), monoNs(end)]) }
       conn.busy = false
       if (conn.head < conn.queue.length) send(conn, conn.queue[conn.head++])
       if (finished === total) done({ count, elapsed: lastEnd - recordFrom, unfinished: 0 })
@@ -149,11 +148,7 @@ async function main () {
   const done = ({ count, elapsed, unfinished }) => {
     if (reported) return
     reported = true
-    if (process.env.FASTSOCK_TAIL_LOG && mode === 'open') {
-      const events = slow.map(([a, b]) => [Math.round(a * 1e6 + monoOffsetNs), Math.round(b * 1e6 + monoOffsetNs)])
-      const what = `http GET at ${rate} req/s on ${connections} connection(s) over ${conns[0].transport}, requests over ${SLOW_MS} ms from their due time`
-      require('fs').writeFileSync(require('path').join(process.env.FASTSOCK_TAIL_LOG, `${process.pid}.json`), JSON.stringify({ pid: process.pid, what, events }))
-    }
+    if (mode === 'open') writeTailLog(`http GET at ${rate} req/s on ${connections} connection(s) over ${conns[0].transport}, requests over ${SLOW_MS} ms from their due time`, slow)
     process.stdout.write(JSON.stringify({
       mode,
       rate,

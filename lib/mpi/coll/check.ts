@@ -27,7 +27,7 @@
  */
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
-import { mismatch } from './util'
+import { bytes, mismatch } from './util'
 
 const HDR = 16
 /**
@@ -72,25 +72,23 @@ function noop (): void {}
 
 /** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
 const recvPool: Buffer[] = []
-/**
- * One reusable send staging buffer (with a cached view per message length) for messages of
- * ≤ MIN_RECV bytes: taken while a send is in flight, given back when the point-to-point layer
- * reports the send complete at once (shm batches eager frames by copying them: the array may be
- * reused); otherwise that send keeps it and a new one is made.
- */
-let sendStage: Buffer | null = null
-let sendViews: Buffer[] = []
-/** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
-let syncStage: Buffer | null = null
-const syncViews: Buffer[] = []
-/** A MIN_RECV-byte buffer with views of its first n bytes, made once per length. */
-class SyncScratch {
+/** A MIN_RECV-byte staging buffer with views of its first n bytes, made once per length. */
+class Scratch {
   private readonly b = Buffer.allocUnsafeSlow(MIN_RECV)
   private readonly views: Buffer[] = []
   view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
 }
+/**
+ * The send staging of messages of ≤ MIN_RECV bytes (_collIsend), null while taken: taken while
+ * a send is in flight, given back when the point-to-point layer reports the send complete at
+ * once (shm batches eager frames by copying them: the array may be reused); otherwise that send
+ * keeps it and the next one makes a new one.
+ */
+let isendStage: Scratch | null = null
+/** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
+const syncSendStage = new Scratch()
 /** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
-let syncRecv: SyncScratch | null = null
+let syncRecv: Scratch | null = null
 function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
@@ -119,7 +117,7 @@ class BytesOf {
   of (view: ArrayBufferView): Uint8Array {
     if (view instanceof Uint8Array) return view
     if (view === this.view && this.bytes.byteLength === view.byteLength) return this.bytes
-    const b = new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+    const b = bytes(view)
     if (view.buffer.byteLength <= KEEP_BUFFER) { this.view = view; this.bytes = b }
     return b
   }
@@ -172,14 +170,14 @@ export class CheckedComm implements CollComm {
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n + HDR <= MIN_RECV) {
-      let stage = sendStage
-      if (stage === null) { stage = Buffer.allocUnsafeSlow(MIN_RECV); sendViews = [] } else sendStage = null
-      const b = sendViews[n] ?? (sendViews[n] = stage.subarray(0, n + HDR))
+      const stage = isendStage ?? new Scratch()
+      isendStage = null
+      const b = stage.view(n + HDR)
       this.stage(b, view)
       const req = this._base._collIsend(b, dest, tag)
       let done: unknown = null
       try { done = req.test() } catch { /* failed: its wait() reports it */ }
-      if (done !== null && done !== false && sendStage === null && sendViews[n] === b) sendStage = stage
+      if (done !== null && done !== false && isendStage === null) isendStage = stage
       return req
     }
     if (n <= INLINE_MAX) {
@@ -213,7 +211,7 @@ export class CheckedComm implements CollComm {
     const n = view.byteLength
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
-    const b = syncViews[n] ??= (syncStage ??= Buffer.allocUnsafeSlow(MIN_RECV)).subarray(0, n + HDR)
+    const b = syncSendStage.view(n + HDR)
     this.stage(b, view)
     return base._collSendNow(b, dest, tag)
   }
@@ -231,7 +229,7 @@ export class CheckedComm implements CollComm {
     // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
     // whole view: a longer one would be cut per call); taken for the call, kept by an
     // InlineRecv that finishes it later (a new scratch is made for the next call then).
-    const scratch = syncRecv ?? new SyncScratch()
+    const scratch = syncRecv ?? new Scratch()
     syncRecv = null
     const b = scratch.view(n + HDR)
     let s: CollStatus | null

@@ -86,6 +86,12 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
+/** A 2-rank path's answer: false when it sent nothing (run the steps), else true once its rest, if any, was driven. */
+function pairRan (r: true | CollSteps | null, count: number): boolean {
+  if (r === null) return false
+  if (r !== true) drive(r, count)
+  return true
+}
 /** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
 function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
   throw wouldBlock(new CollectiveRequest(rest, count), why)
@@ -158,10 +164,7 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   const alg = barrierAlgorithm(comm, opts)
   const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
   if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
-  if (comm.size === 2 && PAIR_PATH) {
-    const r = barrierPairSync(cc, seq)
-    if (r !== null) { if (r !== true) drive(r, 0); return }
-  }
+  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0)) return
   drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -203,10 +206,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
     const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
     goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
   }
-  if (comm.size === 2 && PAIR_PATH && b.byteLength <= SYNC_INLINE_MAX) {
-    const r = bcastPairSync(cc, b, root, seq)
-    if (r !== null) { if (r !== true) drive(r, b.byteLength); return buf }
-  }
+  if (comm.size === 2 && PAIR_PATH && b.byteLength <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, b, root, seq), b.byteLength)) return buf
   drive(bcastBinomialSteps(cc, b, root, seq, 0), b.byteLength)
   return buf
 }
@@ -330,13 +330,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (alg !== 'recursiveDoubling') {
     goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
   }
-  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX) {
-    const r = allreducePairSync(cc, recvbuf, op, seq)
-    if (r !== null) {
-      if (r !== true) drive(r, recvbuf.byteLength)
-      return recvbuf
-    }
-  }
+  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength)) return recvbuf
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
   return recvbuf
 }

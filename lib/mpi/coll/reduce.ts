@@ -177,8 +177,8 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * partner (util.ts: the same messages as allreduceRecursiveDoublingSteps, without its
  * generators), then the reduction. Returns null when nothing was sent (run the steps instead),
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
- * drive. `node bench/mpi-waits.js --patterns allreduce-sync --runs 9`: p50 0.73× the steps'
- * (2.40 against 3.29 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
+ * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
+ * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
  */
 export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number): true | CollSteps | null {
   const partner = comm.rank ^ 1

@@ -256,18 +256,6 @@ function restOf (err: unknown): Promise<unknown> {
   return e.request.wait()
 }
 
-/** The untimed barrier between two timed calls: the blocking one unless --await. */
-function barrierBetween (ctx: BodyContext): Promise<unknown> | undefined {
-  const { comm } = ctx
-  if (ctx.config.awaited) return comm.barrier()
-  try {
-    comm.barrierSync()
-    return undefined
-  } catch (err) {
-    return restOf(err)
-  }
-}
-
 /**
  * One call of collective `b`: barrier, bcast and allreduce in their blocking forms unless
  * --await, as OSU's C calls MPI's: undefined once done, or, when a blocking call cannot finish
@@ -353,7 +341,8 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
         bound = Math.floor((iterations * (k + 1)) / m)
       }
     }
-    if (b !== 'barrier' && (p = barrierBetween(ctx)) !== undefined) await p // osu_barrier times back-to-back barriers
+    // the untimed barrier between two timed calls (osu_barrier times back-to-back barriers)
+    if (b !== 'barrier' && (p = collCall(ctx, 'barrier', bufs, undefined)) !== undefined) await p
   }
   mine[0] = sum / iterations
   mine[1] = k
