@@ -40,7 +40,7 @@ export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps 
  * descriptor as bcastBinomialSteps, round 0). Null when the root's send could not go out now
  * (run the steps), true when done, else the receive's rest as steps.
  */
-export function bcastPairSync (comm: CollComm, buf: Uint8Array, root: number, seq: number): true | CollSteps | null {
+export function bcastPairSync (comm: CollComm, buf: ArrayBufferView, root: number, seq: number): true | CollSteps | null {
   const tag = collTag(seq, 0)
   if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast')
   return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag) ? true : null

@@ -70,12 +70,20 @@ export function kindOf (v: unknown): number {
 
 function noop (): void {}
 
+const EMPTY = new Uint8Array(0)
 /** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
 const recvPool: Buffer[] = []
-/** A MIN_RECV-byte staging buffer with views of its first n bytes, made once per length. */
+/**
+ * A MIN_RECV-byte staging buffer with views of its first n bytes, made once per length, and its
+ * descriptor as four 32-bit words (`words`: host order, little-endian on every platform fastsock
+ * builds for, as the device's frame header): staging and checking a descriptor are four stores
+ * and four loads, not sixteen bytes shifted.
+ */
 class Scratch {
   private readonly b = Buffer.allocUnsafeSlow(MIN_RECV)
   private readonly views: Buffer[] = []
+  /** The descriptor's four 32-bit words. */
+  readonly words = new Uint32Array(this.b.buffer, this.b.byteOffset, HDR / 4)
   view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
 }
 /**
@@ -93,7 +101,11 @@ function recvBuffer (bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.allocUnsafe(bytes)
   return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
 }
-const EMPTY = new Uint8Array(0)
+
+/** `n` bytes from src[sOff..] to dst[dOff..]: a loop up to 64 bytes (no builtin call), set() above. */
+function copyBytes (dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
+  if (n <= 64) { for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i] } else dst.set(src.subarray(sOff, sOff + n), dOff)
+}
 
 /** Little-endian 32-bit word at `o` of `b` (bytewise: no Buffer method's checks, any alignment). */
 function u32At (b: Uint8Array, o: number): number {
@@ -125,6 +137,7 @@ class BytesOf {
 const KEEP_BUFFER = 64 * 1024
 const sendBytes = new BytesOf()
 const recvBytes = new BytesOf()
+
 
 /** A collective call's descriptor, and a CollComm whose messages carry and check it. */
 export class CheckedComm implements CollComm {
@@ -163,8 +176,7 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    const src = sendBytes.of(view)
-    if (n <= 64) { for (let i = 0; i < n; i++) b[HDR + i] = src[i] } else b.set(src, HDR)
+    copyBytes(b, HDR, sendBytes.of(view), 0, n)
   }
 
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
@@ -211,8 +223,12 @@ export class CheckedComm implements CollComm {
     const n = view.byteLength
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
-    const b = syncSendStage.view(n + HDR)
-    this.stage(b, view)
+    const st = syncSendStage
+    const w = st.words
+    w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3
+    const b = st.view(n + HDR)
+    // Bytes, not elements: a float element copy may quiet a signalling NaN (bcast delivers bytes).
+    if (n > 0) copyBytes(b, HDR, sendBytes.of(view), 0, n)
     return base._collSendNow(b, dest, tag)
   }
 
@@ -243,7 +259,12 @@ export class CheckedComm implements CollComm {
     }
     if (s === null) { syncRecv = scratch; return null }
     try {
-      return finishInline(this, s, b, view, source, tag, false)
+      const w = scratch.words
+      if (s.count !== n + HDR || w[0] !== this.w0 || w[1] !== this.w1 || w[2] !== this.w2 || w[3] !== this.w3) {
+        return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
+      }
+      if (n > 0) copyBytes(recvBytes.of(view), 0, b, HDR, n)
+      return { source: s.source, tag: s.tag, count: n }
     } finally { syncRecv = scratch }
   }
 
@@ -342,8 +363,7 @@ function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBuf
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    const dst = recvBytes.of(view)
-    if (n <= 64) { for (let i = 0; i < n; i++) dst[i] = b[HDR + i] } else dst.set(b.subarray(HDR, HDR + n))
+    copyBytes(recvBytes.of(view), 0, b, HDR, n)
   }
   if (pooled && b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b)
   return { source: s.source, tag: s.tag, count: n }

@@ -86,12 +86,53 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
-/** A 2-rank path's answer: false when it sent nothing (run the steps), else true once its rest, if any, was driven. */
-function pairRan (r: true | CollSteps | null, count: number): boolean {
+/**
+ * A 2-rank path's answer: false when it sent nothing (run the steps), else true once its rest, if
+ * any, was driven. `last` keeps the call's shape (LastShape) when it completed right there.
+ */
+function pairRan (r: true | CollSteps | null, count: number, last: LastShape, cc: CheckedComm, shaped: boolean): boolean {
   if (r === null) return false
   if (r !== true) drive(r, count)
+  else if (shaped) last.keep(cc)
   return true
 }
+
+/**
+ * The last blocking 2-rank call of one collective (barrierSync, bcastSync, allreduceSync) that
+ * completed in its 2-rank path: its communicator, array kind and length, op and root, and the
+ * CheckedComm made for it. A loop repeats one shape call after call; a call of the same shape,
+ * without `opts`, takes the checks the last one passed (argument kinds, op, root), its algorithm
+ * (the environment is read once per process) and its CheckedComm (the descriptor) as they were,
+ * and only its sequence number and send buffer are new. `node bench/mpi-layers.js`: what the
+ * layers cost. Cleared before each 2-rank path runs and set again only when the call completed
+ * there, so a CheckedComm that a rest in the awaited tier still holds, or one that sent an abort
+ * notice, is never reused.
+ */
+class LastShape {
+  private comm: CollComm | null = null
+  private ctor: unknown = null
+  private length = -1
+  private op: Op | null = null
+  private root = -1
+  private cc: CheckedComm | null = null
+  /** The last call's CheckedComm when `v` (a view) and the rest have its shape, else null; clears the shape either way. */
+  hit (comm: CollComm, v: unknown, length: number, op: Op | null, root: number): CheckedComm | null {
+    const cc = this.cc
+    this.cc = null
+    const ctor = ArrayBuffer.isView(v) ? v.constructor : null
+    if (ctor === null) { this.ctor = null; return null }
+    if (cc !== null && comm === this.comm && ctor === this.ctor && length === this.length && op === this.op && root === this.root) return cc
+    this.comm = comm; this.ctor = ctor; this.length = length; this.op = op; this.root = root
+    return null
+  }
+  /** The call hit() looked at completed in the 2-rank path with `cc`. */
+  keep (cc: CheckedComm): void { if (this.ctor !== null) this.cc = cc }
+}
+const lastBarrier = new LastShape()
+const lastBcast = new LastShape()
+const lastAllreduce = new LastShape()
+/** The barrier's stand-in view for LastShape (a barrier has no array). */
+const EMPTY_VIEW = new Uint8Array(0)
 /** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
 function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
   throw wouldBlock(new CollectiveRequest(rest, count), why)
@@ -161,10 +202,14 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   if (checking(opts)) goOnAsync(barrier(comm, opts), 0, CHECK_ROUND)
   const seq = comm._collSeq()
   if (comm.size === 1) return
-  const alg = barrierAlgorithm(comm, opts)
-  const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-  if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
-  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0)) return
+  const shaped = opts === undefined
+  let cc = shaped ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null
+  if (cc === null) {
+    const alg = barrierAlgorithm(comm, opts)
+    cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
+    if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
+  }
+  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0, lastBarrier, cc, shaped)) return
   drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -197,17 +242,22 @@ function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | unde
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
   if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
   const seq = comm._collSeq()
-  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-  if (comm.size === 1) return buf
-  const b = bytes(buf)
-  const alg = bcastAlgorithm(comm, b, opts)
-  const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-  if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
-    const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-    goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
+  const shaped = opts === undefined
+  let cc = shaped ? lastBcast.hit(comm, buf, buf?.byteLength, null, root) : null
+  if (cc === null) {
+    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+    if (comm.size === 1) return buf
+    const b = bytes(buf)
+    const alg = bcastAlgorithm(comm, b, opts)
+    cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
+    if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
+      const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+      goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
+    }
   }
-  if (comm.size === 2 && PAIR_PATH && b.byteLength <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, b, root, seq), b.byteLength)) return buf
-  drive(bcastBinomialSteps(cc, b, root, seq, 0), b.byteLength)
+  const n = buf.byteLength
+  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq), n, lastBcast, cc, shaped)) return buf
+  drive(bcastBinomialSteps(cc, bytes(buf), root, seq, 0), n)
   return buf
 }
 
@@ -319,18 +369,26 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
   if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
   const seq = comm._collSeq()
-  allreduceInput(sendbuf, recvbuf, op)
-  if (comm.size === 1) return recvbuf
-  const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
-  const cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
-  if (alg === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts)) {
-    drive(allreduceRabenseifnerSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
-    return recvbuf
+  const shaped = opts === undefined
+  let cc = shaped ? lastAllreduce.hit(comm, recvbuf, recvbuf?.length, op, 0) : null
+  if (cc !== null) {
+    // The last call's shape: only the send buffer is new (anything but its kind and length throws).
+    if (sendbuf !== IN_PLACE && (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor || sendbuf.length !== recvbuf.length)) allreduceInput(sendbuf, recvbuf, op)
+    else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
+  } else {
+    allreduceInput(sendbuf, recvbuf, op)
+    if (comm.size === 1) return recvbuf
+    const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
+    cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
+    if (alg === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts)) {
+      drive(allreduceRabenseifnerSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
+      return recvbuf
+    }
+    if (alg !== 'recursiveDoubling') {
+      goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
+    }
   }
-  if (alg !== 'recursiveDoubling') {
-    goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
-  }
-  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength)) return recvbuf
+  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength, lastAllreduce, cc, shaped)) return recvbuf
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
   return recvbuf
 }
