@@ -11,13 +11,54 @@
  *
  * docs/mpi.md has the API, the launchers and the protocol.
  */
-export { init, finalize, abort, world } from './device-init'
+import * as deviceInit from './device-init'
+import * as comm from './comm'
+import * as request from './request'
+import * as views from './views'
+import * as device from './device'
+import * as coll from './coll'
+import * as status from './status'
+import * as errors from './errors'
+
+// Every export a plain property (`export const`; a class also as a type): re-exports (`export
+// { x } from`) compile to accessors, which put the module object in V8's dictionary mode, and
+// `mpi.SUM` in a loop of blocking 8-byte collectives was then a generic property lookup per call.
+export const init = deviceInit.init
+export const finalize = deviceInit.finalize
+export const abort = deviceInit.abort
+export const world = deviceInit.world
 export type { InitOptions } from './device-init'
-export { Comm, ANY_SOURCE, ANY_TAG, PROC_NULL } from './comm'
-export { Request, waitAll, waitAny, testAll } from './request'
-export { Status } from './status'
-export { MpiError } from './errors'
-export { TAG_UB } from './views'
-export { DEFAULT_EAGER_BYTES } from './device'
-export { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC, IN_PLACE, UNDEFINED, algorithmTable } from './coll'
+export const Comm = comm.Comm
+export type Comm = comm.Comm
+export const ANY_SOURCE = comm.ANY_SOURCE
+export const ANY_TAG = comm.ANY_TAG
+export const PROC_NULL = comm.PROC_NULL
+export const Request = request.Request
+export type Request = request.Request
+export const waitAll = request.waitAll
+export const waitAny = request.waitAny
+export const testAll = request.testAll
+export const Status = status.Status
+export type Status = status.Status
+export const MpiError = errors.MpiError
+export type MpiError = errors.MpiError
+export const TAG_UB = views.TAG_UB
+export const DEFAULT_EAGER_BYTES = device.DEFAULT_EAGER_BYTES
+export const Op = coll.Op
+export type Op = coll.Op
+export const SUM = coll.SUM
+export const PROD = coll.PROD
+export const MIN = coll.MIN
+export const MAX = coll.MAX
+export const LAND = coll.LAND
+export const LOR = coll.LOR
+export const LXOR = coll.LXOR
+export const BAND = coll.BAND
+export const BOR = coll.BOR
+export const BXOR = coll.BXOR
+export const MAXLOC = coll.MAXLOC
+export const MINLOC = coll.MINLOC
+export const IN_PLACE = coll.IN_PLACE
+export const UNDEFINED = coll.UNDEFINED
+export const algorithmTable = coll.algorithmTable
 export type { CollOptions, CollHandle, NumericArray } from './coll'
