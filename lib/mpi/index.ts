@@ -58,7 +58,7 @@ export const BOR = coll.BOR
 export const BXOR = coll.BXOR
 export const MAXLOC = coll.MAXLOC
 export const MINLOC = coll.MINLOC
-export const IN_PLACE = coll.IN_PLACE
+export const IN_PLACE: typeof coll.IN_PLACE = coll.IN_PLACE
 export const UNDEFINED = coll.UNDEFINED
 export const algorithmTable = coll.algorithmTable
 export type { CollOptions, CollHandle, NumericArray } from './coll'
