@@ -41,8 +41,13 @@ const MAGIC = 0xc5
 const ABORT = 1
 /** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
 const MIN_RECV = 256
-/** The largest payload the blocking tier's small path (_collSendNow, _collRecvNow) carries, bytes. */
-export const SYNC_INLINE_MAX = MIN_RECV - HDR
+/**
+ * The blocking tier's small path (_collSendNow, _collRecvNow): its staging and receive scratch,
+ * and the largest payload it carries, bytes. Up to it a step's message is written and read as
+ * sendSync/recvSync's are (no Request), and at P = 2 barrier, bcast and allreduce skip the steps.
+ */
+export const SYNC_INLINE_MAX = 4096
+const SYNC_SCRATCH = SYNC_INLINE_MAX + HDR
 /** Field codes an abort notice carries (flag bits 1..3): what its sender found differing. */
 const FIELDS = ['', 'collective', 'root', 'op', 'element kind', 'count', 'algorithm', 'message size']
 
@@ -74,16 +79,20 @@ const EMPTY = new Uint8Array(0)
 /** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
 const recvPool: Buffer[] = []
 /**
- * A MIN_RECV-byte staging buffer with views of its first n bytes, made once per length, and its
+ * A staging buffer (MIN_RECV or SYNC_SCRATCH bytes) with views of its first n bytes, made once per length, and its
  * descriptor as four 32-bit words (`words`: host order, little-endian on every platform fastsock
  * builds for, as the device's frame header): staging and checking a descriptor are four stores
  * and four loads, not sixteen bytes shifted.
  */
 class Scratch {
-  private readonly b = Buffer.allocUnsafeSlow(MIN_RECV)
+  private readonly b: Buffer
   private readonly views: Buffer[] = []
   /** The descriptor's four 32-bit words. */
-  readonly words = new Uint32Array(this.b.buffer, this.b.byteOffset, HDR / 4)
+  readonly words: Uint32Array
+  constructor (bytes: number) {
+    this.b = Buffer.allocUnsafeSlow(bytes)
+    this.words = new Uint32Array(this.b.buffer, this.b.byteOffset, HDR / 4)
+  }
   view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
 }
 /**
@@ -94,7 +103,7 @@ class Scratch {
  */
 let isendStage: Scratch | null = null
 /** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
-const syncSendStage = new Scratch()
+const syncSendStage = new Scratch(SYNC_SCRATCH)
 /** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
 let syncRecv: Scratch | null = null
 function recvBuffer (bytes: number): Buffer {
@@ -182,7 +191,7 @@ export class CheckedComm implements CollComm {
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n + HDR <= MIN_RECV) {
-      const stage = isendStage ?? new Scratch()
+      const stage = isendStage ?? new Scratch(MIN_RECV)
       isendStage = null
       const b = stage.view(n + HDR)
       this.stage(b, view)
@@ -245,7 +254,7 @@ export class CheckedComm implements CollComm {
     // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
     // whole view: a longer one would be cut per call); taken for the call, kept by an
     // InlineRecv that finishes it later (a new scratch is made for the next call then).
-    const scratch = syncRecv ?? new Scratch()
+    const scratch = syncRecv ?? new Scratch(SYNC_SCRATCH)
     syncRecv = null
     const b = scratch.view(n + HDR)
     let s: CollStatus | null
