@@ -18,15 +18,20 @@
  *                     out: called back to back its root only sends, a rate, not a latency;
  *                     bench/mpi-small.js times it in OSU's loop)
  *
- * Then the native floors of this machine beneath any of it (csrc/native_limits.cc, two threads,
- * no JS, RTT/2): one cache line ping-ponged, and `--size`-byte messages over two of fastsock's shm
- * rings with the protocol of writeSync / readIntoSync. Prints figures, asserts nothing.
+ * Before and after the job, `fastsock pipe`'s cross-core placement probe (tools/dist/pipe: one
+ * cache line ping-ponged by two threads, RTT/2) says where the host put the two vCPUs: "near"
+ * (~50 ns, a shared core or cache) or "far" (~200 ns and more); the figures move ~2× with it.
+ * bench/sync-pair.js prints the shm ring's own floor beside that. Prints figures, asserts nothing.
  *
- *   node bench/mpi-layers.js [--rounds 7] [--calls 500000] [--size 64]
+ *   node bench/mpi-layers.js [--rounds 7] [--calls 500000]
  */
+const path = require('path')
 const { parseArgs } = require('util')
 const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
+const { tools } = require('./_built')
+const { probePlacementIsolated } = require(path.join(tools, 'pipe', 'placement.js'))
+const { describePlacement } = require(path.join(tools, 'pipe', 'limits.js'))
 
 if (process.argv[2] === '--rank') rank(JSON.parse(process.argv[3])).catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
 else main().catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
@@ -73,32 +78,18 @@ async function rank ({ rounds, calls }) {
   await mpi.finalize()
 }
 
-/** A native ping-pong's RTT/2 in ns: the median of 101 batches of 2000 round trips (after one to wake both vCPUs). */
-function floorNs (pingPongNs) {
-  pingPongNs(2000)
-  const ns = []
-  for (let i = 0; i < 101; i++) ns.push(pingPongNs(2000) / 2000 / 2)
-  return median(ns)
-}
-
 async function main () {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, calls: { type: 'string', default: '500000' }, size: { type: 'string', default: '64' } } })
-  const rounds = Number(values.rounds); const calls = Number(values.calls); const size = Number(values.size)
-  for (const [k, v] of [['rounds', rounds], ['calls', calls], ['size', size]]) if (!(Number.isInteger(v) && v > 0)) throw new Error(`--${k}: ${v} is not a positive integer`)
-  // the floors first, while nothing else of this bench runs (the ranks spin)
-  const { floors } = require('../dist/internal')
-  const line = floors === null ? NaN : floorNs(n => floors.spinPingPongNs(n))
-  const ring = floors === null || !floors.ringPingPongNs ? NaN : floorNs(n => floors.ringPingPongNs(n, size))
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, calls: { type: 'string', default: '500000' } } })
+  const rounds = Number(values.rounds); const calls = Number(values.calls)
+  for (const [k, v] of [['rounds', rounds], ['calls', calls]]) if (!(Number.isInteger(v) && v > 0)) throw new Error(`--${k}: ${v} is not a positive integer`)
+  const before = await probePlacementIsolated()
   const res = await rankJob(__filename, ['--rank', JSON.stringify({ rounds, calls })], {}, 'shm')
+  const after = await probePlacementIsolated()
   const min = res['minimal allreduce']
   console.log(`fastsock/mpi at P = 2 over shm, calls back to back: ns per iteration, median of ${rounds} interleaved rounds of ${calls} calls`)
   console.log('| pattern | ns | above minimal |')
   console.log('| --- | ---: | ---: |')
   for (const [k, v] of Object.entries(res)) console.log(`| ${k} | ${v.toFixed(0)} | ${k === 'exchange' || k === 'minimal allreduce' ? '-' : (v - min).toFixed(0)} |`)
-  if (floors === null) { console.log('\nnative floors: the addon has none here'); return }
-  console.log('\nnative floors of this machine, measured before the job (C, two threads, RTT/2 ns)')
-  console.log('| floor | ns |')
-  console.log('| --- | ---: |')
-  console.log(`| one cache line | ${line.toFixed(0)} |`)
-  if (!Number.isNaN(ring)) console.log(`| ${size} B over two shm rings (writeSync / readIntoSync's protocol) | ${ring.toFixed(0)} |`)
+  console.log(`\ncross-core placement before the job: ${describePlacement(before)}`)
+  console.log(`after the job: ${describePlacement(after)}`)
 }

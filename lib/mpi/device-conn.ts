@@ -42,7 +42,7 @@ export interface FrameHandler {
 
 /** Bytes a staging buffer holds: header + small payload go out in one writeSync. */
 const STAGE_BYTES = 64 * 1024 + 32
-const SMALL_FRAME = 4096 + 64 // frames up to this many bytes are written through a view of `stage` made once per length
+const SMALL_FRAME = 4096 + 64 // frames up to this many bytes (a collective's 4 KiB + descriptor + header) go through a view of `stage` made once per length
 /**
  * Eager payloads up to this size are batched per tick (sendEager); larger ones are written at
  * once, where the copy into the stage would cost more than the native call it saves (measured:

@@ -273,7 +273,8 @@ export class CheckedComm implements CollComm {
         return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
       }
       if (n > 0) copyBytes(recvBytes.of(view), 0, b, HDR, n)
-      return { source: s.source, tag: s.tag, count: n }
+      s.count = n // the point-to-point layer's Status is this call's own: no second object per message
+      return s
     } finally { syncRecv = scratch }
   }
 

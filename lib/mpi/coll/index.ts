@@ -88,12 +88,13 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
  * A 2-rank path's answer: false when it sent nothing (run the steps), else true once its rest, if
- * any, was driven. `last` keeps the call's shape (LastShape) when it completed right there.
+ * any, was driven. `last` (null for a call with opts) keeps the call's shape when it completed
+ * right there.
  */
-function pairRan (r: true | CollSteps | null, count: number, last: LastShape, cc: CheckedComm, shaped: boolean): boolean {
+function pairRan (r: true | CollSteps | null, count: number, last: LastShape | null, cc: CheckedComm): boolean {
   if (r === null) return false
   if (r !== true) drive(r, count)
-  else if (shaped) last.keep(cc)
+  else if (last !== null) last.keep(cc)
   return true
 }
 
@@ -209,7 +210,7 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
     cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
     if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
   }
-  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0, lastBarrier, cc, shaped)) return
+  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
   drive(barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -256,7 +257,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
     }
   }
   const n = buf.byteLength
-  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq), n, lastBcast, cc, shaped)) return buf
+  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq), n, shaped ? lastBcast : null, cc)) return buf
   drive(bcastBinomialSteps(cc, bytes(buf), root, seq, 0), n)
   return buf
 }
@@ -388,7 +389,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
       goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
     }
   }
-  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength, lastAllreduce, cc, shaped)) return recvbuf
+  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength, shaped ? lastAllreduce : null, cc)) return recvbuf
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
   return recvbuf
 }

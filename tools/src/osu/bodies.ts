@@ -290,16 +290,9 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
   const b = config.benchmark
   const { iterations, warmup, loops } = counts(config, bytes, untimed)
   const total = bytes * comm.size
-  const bufs: CollBuffers = {
-    s: new Uint8Array(total).fill(97),
-    r: new Uint8Array(total),
-    fs: new Float32Array(Math.floor(bytes / 4)).fill(1),
-    fr: new Float32Array(Math.floor(bytes / 4)),
-    one: new Uint8Array(0),
-    rOne: new Uint8Array(0)
-  }
-  bufs.one = bufs.s.subarray(0, bytes)
-  bufs.rOne = bufs.r.subarray(0, bytes)
+  const s = new Uint8Array(total).fill(97)
+  const r = new Uint8Array(total)
+  const bufs: CollBuffers = { s, r, fs: new Float32Array(Math.floor(bytes / 4)).fill(1), fr: new Float32Array(Math.floor(bytes / 4)), one: s.subarray(0, bytes), rOne: r.subarray(0, bytes) }
   const opts = config.algorithm === null ? undefined : { algorithm: config.algorithm }
   const m = Math.min(iterations, config.measurements)
   const mine = new Float64Array(3 + m) // [average µs, measurements, CPU µs, batch means...]
