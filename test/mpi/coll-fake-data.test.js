@@ -261,6 +261,21 @@ t.test('errors: count mismatch, peer lost mid-collective, bad arguments, forced 
   await t.rejects(run(3, (c, r) => coll.gather(c, new Uint8Array(r === 1 ? 3 : 2), r === 0 ? new Uint8Array(6) : null, 0)), { code: 'ERR_MPI_COLL_MISMATCH' })
 })
 
+t.test('scratch pool: a full pool keeps the larger buffers (a large call after smaller ones reuses its scratch)', async t => {
+  const { scratch, release } = require('../../dist/mpi/coll/util')
+  const comm = {}
+  for (const n of [256, 512, 1024, 2048]) release(comm, new ArrayBuffer(n))
+  const big = new ArrayBuffer(1 << 20)
+  release(comm, big)
+  t.equal(scratch(comm, 1 << 19), big, 'the 1 MiB buffer was kept in the full pool')
+  release(comm, big)
+  t.equal(scratch(comm, 1 << 20), big, 'and is found again after its release')
+  release(comm, big)
+  release(comm, new ArrayBuffer(128))
+  const got = [scratch(comm, 1), scratch(comm, 1), scratch(comm, 1), scratch(comm, 1)].map(b => b.byteLength).sort((a, b) => a - b)
+  t.same(got, [512, 1024, 2048, 1 << 20], 'a smaller buffer does not displace a larger one')
+})
+
 t.test('selection table: rows, defaults, environment forcing and its fallback', async t => {
   const table = coll.algorithmTable()
   t.ok(table.length >= 25)
@@ -271,6 +286,12 @@ t.test('selection table: rows, defaults, environment forcing and its fallback', 
   t.equal(choose('allreduce', c(8, 4)), 'recursiveDoubling')
   t.equal(choose('allreduce', c(1 << 20, 4)), 'rabenseifner')
   t.equal(choose('allreduce', c(1 << 20, 3)), 'ring')
+  t.equal(choose('allreduce', c(65536, 2)), 'recursiveDoubling', 'P = 2: RD up to ALLREDUCE_PAIR_SHORT_MSG_SIZE')
+  t.equal(choose('allreduce', c(65536 + 8, 2)), 'rabenseifner', 'P = 2: Rabenseifner above it')
+  t.equal(choose('allreduce', c(1 << 20, 2)), 'rabenseifner', 'P = 2: Rabenseifner up to one segment')
+  t.equal(choose('allreduce', c((1 << 20) + 8, 2)), 'recursiveDoubling', 'P = 2: RD above one segment')
+  t.equal(choose('allreduce', c(65536, 4)), 'rabenseifner', 'P = 4: Rabenseifner above ALLREDUCE_SHORT_MSG_SIZE')
+  t.equal(choose('allreduce', c(1 << 20, 2, false)), 'recursiveDoubling', 'P = 2, non-commutative: RD')
   t.equal(choose('allreduce', c(1 << 20, 3, false)), 'recursiveDoubling')
   t.equal(choose('bcast', c(1 << 20, 4)), 'binomial')
   t.equal(choose('bcast', c(1 << 20, 8)), 'scatterAllgather')

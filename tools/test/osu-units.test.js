@@ -25,7 +25,7 @@ t.test('sizes as OSU sweeps them', async (t) => {
   t.equal(opts.iterations, 500)
   t.equal(opts.iterationsLarge, 500, '-i caps the large-message count')
   t.equal(opts.warmup, 100, "OSU's warm-up")
-  t.equal(opts.jitWarmupMs, 1000, 'the Node ranks\' JIT warm-up: 1 s by default')
+  t.equal(opts.jitWarmupMs, 3000, 'the Node ranks\' JIT warm-up: 3 s by default')
   t.equal(resolveOptions('latency', { np: [2], impls: ['fastsock'], timeout: 10, quick: true }).jitWarmupMs, 0, '--quick: none')
   t.equal(resolveOptions('latency', { np: [2], impls: ['fastsock'], timeout: 10, quick: true, jitWarmupMs: 50 }).jitWarmupMs, 50, '--jit-warmup-ms wins')
   t.throws(() => resolveOptions('allreduce', { np: [2], impls: ['fastsock'], timeout: 10, messageSize: [1, 2] }), /no message size/)

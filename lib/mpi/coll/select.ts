@@ -44,11 +44,23 @@ export const THRESHOLDS = {
    */
   ALLREDUCE_SHORT_MSG_SIZE: 32768,
   /**
-   * With at most this many ranks, recursive doubling at every size: one exchange of n instead of
-   * Rabenseifner's/ring's two of n/2 (the n/2 reductions saved cost less than a message). Measured
-   * at P = 2: 1 MiB RD 3.8 ms vs Rabenseifner 4.9 ms vs ring 4.3 ms; 128 KiB 1.7 vs 2.2 vs 2.3 ms.
+   * At P = 2, up to it, recursive-doubling allreduce (one exchange of n, each rank reducing n);
+   * above, Rabenseifner's (two exchanges of n/2, each rank reducing n/2: the reduction, not the
+   * copy, is the larger cost there). Measured on this 2-vCPU VM (2026-11-28, `fastsock osu
+   * allreduce --np 2 -m 64K:1M --algorithm <name> --jit-warmup-ms 3000`, two runs each, JMB's
+   * sextile): 64 KiB RD 9.7-10.4 µs vs Rabenseifner 17.0-17.5; 128 KiB 19.1 vs 15.0-15.5;
+   * 256 KiB 35-43 vs 31.4; 512 KiB 72-75 vs 60-61; 1 MiB 188-195 vs 152-158 (Open MPI 4.1.4 in the
+   * same hour: 1 MiB 102-105). Until then RD ran at every size at P = 2 (measured before the
+   * blocking tier and the SIMD kernels: 1 MiB RD 3.8 ms vs Rabenseifner 4.9 ms).
    */
-  ALLREDUCE_RD_MAX_P: 2,
+  ALLREDUCE_PAIR_SHORT_MSG_SIZE: 65536,
+  /**
+   * At P = 2, above it recursive doubling again: a Rabenseifner allreduce of more than one
+   * pipeline segment (DEFAULT_SEGMENT_BYTES, 1 MiB) runs in the awaited tier only, RD's one
+   * exchange in the blocking tier at any size. Measured as above (p50 of 200 allreduceSync calls
+   * with a barrier between): 2 MiB RD 0.29 ms vs Rabenseifner 1.41 ms; 4 MiB 0.79-0.89 vs 2.2-2.6.
+   */
+  ALLREDUCE_PAIR_LONG_MSG_SIZE: 1024 * 1024,
   /**
    * With at most this many ranks, binomial reduce at every size: fewer messages than
    * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (best of 4): 16 KiB
@@ -97,9 +109,9 @@ const ROWS: Row[] = [
   { collective: 'bcast', algorithm: 'linear', when: 'forced only', source: 'root sends to each rank' },
   { collective: 'reduce', algorithm: 'binomial', when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST` },
   { collective: 'reduce', algorithm: 'rabenseifner', when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
-  { collective: 'allreduce', algorithm: 'recursiveDoubling', when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.ALLREDUCE_RD_MAX_P}, or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS` },
-  { collective: 'allreduce', algorithm: 'rabenseifner', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P > ${T.ALLREDUCE_RD_MAX_P} a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
-  { collective: 'allreduce', algorithm: 'ring', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P > ${T.ALLREDUCE_RD_MAX_P} not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null) },
+  { collective: 'allreduce', algorithm: 'recursiveDoubling', when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: ≤ ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} or > ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS` },
+  { collective: 'allreduce', algorithm: 'rabenseifner', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: > ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} and ≤ ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), P a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
+  { collective: 'allreduce', algorithm: 'ring', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null) },
   { collective: 'allreduce', algorithm: 'reduceBcast', when: 'forced only', source: 'binomial reduce to rank 0 + binomial bcast (MPI 1 reference)' },
   { collective: 'gather', algorithm: 'binomial', when: 'always', source: `${TRG} 4.2` },
   { collective: 'gather', algorithm: 'linear', when: 'forced only', source: 'every rank sends to the root' },
@@ -130,7 +142,8 @@ function byDefault (collective: string, c: Case): string {
     case 'bcast': return (c.bytes < T.BCAST_SHORT_MSG_SIZE || c.P < T.BCAST_MIN_PROCS) ? 'binomial' : 'scatterAllgather'
     case 'reduce': return (c.bytes <= T.REDUCE_SHORT_MSG_SIZE || c.P <= T.REDUCE_BINOMIAL_MAX_P || !c.commute || c.items < pof2(c.P)) ? 'binomial' : 'rabenseifner'
     case 'allreduce':
-      if (c.bytes <= T.ALLREDUCE_SHORT_MSG_SIZE || c.P <= T.ALLREDUCE_RD_MAX_P || !c.commute || c.items < c.P) return 'recursiveDoubling'
+      if (c.P === 2 && (c.bytes <= T.ALLREDUCE_PAIR_SHORT_MSG_SIZE || c.bytes > T.ALLREDUCE_PAIR_LONG_MSG_SIZE)) return 'recursiveDoubling'
+      if (c.bytes <= T.ALLREDUCE_SHORT_MSG_SIZE || c.P < 2 || !c.commute || c.items < c.P) return 'recursiveDoubling'
       return isPof2(c.P) ? 'rabenseifner' : 'ring'
     case 'allgather':
       if (c.total < T.ALLGATHER_SHORT_MSG_SIZE && isPof2(c.P)) return 'recursiveDoubling'

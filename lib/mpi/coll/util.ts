@@ -324,13 +324,21 @@ export function scratch (comm: CollComm, n: number): ArrayBuffer {
   return new ArrayBuffer(size)
 }
 
-/** Return a scratch buffer to the communicator's pool (at most 4 kept, at most 64 MiB each). */
+/**
+ * Return a scratch buffer to the communicator's pool (at most 4 kept, at most 64 MiB each); a
+ * full pool keeps the larger buffers. (It kept the first four: after a sweep of smaller sizes a
+ * 1 MiB allreduce at P = 2 made its 512 KiB scratch anew on every call, and the external memory
+ * made V8 collect garbage 43-65 times per 600 calls, p50 217-385 µs against 123-134.)
+ */
 export function release (comm: CollComm, b: ArrayBuffer): void {
   if (b.byteLength > 64 * 1024 * 1024) return
   const c = baseOf(comm)
   let pool = pools.get(c)
   if (pool === undefined) { pool = []; pools.set(c, pool) }
-  if (pool.length < 4) pool.push(b)
+  if (pool.length < 4) { pool.push(b); return }
+  let min = 0
+  for (let i = 1; i < pool.length; i++) if (pool[i].byteLength < pool[min].byteLength) min = i
+  if (pool[min].byteLength < b.byteLength) pool[min] = b
 }
 
 /** Drop the communicator's scratch pool (free). */

@@ -63,6 +63,28 @@ const TAG_BARRIER = 7000
 const TAG_STATS = 7001
 const ACK_BYTES = 4
 
+/**
+ * The benchmarks' buffers, made once per job at its largest size (all ranks' blocks of it, for
+ * the collectives) and viewed per size, as OSU allocates its buffers once at the largest message
+ * size. A fresh ArrayBuffer per size and per warm-up pass (6 MiB at 1 MiB, P = 2) grew V8's
+ * external memory until it collected garbage inside the timed loops (a Mark-Compact pause of
+ * ~4 ms here, one of the stalls the averages of the large sizes carried).
+ */
+interface Arena { s: Uint8Array, r: Uint8Array, fs: ArrayBuffer, fr: ArrayBuffer }
+const arenas = new WeakMap<JobConfig, Arena>()
+function arenaOf (config: JobConfig, P: number): Arena {
+  let a = arenas.get(config)
+  if (a === undefined) {
+    const max = config.sizes.length > 0 ? config.sizes[config.sizes.length - 1] : 0
+    const total = Math.max(1, max * P)
+    const fs = new ArrayBuffer(Math.max(4, max))
+    new Float32Array(fs).fill(1)
+    a = { s: new Uint8Array(total).fill(97), r: new Uint8Array(total), fs, fr: new ArrayBuffer(Math.max(4, max)) }
+    arenas.set(config, a)
+  }
+  return a
+}
+
 /** Monotonic clock, µs. */
 function nowUs (): number {
   return Number(process.hrtime.bigint()) / 1e3
@@ -190,8 +212,9 @@ export async function pointToPoint (ctx: BodyContext, bytes: number, untimed = f
   const { comm, config, waitAll } = ctx
   const b = config.benchmark
   const { iterations, warmup, loops } = counts(config, bytes, untimed)
-  const sbuf = new Uint8Array(bytes).fill(97)
-  const rbuf = new Uint8Array(bytes)
+  const arena = arenaOf(config, comm.size)
+  const sbuf = arena.s.subarray(0, bytes)
+  const rbuf = arena.r.subarray(0, bytes)
   const ack = new Uint8Array(ACK_BYTES)
   const pairs = Math.floor(comm.size / 2)
   const mbw = b === 'mbw_mr'
@@ -290,9 +313,11 @@ export async function collective (ctx: BodyContext, bytes: number, untimed = fal
   const b = config.benchmark
   const { iterations, warmup, loops } = counts(config, bytes, untimed)
   const total = bytes * comm.size
-  const s = new Uint8Array(total).fill(97)
-  const r = new Uint8Array(total)
-  const bufs: CollBuffers = { s, r, fs: new Float32Array(Math.floor(bytes / 4)).fill(1), fr: new Float32Array(Math.floor(bytes / 4)), one: s.subarray(0, bytes), rOne: r.subarray(0, bytes) }
+  const arena = arenaOf(config, comm.size)
+  const s = arena.s.subarray(0, total)
+  const r = arena.r.subarray(0, total)
+  const n = Math.floor(bytes / 4)
+  const bufs: CollBuffers = { s, r, fs: new Float32Array(arena.fs, 0, n), fr: new Float32Array(arena.fr, 0, n), one: s.subarray(0, bytes), rOne: r.subarray(0, bytes) }
   const opts = config.algorithm === null ? undefined : { algorithm: config.algorithm }
   const m = Math.min(iterations, config.measurements)
   const mine = new Float64Array(3 + m) // [average µs, measurements, CPU µs, batch means...]

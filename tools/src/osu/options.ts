@@ -134,9 +134,12 @@ export function parseImpls (value: string): ImplId[] {
  * (100 iterations) is for caches and connections; a JavaScript rank also needs V8 to have
  * optimized its data path, and until then its compiler threads take CPU from ranks that spin:
  * measured here, 0 B latency averaged 12.1 µs after 100 warm-up iterations and 2.2 µs after
- * 5000, against 0.8 µs from 4 B on.
+ * 5000, against 0.8 µs from 4 B on. The large collectives' paths take longer: V8 still optimized
+ * 15-60 functions per 600 calls of a 1 MiB allreduce for the first ~3 s (--trace-opt), and
+ * `fastsock osu allreduce --np 2 -m 512K:1M` averaged 1 MiB at 166-230 µs after 1 s (1.5-1.9×
+ * Open MPI, sextile 107-122) and 112-120 µs after 3 s (1.00-1.12×, sextile 100-103), 2026-11-28.
  */
-export const DEFAULT_JIT_WARMUP_MS = 1000
+export const DEFAULT_JIT_WARMUP_MS = 3000
 
 /** The raw values commander hands over. */
 export interface RawOsuOptions {
