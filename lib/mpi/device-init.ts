@@ -41,11 +41,32 @@ function hostKey (): string {
   return `${os.hostname()}/${boot}`
 }
 
-/** The eager threshold from options or FASTSOCK_MPI_EAGER_BYTES; RangeError on a bad value. */
-function eagerBytesOf (o: InitOptions): number {
-  const v = o.eagerThresholdBytes ?? (process.env.FASTSOCK_MPI_EAGER_BYTES ? Number(process.env.FASTSOCK_MPI_EAGER_BYTES) : DEFAULT_EAGER_BYTES)
+/**
+ * The eager threshold from options or FASTSOCK_MPI_EAGER_BYTES, null when neither sets it;
+ * RangeError on a bad value.
+ */
+function eagerBytesOf (o: InitOptions): number | null {
+  const v = o.eagerThresholdBytes ?? (process.env.FASTSOCK_MPI_EAGER_BYTES ? Number(process.env.FASTSOCK_MPI_EAGER_BYTES) : null)
+  if (v === null) return null
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 30) throw outOfRange(`eagerThresholdBytes must be an integer in [0, 2^30], got ${String(v)}`)
   return v
+}
+
+/**
+ * The eager threshold when neither option nor environment sets it, bytes, with more ranks on this
+ * host than CPUs: a rendezvous's RTS and CTS each wait for a rank that may be off its CPU, so a
+ * message costs a context switch more per hop, which outweighs the extra copy of an unexpected
+ * eager one. Measured (P = 4 on 2 vCPUs, `node bench/mpi.js --rounds 1 --only bcast-large`, two
+ * runs each way, 2026-11-28): bcast 128 KiB 2.77-3.69x Open MPI at 64 KiB, 0.75-0.79x at
+ * 256 KiB; 256 KiB 1.53x against 0.65-0.70x; other sizes and the allreduce within the spread.
+ * The sender alone decides (EAGER or RTS): ranks with different thresholds interoperate.
+ */
+export const OVERSUBSCRIBED_EAGER_BYTES = 256 * 1024
+
+/** The eager threshold this rank uses: `set` if given, else by whether this host is oversubscribed. */
+function eagerThreshold (set: number | null, localSize: number): number {
+  if (set !== null) return set
+  return localSize > os.availableParallelism() ? OVERSUBSCRIBED_EAGER_BYTES : DEFAULT_EAGER_BYTES
 }
 
 /**
@@ -98,7 +119,7 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
   const boot = await bootstrap(launchOptions)
   const info = boot.info
   const b = { rank: info.rank, size: info.size, localRank: info.localRank, localSize: info.localSize, store: boot.store, server: boot.server, localAddress: boot.store?.localAddress ?? '127.0.0.1' }
-  const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes, ...pollingOf(polling, b.localSize), transports: options.transports })
+  const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes: eagerThreshold(eagerBytes, b.localSize), ...pollingOf(polling, b.localSize), transports: options.transports })
   const host = hostKey()
   const hosts: string[] = new Array(b.size).fill(host)
   if (b.store !== null) {

@@ -19,6 +19,15 @@ t.test('every kind and size with a 1 KiB eager threshold (rendezvous for most si
   await run(t, 'kinds', 2, { FASTSOCK_MPI_EAGER_BYTES: '1024' })
 })
 
+t.test('the eager threshold: 64 KiB by default, 256 KiB with more ranks on the host than CPUs, the option or variable over both', async t => {
+  const cpus = require('os').availableParallelism()
+  await run(t, 'eager', 2, { EXPECT: cpus >= 2 ? 'rendezvous' : 'eager' })
+  await run(t, 'eager', 2, { EXPECT: 'eager', FASTSOCK_MPI_EAGER_BYTES: String(256 * 1024) })
+  if (cpus + 1 > 8) { t.comment(`${cpus} CPUs: the oversubscribed case would need ${cpus + 1} ranks, skipped`); return }
+  await run(t, 'eager', cpus + 1, { EXPECT: 'eager' })
+  await run(t, 'eager', cpus + 1, { EXPECT: 'rendezvous', FASTSOCK_MPI_EAGER_BYTES: String(64 * 1024) })
+})
+
 t.test('non-overtaking: 300 messages of mixed sizes arrive in order (P = 2, 5)', async t => {
   for (const np of [2, 5]) await run(t, 'order', np)
 })
