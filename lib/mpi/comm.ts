@@ -230,9 +230,9 @@ export class Comm {
    * @internal the blocking tier's eager send on the collective context (Device.sendEagerSync,
    * as sendSync's): true when the message went out now; false: use _collIsend.
    */
-  _collSendNow (view: ArrayBufferView, dest: number, tag: number): boolean {
+  _collSendNow (view: ArrayBufferView, dest: number, tag: number, n?: number): boolean {
     this.checkLive()
-    return this._shared.device.sendEagerSync(this.collCtx, this.rank, this._ranks[dest], tag, bytesOf(view))
+    return this._shared.device.sendEagerSync(this.collCtx, this.rank, this._ranks[dest], tag, bytesOf(view), n)
   }
 
   /**
@@ -240,9 +240,9 @@ export class Comm {
    * (Device.recvEagerSync, as recvSync's): its Status, or null when _collIrecv must run. Throws
    * ERR_MPI_WOULD_BLOCK (a payload arriving through the event loop: `err.request`).
    */
-  _collRecvNow (view: ArrayBufferView, source: number, tag: number): Status | null {
+  _collRecvNow (view: ArrayBufferView, source: number, tag: number, n?: number): Status | null {
     this.checkLive()
-    return this._shared.device.recvEagerSync(this.collCtx, source, this._ranks[source], tag, bytesOf(view))
+    return this._shared.device.recvEagerSync(this.collCtx, source, this._ranks[source], tag, bytesOf(view), n)
   }
 
   /** @internal the next collective sequence number (same on every rank). */

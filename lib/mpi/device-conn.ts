@@ -227,9 +227,9 @@ export class Conn {
     if (this.batchLen > 0) this.flush()
     const socket = this.socket
     if (this.ready && this.syncIo && socket !== null && socket.writableLength === 0 && !socket.destroyed) {
-      const n = payload === null ? 0 : payload.length
+      const n = n0
       if (HEADER_BYTES + n <= STAGE_BYTES) {
-        const done = this.writeStaged(kind, ctx, source, tag, length, sreq, rreq, payload)
+        const done = this.writeStaged(kind, ctx, source, tag, length, sreq, rreq, payload, n)
         if (done === HEADER_BYTES + n) return true
         if (done >= 0) {
           // The rest, copied (the stage is reused): the ring was full for 50 µs.
@@ -273,12 +273,11 @@ export class Conn {
    * into an asynchronous write (`payload` may be reused either way: MPI's buffered completion);
    * false when nothing was written (the caller takes the general path).
    */
-  writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array): boolean {
+  writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array, n = payload.length): boolean {
     const socket = this.socket
-    const n = payload.length
     if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
         socket.destroyed || HEADER_BYTES + n > STAGE_BYTES) return false
-    const done = this.writeStaged(EAGER, ctx, source, tag, n, 0, 0, payload)
+    const done = this.writeStaged(EAGER, ctx, source, tag, n, 0, 0, payload, n)
     if (done < 0) return false
     if (done < HEADER_BYTES + n) this.rawWrite(Buffer.from(this.stage.subarray(done, HEADER_BYTES + n)), null)
     return true
@@ -291,17 +290,16 @@ export class Conn {
    * I/O is unavailable now (nothing written).
    */
   private writeStaged (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
-    payload: Uint8Array | null): number {
+    payload: Uint8Array | null, n = payload === null ? 0 : payload.length): number {
     // Host byte order: little-endian on every platform fastsock builds for.
     const h = this.stage32
     h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
     h[4] = length % 0x100000000; h[5] = Math.floor(length / 0x100000000); h[6] = sreq; h[7] = rreq
-    const n = payload === null ? 0 : payload.length
     const stage = this.stage
     if (n > 16) stage.set(payload!, HEADER_BYTES)
     else for (let i = 0; i < n; i++) stage[HEADER_BYTES + i] = payload![i]
     const all = HEADER_BYTES + n
-    return this.trySync(this.stageViewOf(all))
+    return this.trySync(this.stageViewOf(all), true, all)
   }
 
   /**
@@ -378,11 +376,10 @@ export class Conn {
    * unavailable now. Bounded by SYNC_WRITE, plus the bytes' time at SYNC_BYTES_PER_MS past
    * SYNC_WRITE_BYTES when `streaming` (the peer is reading meanwhile).
    */
-  private trySync (bytes: Uint8Array, streaming = true): number {
+  private trySync (bytes: Uint8Array, streaming = true, n = bytes.length): number {
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0 // a timeout is expected here: no stack to capture
     try {
-      const n = bytes.length
       if (n <= SYNC_WRITE_BYTES || !streaming) return this.socket!.writeSync(bytes, this.writeOpts)
       const o = this.bigOpts
       o.timeoutMs = SYNC_WRITE.timeoutMs + n / SYNC_BYTES_PER_MS
@@ -680,7 +677,7 @@ export class Conn {
    * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
    * the frame its `sink` (Device.recvEagerSync: a posted receive).
    */
-  recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number): number {
+  recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number, max = bytes.length): number {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||
         this.readIntoPending > 0 || this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0) return RECV_UNAVAILABLE
@@ -696,7 +693,7 @@ export class Conn {
       const h = this.hdr32
       const length = h[4] + h[5] * 0x100000000
       const ftag = h[3] | 0
-      if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > bytes.length) {
+      if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > max) {
         this.handleFrame()
         return RECV_OTHER
       }
@@ -706,11 +703,11 @@ export class Conn {
       this.tag = ftag
       this.length = length
       if (length === 0) return 0
-      const target = length === bytes.length ? bytes : bytes.subarray(0, length)
+      const target = length === max ? bytes : bytes.subarray(0, length)
       const o = this.blockOpts
       o.spinUs = FRAME_SPIN_US
       o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
-      const p = Math.max(0, this.blockRead(target, o))
+      const p = Math.max(0, this.blockRead(target, o, length))
       if (p === length) return length
       this.target = target
       this.filled = p
@@ -733,7 +730,7 @@ export class Conn {
     const hdr = this.hdr
     o.spinUs = spinUs
     o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
-    let got = this.blockRead(hdr, o)
+    let got = this.blockRead(hdr, o, HEADER_BYTES)
     if (got <= 0 || got === HEADER_BYTES) return got
     if (this.atEof) return 0
     o.spinUs = FRAME_SPIN_US
@@ -768,10 +765,10 @@ export class Conn {
    * readIntoSync for the blocking tier: the bytes read (fewer than `view` at the end of the
    * stream, which sets `atEof`, or on a timeout), or -1 when sync I/O is unavailable now.
    */
-  private blockRead (view: Uint8Array, o: SyncOpts): number {
+  private blockRead (view: Uint8Array, o: SyncOpts, len = view.length): number {
     try {
       const n = syncRead(this.socket!, view, o)
-      if (n < view.length) this.atEof = true
+      if (n < len) this.atEof = true
       return n
     } catch (err) {
       const e = err as { code?: string, bytesRead?: number }

@@ -548,12 +548,12 @@ export class Device implements FrameHandler {
    * connection that can be written synchronously now goes into the channel without a Request
    * (Conn.writeEagerNow). False when it was not sent: the general path (isend, waitSync) runs.
    */
-  sendEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array): boolean {
-    if (bytes.length > this.eagerBytes) return false
+  sendEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array, n = bytes.length): boolean {
+    if (n > this.eagerBytes) return false
     const c = this.conns[w]
     if (c === null || c === undefined || c.lost) return false
     if (this.dirty.length > 0) this.flushAll()
-    return c.writeEagerNow(ctx, source, tag, bytes)
+    return c.writeEagerNow(ctx, source, tag, bytes, n)
   }
 
   /**
@@ -565,18 +565,18 @@ export class Device implements FrameHandler {
    * Status, or null when the general path (irecv, waitSync) must run: a matching message is
    * queued, the connection cannot be read synchronously now, or its stream ended.
    */
-  recvEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array): Status | null {
+  recvEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array, n = bytes.length): Status | null {
     const c = this.conns[w]
     if (c === null || c === undefined) return null
     const matcher = this.matcher
     if (this.dirty.length > 0) this.flushAll()
     for (;;) {
       if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
-      const n = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, BLOCK_SLICE_MS)
-      if (n >= 0) return new Status(source, c.tag, n)
-      if (n === RECV_OTHER) continue
-      if (n === RECV_NONE) { if (c.atEof) return null; continue }
-      if (n === RECV_UNAVAILABLE) return null
+      const got = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, BLOCK_SLICE_MS, n)
+      if (got >= 0) return new Status(source, c.tag, got)
+      if (got === RECV_OTHER) continue
+      if (got === RECV_NONE) { if (c.atEof) return null; continue }
+      if (got === RECV_UNAVAILABLE) return null
       // RECV_PARTIAL: the payload's rest comes through the event loop, into a posted receive's
       // record (failed with the connection as any other); waitSync then throws WOULD_BLOCK, or
       // reports the loss when the stream ended.

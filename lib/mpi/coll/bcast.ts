@@ -31,7 +31,7 @@ export function * barrierDisseminationSteps (comm: CollComm, seq: number): CollS
  * allreducePairSync: null when nothing was sent (run the steps), true when done, else the rest.
  */
 export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps | null {
-  return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier')
+  return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier', 0, 0)
 }
 
 /**
@@ -40,10 +40,10 @@ export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps 
  * descriptor as bcastBinomialSteps, round 0). Null when the root's send could not go out now
  * (run the steps), true when done, else the receive's rest as steps.
  */
-export function bcastPairSync (comm: CollComm, buf: ArrayBufferView, root: number, seq: number): true | CollSteps | null {
+export function bcastPairSync (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, n = buf.byteLength): true | CollSteps | null {
   const tag = collTag(seq, 0)
-  if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast')
-  return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag) ? true : null
+  if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast', n)
+  return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag, n) ? true : null
 }
 
 /** The dissemination barrier in the awaited tier. */

@@ -135,11 +135,14 @@ function putU32 (b: Uint8Array, o: number, w: number): void {
 class BytesOf {
   private view: ArrayBufferView | null = null
   private bytes: Uint8Array = EMPTY
-  of (view: ArrayBufferView): Uint8Array {
+  private length = 0
+  /** `n`: view.byteLength (the caller's: a typed array's length read is a call on Node 20). */
+  of (view: ArrayBufferView, n: number): Uint8Array {
+    // the kept view first (`instanceof` walks the prototype chain)
+    if (view === this.view && n === this.length) return this.bytes
     if (view instanceof Uint8Array) return view
-    if (view === this.view && this.bytes.byteLength === view.byteLength) return this.bytes
     const b = bytes(view)
-    if (view.buffer.byteLength <= KEEP_BUFFER) { this.view = view; this.bytes = b }
+    if (view.buffer.byteLength <= KEEP_BUFFER) { this.view = view; this.bytes = b; this.length = b.length }
     return b
   }
 }
@@ -185,7 +188,7 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    copyBytes(b, HDR, sendBytes.of(view), 0, n)
+    copyBytes(b, HDR, sendBytes.of(view, n), 0, n)
   }
 
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
@@ -228,8 +231,7 @@ export class CheckedComm implements CollComm {
    * buffer the point-to-point layer copies at once, written now (Comm._collSendNow). False:
    * not sent (too large for the inline path, or the connection needs the event loop).
    */
-  _collSendNow (view: ArrayBufferView, dest: number, tag: number): boolean {
-    const n = view.byteLength
+  _collSendNow (view: ArrayBufferView, dest: number, tag: number, n = view.byteLength): boolean {
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
     const st = syncSendStage
@@ -237,8 +239,8 @@ export class CheckedComm implements CollComm {
     w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3
     const b = st.view(n + HDR)
     // Bytes, not elements: a float element copy may quiet a signalling NaN (bcast delivers bytes).
-    if (n > 0) copyBytes(b, HDR, sendBytes.of(view), 0, n)
-    return base._collSendNow(b, dest, tag)
+    if (n > 0) copyBytes(b, HDR, sendBytes.of(view, n), 0, n)
+    return base._collSendNow(b, dest, tag, n + HDR)
   }
 
   /**
@@ -247,8 +249,7 @@ export class CheckedComm implements CollComm {
    * Mismatches throw as InlineRecv's; a payload still arriving throws ERR_MPI_WOULD_BLOCK whose
    * `request` is an InlineRecv finishing it.
    */
-  _collRecvNow (view: ArrayBufferView, source: number, tag: number): CollStatus | null {
-    const n = view.byteLength
+  _collRecvNow (view: ArrayBufferView, source: number, tag: number, n = view.byteLength): CollStatus | null {
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collRecvNow === undefined) return null
     // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
@@ -259,7 +260,7 @@ export class CheckedComm implements CollComm {
     const b = scratch.view(n + HDR)
     let s: CollStatus | null
     try {
-      s = base._collRecvNow(b, source, tag)
+      s = base._collRecvNow(b, source, tag, n + HDR)
     } catch (e) {
       if (!wouldBlock(e)) { syncRecv = scratch; throw e }
       const err = e as Error & { request: CollRequest }
@@ -272,7 +273,7 @@ export class CheckedComm implements CollComm {
       if (s.count !== n + HDR || w[0] !== this.w0 || w[1] !== this.w1 || w[2] !== this.w2 || w[3] !== this.w3) {
         return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
       }
-      if (n > 0) copyBytes(recvBytes.of(view), 0, b, HDR, n)
+      if (n > 0) copyBytes(recvBytes.of(view, n), 0, b, HDR, n)
       s.count = n // the point-to-point layer's Status is this call's own: no second object per message
       return s
     } finally { syncRecv = scratch }
@@ -373,7 +374,7 @@ function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBuf
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    copyBytes(recvBytes.of(view), 0, b, HDR, n)
+    copyBytes(recvBytes.of(view, n), 0, b, HDR, n)
   }
   if (pooled && b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b)
   return { source: s.source, tag: s.tag, count: n }

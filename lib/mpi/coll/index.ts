@@ -244,7 +244,8 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
   const seq = comm._collSeq()
   const shaped = opts === undefined
-  let cc = shaped ? lastBcast.hit(comm, buf, buf?.byteLength, null, root) : null
+  const len = buf?.byteLength
+  let cc = shaped ? lastBcast.hit(comm, buf, len, null, root) : null
   if (cc === null) {
     view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
     if (comm.size === 1) return buf
@@ -256,8 +257,8 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
       goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
     }
   }
-  const n = buf.byteLength
-  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq), n, shaped ? lastBcast : null, cc)) return buf
+  const n = len as number // (a view: checked above, or the last call's shape)
+  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq, n), n, shaped ? lastBcast : null, cc)) return buf
   drive(bcastBinomialSteps(cc, bytes(buf), root, seq, 0), n)
   return buf
 }
@@ -371,10 +372,11 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
   const seq = comm._collSeq()
   const shaped = opts === undefined
-  let cc = shaped ? lastAllreduce.hit(comm, recvbuf, recvbuf?.length, op, 0) : null
+  const len = recvbuf?.length
+  let cc = shaped ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
   if (cc !== null) {
     // The last call's shape: only the send buffer is new (anything but its kind and length throws).
-    if (sendbuf !== IN_PLACE && (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor || sendbuf.length !== recvbuf.length)) allreduceInput(sendbuf, recvbuf, op)
+    if (sendbuf !== IN_PLACE && (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor || sendbuf.length !== len)) allreduceInput(sendbuf, recvbuf, op)
     else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
   } else {
     allreduceInput(sendbuf, recvbuf, op)
@@ -389,8 +391,9 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
       goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
     }
   }
-  if (comm.size === 2 && PAIR_PATH && recvbuf.byteLength <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq), recvbuf.byteLength, shaped ? lastAllreduce : null, cc)) return recvbuf
-  drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
+  const nb = recvbuf.byteLength
+  if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb), nb, shaped ? lastAllreduce : null, cc)) return recvbuf
+  drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), nb)
   return recvbuf
 }
 

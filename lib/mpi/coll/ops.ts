@@ -104,6 +104,9 @@ export class Op {
   private readonly user: UserOpFunction | null
   /** Compiled kernels by the array's constructor (null: the op does not apply to that kind). */
   private readonly kernels = new Map<unknown, Kernel | null>()
+  /** apply()'s last array kind and its kernel. */
+  private lastCtor: unknown = null
+  private lastKernel: Kernel | null = null
   /** Vector kernels (simd.ts) by the array's constructor (null: none for that kind). */
   private readonly vectors = new Map<unknown, ReturnType<typeof vectorKernel>>()
 
@@ -181,7 +184,10 @@ export class Op {
   apply (a: NumericArray, ao: number, b: NumericArray, bo: number, count: number, aIsLeft = true): void {
     if (count <= 0) return
     if (this.user === null) {
-      const k = this.kernel(a.constructor) as Kernel
+      // the last kind's kernel without the Map lookup (a loop reduces one kind call after call)
+      const ctor = a.constructor
+      let k = this.lastKernel
+      if (ctor !== this.lastCtor || k === null) { k = this.kernel(ctor) as Kernel; this.lastCtor = ctor; this.lastKernel = k }
       const bpe = a.BYTES_PER_ELEMENT
       if (count * bpe >= SIMD_MIN_BYTES) {
         const v = this.vector(a.constructor)

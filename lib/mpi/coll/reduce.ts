@@ -179,15 +179,17 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
  * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
  * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
+ * `nb`: acc.byteLength (the caller's; on Node 20 each typed array length read is a call).
  */
-export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number): true | CollSteps | null {
+export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength): true | CollSteps | null {
   const partner = comm.rank ^ 1
   const ps = pairScratch ?? new PairScratch()
   pairScratch = null
-  const tv = ps.like(acc)
+  const count = nb / acc.BYTES_PER_ELEMENT
+  const tv = ps.like(acc, count)
   let r: true | CollSteps | null
   try {
-    r = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce')
+    r = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce', nb, nb)
   } catch (e) {
     pairScratch = ps
     throw e
@@ -195,7 +197,7 @@ export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, se
   if (r === null) { pairScratch = ps; return null }
   if (r !== true) return pairRest(r, acc, ps, tv, op, comm, partner)
   try {
-    op.apply(acc, 0, tv, 0, acc.length, partner > comm.rank)
+    op.apply(acc, 0, tv, 0, count, partner > comm.rank)
   } finally { pairScratch = ps }
   return true
 }
@@ -209,10 +211,18 @@ export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, se
 class PairScratch {
   private readonly ab = new ArrayBuffer(SYNC_INLINE_MAX)
   private readonly views = new Map<unknown, NumericArray[]>()
-  like<T extends NumericArray> (a: T): T {
-    let vs = this.views.get(a.constructor)
-    if (vs === undefined) { vs = []; this.views.set(a.constructor, vs) }
-    return (vs[a.length] ??= viewLike(a, this.ab, 0, a.length)) as T
+  /** The last view handed out, for the loop's next call of the same kind and length (no Map lookup). */
+  private lastCtor: unknown = null
+  private lastLength = -1
+  private last: NumericArray | null = null
+  like<T extends NumericArray> (a: T, n = a.length): T {
+    const ctor = a.constructor
+    if (ctor === this.lastCtor && n === this.lastLength) return this.last as T
+    let vs = this.views.get(ctor)
+    if (vs === undefined) { vs = []; this.views.set(ctor, vs) }
+    const v = (vs[n] ??= viewLike(a, this.ab, 0, n))
+    this.lastCtor = ctor; this.lastLength = n; this.last = v
+    return v as T
   }
 }
 let pairScratch: PairScratch | null = null

@@ -55,15 +55,16 @@ export interface CollComm {
   _collIrecv (view: ArrayBufferView, source: number, tag: number): CollRequest
   /**
    * The blocking tier's send without a request (util.ts Exchange): true when the message went
-   * out now, false when _collIsend must carry it. Absent: always _collIsend.
+   * out now, false when _collIsend must carry it. Absent: always _collIsend. `n`: view.byteLength
+   * when the caller knows it (on Node 20 a typed array's length read is a call, not a load).
    */
-  _collSendNow? (view: ArrayBufferView, dest: number, tag: number): boolean
+  _collSendNow? (view: ArrayBufferView, dest: number, tag: number, n?: number): boolean
   /**
    * The blocking tier's receive without a request: the status once `view` holds the message,
    * null when _collIrecv must carry it; throws ERR_MPI_WOULD_BLOCK with `err.request` carrying
-   * the rest. Absent: always _collIrecv.
+   * the rest. Absent: always _collIrecv. `n`: view.byteLength when the caller knows it.
    */
-  _collRecvNow? (view: ArrayBufferView, source: number, tag: number): CollStatus | null
+  _collRecvNow? (view: ArrayBufferView, source: number, tag: number, n?: number): CollStatus | null
   _collSeq (): number
   _derive (worldRanks: number[], contextId: number): CollComm
   _worldRankOf (rank: number): number

@@ -218,9 +218,10 @@ function blockingWait (r: CollRequest): CollStatus {
  * steps for the caller to drive (a message already queued, or a payload still arriving). Errors
  * as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync).
  */
-export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string): true | CollSteps | null {
-  if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag)) return null
-  return recvNow(comm, rv, partner, tag, what)
+export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string,
+  sn = sv.byteLength, rn = rv.byteLength): true | CollSteps | null {
+  if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag, sn)) return null
+  return recvNow(comm, rv, partner, tag, what, rn)
 }
 
 /**
@@ -228,17 +229,17 @@ export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBuffe
  * (comm._collRecvNow): true when it completed here, else the rest as steps (the steps' own
  * receive, or the one a payload still arriving needs). Mismatches throw as recvSteps'.
  */
-export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string): true | CollSteps {
+export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string, n = rv.byteLength): true | CollSteps {
   let st: CollStatus | null
   try {
-    st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag) : null
+    st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag, n) : null
   } catch (e) {
     const r = (e as { request?: CollRequest }).request
-    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, rv.byteLength, what, source)
-    throw recvError(e, rv.byteLength, what, source)
+    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, n, what, source)
+    throw recvError(e, n, what, source)
   }
   if (st === null) return recvSteps(comm, rv, source, tag, what)
-  checkCount(st, rv.byteLength, what, source)
+  checkCount(st, n, what, source)
   return true
 }
 
