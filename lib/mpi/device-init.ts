@@ -20,7 +20,7 @@ import type { StoreClient, StoreServer } from './store'
 
 /** Options of init(): the launcher's (launch.ts: rank, size, masterAddr, ..., transports) plus the device's. */
 export interface InitOptions extends LaunchInitOptions {
-  /** Messages up to this many bytes go eagerly (default 65536, or FASTSOCK_MPI_EAGER_BYTES). */
+  /** Messages up to this many bytes go eagerly (default FASTSOCK_MPI_EAGER_BYTES, else 65536, or 262144 with more ranks on the host than CPUs). */
   eagerThresholdBytes?: number
 }
 
