@@ -179,13 +179,13 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
  * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
  * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
- * `nb`: acc.byteLength (the caller's; on Node 20 each typed array length read is a call).
+ * `nb`, `count`: acc.byteLength and acc.length (the caller's; on Node 20 each typed array length
+ * read is a call).
  */
-export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength): true | CollSteps | null {
+export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength, count = acc.length): true | CollSteps | null {
   const partner = comm.rank ^ 1
   const ps = pairScratch ?? new PairScratch()
   pairScratch = null
-  const count = nb / acc.BYTES_PER_ELEMENT
   const tv = ps.like(acc, count)
   let r: true | CollSteps | null
   try {
