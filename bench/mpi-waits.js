@@ -17,11 +17,19 @@
  *   exchange-sync   sendSync then recvSync on both ranks at once (8 B)
  *   barrier-sync    comm.barrierSync()
  *   allreduce-sync  comm.allreduceSync of one float64, SUM
+ *   allreduce-sync-osu  OSU's loop: comm.allreduceSync timed, then an untimed comm.barrierSync
  * barrier-sync and allreduce-sync run a third time over shm with FASTSOCK_MPI_PAIR=0 ("shm,
  * steps": the general steps instead of the 2-rank path, docs/mpi-collectives.md "Two ranks: no
  * steps"); their shm rows print p50 and mean ÷ that run's too (below 1: the 2-rank path is faster).
  *
  *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--runs 1] [--patterns pingpong,barrier]
+ *                           [--np 2] [--bytes 8]
+ *
+ * `--np`: ranks per job (the collectives; the point-to-point patterns take 2). `--bytes`: the
+ * allreduce patterns' array, bytes: one float64 at 8 (the default), else Float32 elements as
+ * OSU's; a comma-separated list runs the sizes one after the other in each job, as OSU's sweep. The column "GCs / 1000" counts the garbage collections of every rank (perf_hooks 'gc'
+ * entries) that started during the timed iterations, per 1000 of them: each stalls the ranks
+ * waiting on that one (docs/mpi-benchmarks.md, "The large allreduce's averages were its stalls").
  *
  * `--runs`: jobs per pattern and channel, interleaved across the channels; each figure is the
  * median over the runs (a single job's p50 swings 2-4× from one job to the next on a shared VM).
@@ -34,7 +42,9 @@ const { parseArgs } = require('util')
 const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
 
-const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync']
+const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu']
+/** The patterns that take any number of ranks (the others are between two). */
+const COLLECTIVE = ['barrier', 'allreduce', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu']
 /** The patterns also run with the 2-rank path off (FASTSOCK_MPI_PAIR=0). */
 const STEPS_TOO = ['barrier-sync', 'allreduce-sync']
 
@@ -49,12 +59,22 @@ function blocking (call) {
   try { call(); return undefined } catch (e) { if (e.code !== 'ERR_MPI_WOULD_BLOCK') throw e; return e.request.wait() }
 }
 
-async function rank (pattern, channel, iterations, warmup) {
+async function rank (pattern, channel, iterations, warmup, sizes) {
   const mpi = require('../dist/mpi')
   const comm = await mpi.init(channel === 'tcp' ? { transports: ['tcp'] } : {})
+  const rows = []
+  // the sizes one after the other in this job, as OSU's sweep (the pools and V8 carry over)
+  for (const bytes of sizes) rows.push(await timeSize(mpi, comm, pattern, iterations, warmup, bytes))
+  if (comm.rank === 0) process.stdout.write(JSON.stringify({ rows, transport: comm.transportOf(1) }) + '\n')
+  await mpi.finalize()
+}
+
+/** One size of `pattern`: rank 0's figures (every rank's GC count), null on the other ranks. */
+async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
+  const { PerformanceObserver, performance } = require('perf_hooks')
   const peer = 1 - comm.rank
-  const sb = new Float64Array(1)
-  const rb = new Float64Array(1)
+  const sb = bytes === 8 ? new Float64Array(1) : new Float32Array(bytes / 4).fill(1)
+  const rb = bytes === 8 ? new Float64Array(1) : new Float32Array(bytes / 4)
   const step = {
     pingpong: async () => {
       if (comm.rank === 0) { await comm.send(sb, peer, 1); await comm.recv(rb, peer, 1) } else { await comm.recv(rb, peer, 1); await comm.send(sb, peer, 1) }
@@ -73,67 +93,88 @@ async function rank (pattern, channel, iterations, warmup) {
       : inTurn(() => comm.recvSync(rb, peer, 4), () => comm.sendSync(sb, peer, 4)),
     'exchange-sync': () => inTurn(() => comm.sendSync(sb, peer, 5), () => comm.recvSync(rb, peer, 5)),
     'barrier-sync': () => blocking(() => comm.barrierSync()),
-    'allreduce-sync': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM))
+    'allreduce-sync': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM)),
+    'allreduce-sync-osu': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM))
   }[pattern]
+  // OSU's collective loop: an untimed barrier after each timed call.
+  const after = pattern === 'allreduce-sync-osu' ? () => blocking(() => comm.barrierSync()) : () => undefined
   // A step returns undefined when it completed synchronously: no await (and no microtask) then.
   let p
-  for (let i = 0; i < warmup; i++) if ((p = step()) !== undefined) await p
+  for (let i = 0; i < warmup; i++) { if ((p = step()) !== undefined) await p; if ((p = after()) !== undefined) await p }
+  const gcStarts = []
+  const obs = new PerformanceObserver(list => { for (const e of list.getEntries()) gcStarts.push(e.startTime) })
+  obs.observe({ entryTypes: ['gc'] })
   const us = new Float64Array(iterations)
+  const from = performance.now()
   for (let i = 0; i < iterations; i++) {
     const t0 = process.hrtime.bigint()
     if ((p = step()) !== undefined) await p
     us[i] = Number(process.hrtime.bigint() - t0) / 1000
+    if ((p = after()) !== undefined) await p
   }
-  if (comm.rank === 0) {
-    const mean = us.reduce((a, b) => a + b, 0) / iterations
-    const slow = us.filter(x => x > 50).length
-    us.sort()
-    const q = f => us[Math.min(iterations - 1, Math.floor(iterations * f))]
-    process.stdout.write(JSON.stringify({ p50: q(0.5), p90: q(0.9), p99: q(0.99), mean, slow, transport: comm.transportOf(peer) }) + '\n')
-  }
-  await mpi.finalize()
+  const to = performance.now()
+  await new Promise(resolve => setImmediate(resolve)) // the observer's entries are delivered on the event loop
+  for (const e of obs.takeRecords()) gcStarts.push(e.startTime)
+  obs.disconnect()
+  const gcs = new Float64Array([gcStarts.filter(t => t >= from && t <= to).length])
+  await comm.allreduce(gcs, gcs, mpi.SUM) // every rank's
+  if (comm.rank !== 0) return null
+  const mean = us.reduce((a, b) => a + b, 0) / iterations
+  const slow = us.filter(x => x > 50).length
+  us.sort()
+  const q = f => us[Math.min(iterations - 1, Math.floor(iterations * f))]
+  return { bytes, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean, slow, gcs: gcs[0] * 1000 / iterations }
 }
 
 async function main () {
   const { values } = parseArgs({
-    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') } }
+    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') }, np: { type: 'string', default: '2' }, bytes: { type: 'string', default: '8' } }
   })
+  const np = Number(values.np)
+  const sizes = values.bytes.split(',').map(Number)
+  if (!Number.isInteger(np) || np < 2) throw new Error('--np takes an integer >= 2')
+  for (const b of sizes) if (!(b === 8 || (Number.isInteger(b) && b >= 4 && b % 4 === 0))) throw new Error('--bytes takes 8 or multiples of 4, comma-separated')
   const runs = Number(values.runs)
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs takes a positive integer')
   const iterations = Number(values.iterations)
   const warmup = Number(values.warmup)
   const patterns = values.patterns.split(',')
   for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
+  if (np !== 2) for (const p of patterns) if (!COLLECTIVE.includes(p)) throw new Error(`${p} is between two ranks: --np ${np} takes ${COLLECTIVE.join(', ')}`)
   const f = x => x.toFixed(x < 10 ? 2 : 1)
-  console.log(`fastsock/mpi wait patterns, 2 ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration${runs > 1 ? `; medians of ${runs} interleaved jobs` : ''}`)
-  console.log('| pattern | channel | transport | p50 | p90 | p99 | mean | > 50 µs | p50 × tcp | mean × tcp | p50, mean ÷ steps |')
-  console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log(`fastsock/mpi wait patterns, ${np} ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration${runs > 1 ? `; medians of ${runs} interleaved jobs` : ''}`)
+  console.log('| pattern | bytes | channel | transport | p50 | p90 | p99 | mean | > 50 µs | GCs / 1000 | p50 × tcp | mean × tcp | p50, mean ÷ steps |')
+  console.log('| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const pattern of patterns) {
-    const row = {}
     // [label, transport of the rank, environment]
     const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]]
     const all = Object.fromEntries(channels.map(([label]) => [label, []]))
+    // the patterns without an array time one size
+    const sweep = pattern.startsWith('allreduce') ? sizes : [8]
     for (let run = 0; run < runs; run++) {
       for (const [label, channel, env] of channels) {
-        all[label].push(await rankJob(__filename, ['--rank', pattern, channel, String(iterations), String(warmup)], env, `${pattern} over ${label}`))
+        all[label].push(await rankJob(__filename, ['--rank', pattern, channel, String(iterations), String(warmup), sweep.join(',')], env, `${pattern} over ${label}`, np))
       }
     }
-    for (const [label] of channels) {
-      const m = k => median(all[label].map(o => o[k]))
-      row[label] = { p50: m('p50'), p90: m('p90'), p99: m('p99'), mean: m('mean'), slow: m('slow'), transport: all[label][0].transport }
-    }
-    for (const [label] of channels) {
-      const r = row[label]
-      const ratio = label !== 'tcp' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
-      const steps = row['shm, steps'] !== undefined && label === 'shm' ? `${f(r.p50 / row['shm, steps'].p50)}×, ${f(r.mean / row['shm, steps'].mean)}×` : ''
-      console.log(`| ${pattern} | ${label} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${ratio} | ${steps} |`)
-    }
+    sweep.forEach((bytes, k) => {
+      const row = {}
+      for (const [label] of channels) {
+        const m = key => median(all[label].map(o => o.rows[k][key]))
+        row[label] = { p50: m('p50'), p90: m('p90'), p99: m('p99'), mean: m('mean'), slow: m('slow'), gcs: m('gcs'), transport: all[label][0].transport }
+      }
+      for (const [label] of channels) {
+        const r = row[label]
+        const ratio = label !== 'tcp' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
+        const steps = row['shm, steps'] !== undefined && label === 'shm' ? `${f(r.p50 / row['shm, steps'].p50)}×, ${f(r.mean / row['shm, steps'].mean)}×` : ''
+        console.log(`| ${pattern} | ${bytes} | ${label} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${f(r.gcs)} | ${ratio} | ${steps} |`)
+      }
+    })
   }
 }
 
 if (process.argv[2] === '--rank') {
-  const [, , , pattern, channel, iterations, warmup] = process.argv
-  rank(pattern, channel, Number(iterations), Number(warmup)).catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
+  const [, , , pattern, channel, iterations, warmup, sizes] = process.argv
+  rank(pattern, channel, Number(iterations), Number(warmup), sizes.split(',').map(Number)).catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
 } else {
   main().catch(err => { process.stderr.write(`${err.message}\n`); process.exit(1) })
 }

@@ -222,12 +222,11 @@ export class Conn {
    */
   send (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
     payload: Uint8Array | null, req: unknown): boolean {
-    const n0 = payload === null ? 0 : payload.length
-    if (BATCH && n0 <= BATCH_MAX_PAYLOAD && this.batch(kind, ctx, source, tag, length, sreq, rreq, payload)) return true
+    const n = payload === null ? 0 : payload.length
+    if (BATCH && n <= BATCH_MAX_PAYLOAD && this.batch(kind, ctx, source, tag, length, sreq, rreq, payload)) return true
     if (this.batchLen > 0) this.flush()
     const socket = this.socket
     if (this.ready && this.syncIo && socket !== null && socket.writableLength === 0 && !socket.destroyed) {
-      const n = n0
       if (HEADER_BYTES + n <= STAGE_BYTES) {
         const done = this.writeStaged(kind, ctx, source, tag, length, sreq, rreq, payload, n)
         if (done === HEADER_BYTES + n) return true
@@ -272,7 +271,8 @@ export class Conn {
    * byte is in the channel, or the part the ring could not take within the sync bound was copied
    * into an asynchronous write (`payload` may be reused either way: MPI's buffered completion);
    * false when nothing was written (the caller takes the general path).
-   */
+   * `n`: payload.length (the caller's).
+ */
   writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array, n = payload.length): boolean {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
@@ -676,7 +676,8 @@ export class Conn {
    * RECV_PARTIAL: the payload stopped short (a peer stalled past FRAME_REST_MS, or its stream
    * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
    * the frame its `sink` (Device.recvEagerSync: a posted receive).
-   */
+   * `max`: bytes.length (the caller's).
+ */
   recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number, max = bytes.length): number {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||

@@ -27,7 +27,7 @@
  */
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
-import { bytes, mismatch } from './util'
+import { bytes, copyDisjoint, mismatch, release, scratch } from './util'
 
 const HDR = 16
 /**
@@ -106,41 +106,17 @@ let isendStage: Scratch | null = null
 const syncSendStage = new Scratch(SYNC_SCRATCH)
 /** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
 let syncRecv: Scratch | null = null
-function recvBuffer (bytes: number): Buffer {
-  if (bytes > MIN_RECV) return takeInline(bytes)
-  return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
-}
-
 /**
- * Inline messages of more than MIN_RECV bytes (up to INLINE_MAX + HDR): their send staging and
- * receive buffers, by power-of-two size class, at most 4 free per class, given back when the
- * send completed at once or the receive was copied out. A new buffer per message (as until
- * 2026-11-28) made external memory that V8 collected: an allreduce of 32 KiB at P = 4 (two inline
- * receives and sends of 32 KiB per call) ran twice the collections of one of 64 KiB (separate
- * descriptor, payload in place) and took longer per call.
+ * A receive buffer of `bytes` for an inline message: up to MIN_RECV from the pool above; larger
+ * ones (up to INLINE_MAX + HDR) over a buffer of the communicator's scratch pool (util.ts
+ * `scratch`), given back with `release` once copied out, as the staging of a larger inline send
+ * is once the send completed at once. A new buffer per message (as until 2026-11-28) made
+ * external memory that V8 collected (`node bench/mpi-waits.js --np 4 --patterns
+ * allreduce-sync-osu --bytes 32768,65536`; docs/mpi-collectives.md, "Mismatched arguments").
  */
-const inlinePools = new Map<number, ArrayBuffer[]>()
-const inlineOwned = new WeakSet<ArrayBuffer>()
-/** A Buffer of exactly `bytes` (> MIN_RECV) over a pooled buffer of its size class. */
-function takeInline (bytes: number): Buffer {
-  let size = MIN_RECV * 2
-  while (size < bytes) size *= 2
-  let ab = inlinePools.get(size)?.pop()
-  if (ab === undefined) { ab = new ArrayBuffer(size); inlineOwned.add(ab) }
-  return Buffer.from(ab, 0, bytes)
-}
-/** Gives `b`'s buffer back to its class when takeInline made it (anything else: left alone). */
-function giveInline (b: Uint8Array): void {
-  const ab = b.buffer as ArrayBuffer
-  if (!inlineOwned.has(ab)) return
-  let pool = inlinePools.get(ab.byteLength)
-  if (pool === undefined) { pool = []; inlinePools.set(ab.byteLength, pool) }
-  if (pool.length < 4) pool.push(ab)
-}
-
-/** `n` bytes from src[sOff..] to dst[dOff..]: a loop up to 64 bytes (no builtin call), set() above. */
-function copyBytes (dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
-  if (n <= 64) { for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i] } else dst.set(src.subarray(sOff, sOff + n), dOff)
+function recvBuffer (comm: CollComm, bytes: number): Buffer {
+  if (bytes > MIN_RECV) return Buffer.from(scratch(comm, bytes), 0, bytes)
+  return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
 }
 
 /** Little-endian 32-bit word at `o` of `b` (bytewise: no Buffer method's checks, any alignment). */
@@ -215,7 +191,7 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    copyBytes(b, HDR, sendBytes.of(view, n), 0, n)
+    copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
   }
 
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
@@ -232,12 +208,12 @@ export class CheckedComm implements CollComm {
       return req
     }
     if (n <= INLINE_MAX) {
-      const b = takeInline(n + HDR)
+      const b = recvBuffer(this, n + HDR) // a pooled staging buffer (the receive's kind)
       this.stage(b, view)
       const req = this._base._collIsend(b, dest, tag)
       let done: unknown = null
       try { done = req.test() } catch { /* failed: its wait() reports it */ }
-      if (done !== null && done !== false) giveInline(b)
+      if (done !== null && done !== false) release(this, b.buffer as ArrayBuffer)
       return req
     }
     const d = this._base._collIsend(this.desc, dest, tag)
@@ -248,7 +224,7 @@ export class CheckedComm implements CollComm {
   _collIrecv (view: ArrayBufferView, source: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n <= INLINE_MAX) {
-      const b = recvBuffer(n + HDR)
+      const b = recvBuffer(this, n + HDR)
       return new InlineRecv(this, this._base._collIrecv(b, source, tag), b, view, source, tag)
     }
     const d = Buffer.allocUnsafe(HDR)
@@ -270,7 +246,7 @@ export class CheckedComm implements CollComm {
     w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3
     const b = st.view(n + HDR)
     // Bytes, not elements: a float element copy may quiet a signalling NaN (bcast delivers bytes).
-    if (n > 0) copyBytes(b, HDR, sendBytes.of(view, n), 0, n)
+    if (n > 0) copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
     return base._collSendNow(b, dest, tag, n + HDR)
   }
 
@@ -304,7 +280,7 @@ export class CheckedComm implements CollComm {
       if (s.count !== n + HDR || w[0] !== this.w0 || w[1] !== this.w1 || w[2] !== this.w2 || w[3] !== this.w3) {
         return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
       }
-      if (n > 0) copyBytes(recvBytes.of(view, n), 0, b, HDR, n)
+      if (n > 0) copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
       s.count = n // the point-to-point layer's Status is this call's own: no second object per message
       return s
     } finally { syncRecv = scratch }
@@ -405,9 +381,9 @@ function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBuf
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    copyBytes(recvBytes.of(view, n), 0, b, HDR, n)
+    copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
   }
-  if (pooled) { if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b); else if (b.byteLength > MIN_RECV) giveInline(b) }
+  if (pooled) { if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b); else if (b.byteLength > MIN_RECV) release(cc, b.buffer as ArrayBuffer) }
   return { source: s.source, tag: s.tag, count: n }
 }
 

@@ -116,8 +116,6 @@ class LastShape {
   private op: Op | null = null
   private root = -1
   private cc: CheckedComm | null = null
-  /** The shape's byte length, set by the caller after a miss (the same on a hit: same kind and length). */
-  bytes = -1
   /** The last call's CheckedComm when `v` (a view) and the rest have its shape, else null; clears the shape either way. */
   hit (comm: CollComm, v: unknown, length: number, op: Op | null, root: number): CheckedComm | null {
     const cc = this.cc
@@ -125,7 +123,7 @@ class LastShape {
     const ctor = ArrayBuffer.isView(v) ? v.constructor : null
     if (ctor === null) { this.ctor = null; return null }
     if (cc !== null && comm === this.comm && ctor === this.ctor && length === this.length && op === this.op && root === this.root) return cc
-    this.comm = comm; this.ctor = ctor; this.length = length; this.op = op; this.root = root; this.bytes = -1
+    this.comm = comm; this.ctor = ctor; this.length = length; this.op = op; this.root = root
     return null
   }
   /** The call hit() looked at completed in the 2-rank path with `cc`. */
@@ -376,12 +374,10 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   const shaped = opts === undefined
   const len = recvbuf?.length
   let cc = shaped ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
-  let nb: number
   if (cc !== null) {
     // The last call's shape: only the send buffer is new (anything but its kind and length throws).
     if (sendbuf !== IN_PLACE && (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor || sendbuf.length !== len)) allreduceInput(sendbuf, recvbuf, op)
     else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
-    nb = lastAllreduce.bytes
   } else {
     allreduceInput(sendbuf, recvbuf, op)
     if (comm.size === 1) return recvbuf
@@ -394,9 +390,8 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
     if (alg !== 'recursiveDoubling') {
       goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
     }
-    nb = recvbuf.byteLength
-    if (shaped) lastAllreduce.bytes = nb
   }
+  const nb = recvbuf.byteLength
   if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb, len), nb, shaped ? lastAllreduce : null, cc)) return recvbuf
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), nb)
   return recvbuf

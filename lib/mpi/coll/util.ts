@@ -216,7 +216,8 @@ function blockingWait (r: CollRequest): CollStatus {
  * sendrecvSteps, so the partner may run either, or the awaited tier. Returns null when nothing
  * was sent (run the steps instead), true when the exchange completed here, else the receive as
  * steps for the caller to drive (a message already queued, or a payload still arriving). Errors
- * as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync).
+ * as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync). `sn`, `rn`:
+ * sv.byteLength and rv.byteLength when the caller has them (each read is a call on Node 20).
  */
 export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string,
   sn = sv.byteLength, rn = rv.byteLength): true | CollSteps | null {
@@ -227,7 +228,8 @@ export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBuffe
 /**
  * The receive of exactly rv.byteLength bytes from `source`, read now when it can be
  * (comm._collRecvNow): true when it completed here, else the rest as steps (the steps' own
- * receive, or the one a payload still arriving needs). Mismatches throw as recvSteps'.
+ * receive, or the one a payload still arriving needs). Mismatches throw as recvSteps'. `n`:
+ * rv.byteLength when the caller has it.
  */
 export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string, n = rv.byteLength): true | CollSteps {
   let st: CollStatus | null
@@ -328,8 +330,9 @@ export function scratch (comm: CollComm, n: number): ArrayBuffer {
 /**
  * Return a scratch buffer to the communicator's pool (at most 4 kept, at most 64 MiB each); a
  * full pool keeps the larger buffers. (It kept the first four: after a sweep of smaller sizes a
- * 1 MiB allreduce at P = 2 made its 512 KiB scratch anew on every call, and the external memory
- * made V8 collect garbage 43-65 times per 600 calls, p50 217-385 µs against 123-134.)
+ * 1 MiB allreduce at P = 2 made its scratch anew on every call, and the external memory made V8
+ * collect garbage; `node bench/mpi-waits.js --patterns allreduce-sync-osu --bytes
+ * 65536,131072,262144,524288,1048576`: docs/mpi-benchmarks.md, "The large allreduce's averages".)
  */
 export function release (comm: CollComm, b: ArrayBuffer): void {
   if (b.byteLength > 64 * 1024 * 1024) return
@@ -345,7 +348,16 @@ export function release (comm: CollComm, b: ArrayBuffer): void {
 /** Drop the communicator's scratch pool (free). */
 export function dropScratch (comm: CollComm): void { pools.delete(comm) }
 
-/** Copy `n` bytes (no-op for n = 0 or same memory). */
+/**
+ * `n` bytes from src[sOff..] to dst[dOff..] of two arrays that do not overlap: a loop up to 64
+ * bytes (no builtin call, no `.buffer` read: each is a runtime call for a small array V8 keeps on
+ * its heap), set() above. Arrays that may share memory: copyBytes.
+ */
+export function copyDisjoint (dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
+  if (n <= 64) { for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i] } else dst.set(src.subarray(sOff, sOff + n), dOff)
+}
+
+/** Copy `n` bytes (no-op for n = 0 or same memory; overlapping ranges copied as by memmove). */
 export function copyBytes (dst: Uint8Array, doff: number, src: Uint8Array, soff: number, n: number): void {
   if (n <= 0) return
   if (dst.buffer === src.buffer && dst.byteOffset + doff === src.byteOffset + soff) return
