@@ -18,16 +18,21 @@
  *   barrier-sync    comm.barrierSync()
  *   allreduce-sync  comm.allreduceSync of one float64, SUM
  *   allreduce-sync-osu  OSU's loop: comm.allreduceSync timed, then an untimed comm.barrierSync
- * barrier-sync and allreduce-sync run a third time over shm with FASTSOCK_MPI_PAIR=0 ("shm,
- * steps": the general steps instead of the 2-rank path, docs/mpi-collectives.md "Two ranks: no
- * steps"); their shm rows print p50 and mean ÷ that run's too (below 1: the 2-rank path is faster).
+ *   bcast-sync-osu      OSU's loop: comm.bcastSync from rank 0 timed, then an untimed
+ *                       comm.barrierSync; its figures are the means over the ranks of each rank's
+ *                       (as OSU averages the ranks' averages: the root's time is not the others')
+ * barrier-sync, allreduce-sync and bcast-sync-osu run a third time over shm with
+ * FASTSOCK_MPI_PAIR=0 ("shm, steps": the general steps instead of the direct paths,
+ * docs/mpi-collectives.md "No steps"); their shm rows print p50 and mean ÷ that run's too (below
+ * 1: the direct path is faster).
  *
  *   node bench/mpi-waits.js [--iterations 20000] [--warmup 2000] [--runs 1] [--patterns pingpong,barrier]
  *                           [--np 2] [--bytes 8]
  *
  * `--np`: ranks per job (the collectives; the point-to-point patterns take 2). `--bytes`: the
  * allreduce patterns' array, bytes: one float64 at 8 (the default), else Float32 elements as
- * OSU's; a comma-separated list runs the sizes one after the other in each job, as OSU's sweep. The column "GCs / 1000" counts the garbage collections of every rank (perf_hooks 'gc'
+ * OSU's; bcast-sync-osu's, a Uint8Array of that many bytes; a comma-separated list runs the sizes
+ * one after the other in each job, as OSU's sweep. The column "GCs / 1000" counts the garbage collections of every rank (perf_hooks 'gc'
  * entries) that started during the timed iterations, per 1000 of them: each stalls the ranks
  * waiting on that one (docs/mpi-benchmarks.md, "The large allreduce's averages were its stalls").
  *
@@ -42,11 +47,15 @@ const { parseArgs } = require('util')
 const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
 
-const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu']
+const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu', 'bcast-sync-osu']
 /** The patterns that take any number of ranks (the others are between two). */
-const COLLECTIVE = ['barrier', 'allreduce', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu']
+const COLLECTIVE = ['barrier', 'allreduce', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu', 'bcast-sync-osu']
 /** The patterns also run with the 2-rank path off (FASTSOCK_MPI_PAIR=0). */
-const STEPS_TOO = ['barrier-sync', 'allreduce-sync']
+const STEPS_TOO = ['barrier-sync', 'allreduce-sync', 'bcast-sync-osu']
+/** The patterns whose ranks differ (a root): their figures are the ranks' means. */
+const PER_RANK_MEAN = ['bcast-sync-osu']
+/** The patterns with an array (--bytes sweeps them). */
+const SIZED = ['allreduce', 'allreduce-sync', 'allreduce-sync-osu', 'bcast-sync-osu']
 
 /** Two blocking calls in turn: undefined when both completed at once, else a promise of the rest. */
 function inTurn (a, b) {
@@ -75,6 +84,7 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
   const peer = 1 - comm.rank
   const sb = bytes === 8 ? new Float64Array(1) : new Float32Array(bytes / 4).fill(1)
   const rb = bytes === 8 ? new Float64Array(1) : new Float32Array(bytes / 4)
+  const bb = new Uint8Array(bytes)
   const step = {
     pingpong: async () => {
       if (comm.rank === 0) { await comm.send(sb, peer, 1); await comm.recv(rb, peer, 1) } else { await comm.recv(rb, peer, 1); await comm.send(sb, peer, 1) }
@@ -94,10 +104,11 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
     'exchange-sync': () => inTurn(() => comm.sendSync(sb, peer, 5), () => comm.recvSync(rb, peer, 5)),
     'barrier-sync': () => blocking(() => comm.barrierSync()),
     'allreduce-sync': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM)),
-    'allreduce-sync-osu': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM))
+    'allreduce-sync-osu': () => blocking(() => comm.allreduceSync(sb, rb, mpi.SUM)),
+    'bcast-sync-osu': () => blocking(() => comm.bcastSync(bb, 0))
   }[pattern]
   // OSU's collective loop: an untimed barrier after each timed call.
-  const after = pattern === 'allreduce-sync-osu' ? () => blocking(() => comm.barrierSync()) : () => undefined
+  const after = pattern.endsWith('-osu') ? () => blocking(() => comm.barrierSync()) : () => undefined
   // A step returns undefined when it completed synchronously: no await (and no microtask) then.
   let p
   for (let i = 0; i < warmup; i++) { if ((p = step()) !== undefined) await p; if ((p = after()) !== undefined) await p }
@@ -118,12 +129,17 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
   obs.disconnect()
   const gcs = new Float64Array([gcStarts.filter(t => t >= from && t <= to).length])
   await comm.allreduce(gcs, gcs, mpi.SUM) // every rank's
-  if (comm.rank !== 0) return null
   const mean = us.reduce((a, b) => a + b, 0) / iterations
   const slow = us.filter(x => x > 50).length
   us.sort()
   const q = f => us[Math.min(iterations - 1, Math.floor(iterations * f))]
-  return { bytes, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean, slow, gcs: gcs[0] * 1000 / iterations }
+  const mine = new Float64Array([q(0.5), q(0.9), q(0.99), mean, slow])
+  if (PER_RANK_MEAN.includes(pattern)) {
+    await comm.allreduce(mine, mine, mpi.SUM)
+    for (let i = 0; i < mine.length; i++) mine[i] /= comm.size
+  }
+  if (comm.rank !== 0) return null
+  return { bytes, p50: mine[0], p90: mine[1], p99: mine[2], mean: mine[3], slow: mine[4], gcs: gcs[0] * 1000 / iterations }
 }
 
 async function main () {
@@ -150,7 +166,7 @@ async function main () {
     const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]]
     const all = Object.fromEntries(channels.map(([label]) => [label, []]))
     // the patterns without an array time one size
-    const sweep = pattern.startsWith('allreduce') ? sizes : [8]
+    const sweep = SIZED.includes(pattern) ? sizes : [8]
     for (let run = 0; run < runs; run++) {
       for (const [label, channel, env] of channels) {
         all[label].push(await rankJob(__filename, ['--rank', pattern, channel, String(iterations), String(warmup), sweep.join(',')], env, `${pattern} over ${label}`, np))

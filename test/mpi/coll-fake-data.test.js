@@ -11,7 +11,7 @@ const pattern = (r, n, salt = 0) => Uint8Array.from({ length: n }, (_, i) => (r 
 const isPof2 = (p) => (p & (p - 1)) === 0
 
 t.test('barrier: every algorithm, P 1..7, nobody leaves before everyone arrived', async t => {
-  for (const alg of ['dissemination', 'tree']) {
+  for (const alg of ['dissemination', 'linear', 'tree']) {
     for (let P = 1; P <= 7; P++) {
       let arrived = 0; let early = false
       await run(P, async (c, r) => {
@@ -293,6 +293,9 @@ t.test('selection table: rows, defaults, environment forcing and its fallback', 
   t.equal(choose('allreduce', c(65536, 4)), 'rabenseifner', 'P = 4: Rabenseifner above ALLREDUCE_SHORT_MSG_SIZE')
   t.equal(choose('allreduce', c(1 << 20, 2, false)), 'recursiveDoubling', 'P = 2, non-commutative: RD')
   t.equal(choose('allreduce', c(1 << 20, 3, false)), 'recursiveDoubling')
+  t.equal(choose('barrier', c(0, 3)), 'dissemination', 'barrier P = 3: dissemination')
+  for (const P of [4, 5, 6, 7]) t.equal(choose('barrier', c(0, P)), 'linear', `barrier P = ${P}: linear (Open MPI 4.1's choice for 4 <= P < 8)`)
+  t.equal(choose('barrier', c(0, 8)), 'dissemination', 'barrier P = 8: dissemination')
   t.equal(choose('bcast', c(1 << 20, 4)), 'binomial')
   t.equal(choose('bcast', c(1 << 20, 8)), 'scatterAllgather')
   t.equal(choose('allgather', c(8, 4)), 'recursiveDoubling')

@@ -6,10 +6,10 @@
  * messages, van de Geijn's scatter + allgather for long ones); the binomial tree is F-MPJ's MST
  * (thesis, chapter 5).
  */
-import type { CollComm } from './types'
+import type { CollComm, CollRequest } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
-import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
+import { all, collTag, Exchange, exchangeNow, recv, recvNow, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
 
 const EMPTY = new Uint8Array(0)
 
@@ -34,16 +34,55 @@ export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps 
   return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier', 0, 0)
 }
 
+
 /**
- * The binomial bcast at P = 2 in the blocking tier, for buffers the small path carries: the
- * root's one send written now, the other rank's one receive read now (the same message, tag and
- * descriptor as bcastBinomialSteps, round 0). Null when the root's send could not go out now
- * (run the steps), true when done, else the receive's rest as steps.
+ * Linear barrier, as steps (drive.ts): every rank but 0 sends 0 bytes to rank 0 and waits for
+ * its answer; rank 0 receives from ranks 1 .. P-1 in turn, then answers each in rank order. One
+ * tag: a rank's arrival and its release travel opposite ways. 2(P-1) messages, two on the
+ * critical path. Open MPI's basic_linear barrier (its default for 4 <= P < 8): rank 0 leaves
+ * first, so a collective rooted there right after (OSU's bcast loop) has sent its message before
+ * the others are out (docs/mpi-collectives.md, "The barrier at 4 to 7 ranks").
  */
-export function bcastPairSync (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, n = buf.byteLength): true | CollSteps | null {
+export function * barrierLinearSteps (comm: CollComm, seq: number): CollSteps {
+  const P = comm.size
+  if (P === 1) return
   const tag = collTag(seq, 0)
-  if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast', n)
-  return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag, n) ? true : null
+  if (comm.rank !== 0) { yield * sendrecvSteps(comm, EMPTY, 0, EMPTY, 0, tag, 'barrier'); return }
+  yield * linearRootRest(comm, null, 1, 1, tag)
+}
+
+/** Rank 0's part of the linear barrier from arrival `recvFrom` and release `sendFrom` on, after `first` (a receive under way) if any. */
+function * linearRootRest (comm: CollComm, first: CollSteps | null, recvFrom: number, sendFrom: number, tag: number): CollSteps {
+  const P = comm.size
+  if (first !== null) yield * first
+  for (let r = recvFrom; r < P; r++) yield * recvSteps(comm, EMPTY, r, tag, 'barrier')
+  const sends: CollRequest[] = []
+  for (let r = sendFrom; r < P; r++) sends.push(comm._collIsend(EMPTY, r, tag))
+  for (const s of sends) yield s
+}
+
+/**
+ * The linear barrier in the blocking tier without the steps' machinery (docs/mpi-collectives.md,
+ * "No steps"): a rank other than 0 runs its exchange with rank 0 directly (exchangeNow); rank 0
+ * reads each arrival now (recvNow) and writes each release now (comm._collSendNow). The same
+ * messages and tag as barrierLinearSteps. Null when nothing was sent (run the steps), true when
+ * done, else the rest as steps.
+ */
+export function barrierLinearNow (comm: CollComm, seq: number): true | CollSteps | null {
+  const P = comm.size
+  const tag = collTag(seq, 0)
+  if (comm.rank !== 0) return exchangeNow(comm, EMPTY, EMPTY, 0, tag, 'barrier', 0, 0)
+  for (let r = 1; r < P; r++) {
+    const got = recvNow(comm, EMPTY, r, tag, 'barrier', 0)
+    if (got !== true) return linearRootRest(comm, got, r + 1, 1, tag)
+  }
+  for (let r = 1; r < P; r++) if (comm._collSendNow === undefined || !comm._collSendNow(EMPTY, r, tag, 0)) return linearRootRest(comm, null, P, r, tag)
+  return true
+}
+
+/** The linear barrier in the awaited tier. */
+export function barrierLinear (comm: CollComm, seq: number): Promise<void> {
+  return runAsync(barrierLinearSteps(comm, seq))
 }
 
 /** The dissemination barrier in the awaited tier. */
@@ -63,35 +102,88 @@ export async function barrierTree (comm: CollComm, seq: number): Promise<void> {
   await bcastBinomial(comm, EMPTY, 0, seq, 1, 65536)
 }
 
-/** Relative rank v's parent (-1 at the root) and children in the binomial tree rooted at `root`, as ranks. */
-function binomialTree (v: number, P: number, root: number): { parent: number, children: number[] } {
+/** A broadcast tree: relative rank v's parent (relative; -1 at the root) and children (relative, in sending order) among P ranks. */
+export type TreeShape = (v: number, P: number) => { parent: number, children: number[] }
+
+/** The binomial tree (F-MPJ's MST): v's parent is v - 2^k (2^k its lowest set bit), its children v + 2^j for 2^j < 2^k, largest first. */
+export const binomialShape: TreeShape = (v, P) => {
   let mask = 1
   let parent = -1
   while (mask < P) {
-    if ((v & mask) !== 0) { parent = (v - mask + root) % P; break }
+    if ((v & mask) !== 0) { parent = v - mask; break }
     mask <<= 1
   }
   const children: number[] = []
-  for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push((v + m + root) % P)
+  for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push(v + m)
   return { parent, children }
 }
 
+/** The flat tree: the root sends to every other rank, in rank order from the root. */
+export const linearShape: TreeShape = (v, P) => {
+  if (v !== 0) return { parent: 0, children: [] }
+  const children: number[] = []
+  for (let c = 1; c < P; c++) children.push(c)
+  return { parent: -1, children }
+}
+
 /**
- * Binomial-tree broadcast of one segment, as steps (drive.ts): relative rank
- * v = (rank - root) mod P receives `buf` from v - 2^k (2^k its lowest set bit), then sends it to
- * v + 2^j for 2^j < 2^k. ceil(log2 P) steps.
+ * Broadcast of one segment down tree `shape`, as steps (drive.ts): relative rank
+ * v = (rank - root) mod P receives `buf` from its parent, then sends it to each child (every
+ * send started before the first is waited for). Steps: the tree's depth.
  */
-export function * bcastBinomialSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number): CollSteps {
+export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, shape: TreeShape): CollSteps {
   const P = comm.size
   if (P === 1) return
-  const { parent, children } = binomialTree((comm.rank - root + P) % P, P, root)
+  const { parent, children } = shape((comm.rank - root + P) % P, P)
   const tag = collTag(seq, round)
-  if (parent >= 0) yield * recvSteps(comm, buf, parent, tag, 'bcast')
-  if (children.length === 1) { yield new Exchange(comm, buf, children[0], null, -1, tag); return }
+  if (parent >= 0) yield * recvSteps(comm, buf, (parent + root) % P, tag, 'bcast')
+  if (children.length === 1) { yield new Exchange(comm, buf, (children[0] + root) % P, null, -1, tag); return }
   // Several children: every send starts before the first is waited for (a rendezvous send
   // waits for its child's answer; one after another they would add up).
-  const sends = children.map((c) => comm._collIsend(buf, c, tag))
+  const sends = children.map((c) => comm._collIsend(buf, (c + root) % P, tag))
   for (const s of sends) yield s
+}
+
+/**
+ * A one-segment tree broadcast in the blocking tier without the steps' machinery, for buffers
+ * the small path carries (docs/mpi-collectives.md, "No steps"): the parent's message read now
+ * (recvNow), then each child's written now (comm._collSendNow); the same messages, tag and
+ * descriptor as bcastTreeSteps. Null when nothing was done (the root's first send could not go
+ * out now: run the steps), true when done, else the rest as steps. `n`: buf.byteLength.
+ */
+export function bcastTreeNow (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, shape: TreeShape, n = buf.byteLength): true | CollSteps | null {
+  const P = comm.size
+  const tag = collTag(seq, 0)
+  if (P === 2) {
+    // every tree of two ranks is the one message: no tree to build (bench/mpi-small.js: bcastSync 0.34 against 0.39 µs)
+    if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast', n)
+    return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag, n) ? true : null
+  }
+  const { parent, children } = shape((comm.rank - root + P) % P, P)
+  if (parent >= 0) {
+    const got = recvNow(comm, buf, (parent + root) % P, tag, 'bcast', n)
+    if (got !== true) return children.length === 0 ? got : sendsAfter(comm, got, buf, children, 0, root, tag)
+  }
+  for (let i = 0; i < children.length; i++) {
+    if (comm._collSendNow === undefined || !comm._collSendNow(buf, (children[i] + root) % P, tag, n)) {
+      return parent < 0 && i === 0 ? null : sendsAfter(comm, null, buf, children, i, root, tag)
+    }
+  }
+  return true
+}
+
+/** The sends to `children` (relative ranks) from index `from` on, after `first` (a receive under way) if any. */
+function * sendsAfter (comm: CollComm, first: CollSteps | null, buf: ArrayBufferView, children: number[], from: number, root: number, tag: number): CollSteps {
+  if (first !== null) yield * first
+  const P = comm.size
+  const sends: CollRequest[] = []
+  for (let i = from; i < children.length; i++) sends.push(comm._collIsend(buf, (children[i] + root) % P, tag))
+  for (const s of sends) yield s
+}
+
+/** Binomial-tree broadcast of one segment, as steps: ceil(log2 P) steps (bcastTreeSteps). */
+export function bcastBinomialSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number): CollSteps {
+  return bcastTreeSteps(comm, buf, root, seq, round, binomialShape)
 }
 
 /**
@@ -107,7 +199,10 @@ export async function bcastBinomial (comm: CollComm, buf: Uint8Array, root: numb
   const nseg = n === 0 ? 1 : Math.ceil(n / segBytes)
   if (nseg === 1) { await runAsync(bcastBinomialSteps(comm, buf, root, seq, round)); return }
   const tag = collTag(seq, round)
-  const { parent, children } = binomialTree((comm.rank - root + P) % P, P, root)
+  const v = (comm.rank - root + P) % P
+  const tree = binomialShape(v, P)
+  const parent = tree.parent < 0 ? -1 : (tree.parent + root) % P
+  const children = tree.children.map((c) => (c + root) % P)
   const recvs: Array<Promise<void>> = []
   if (parent >= 0) {
     for (let s = 0; s < nseg; s++) {
@@ -165,11 +260,3 @@ export async function bcastScatterAllgather (comm: CollComm, buf: Uint8Array, ro
   }
 }
 
-/** Linear broadcast: the root sends n bytes to each of the P - 1 others. For tests and tiny P. */
-export async function bcastLinear (comm: CollComm, buf: Uint8Array, root: number, seq: number): Promise<void> {
-  const P = comm.size
-  if (comm.rank !== root) { await recv(comm, buf, root, collTag(seq, 0), 'bcast'); return }
-  const sends: Array<Promise<unknown>> = []
-  for (let i = 0; i < P; i++) if (i !== root) sends.push(waiting(comm._collIsend(buf, i, collTag(seq, 0))))
-  await all(sends)
-}

@@ -161,6 +161,8 @@ export class CheckedComm implements CollComm {
   /** The communicator the messages travel on (scratch pools are keyed on it). */
   readonly _base: CollComm
   readonly what: string
+  /** The algorithm's name, as select.ts gives it. */
+  readonly algorithm: string
   private d: Buffer | null = null
   private readonly w0: number; private readonly w1: number; private readonly w2: number; private readonly w3: number
   private aborted = false
@@ -169,6 +171,7 @@ export class CheckedComm implements CollComm {
     this._base = comm
     this.rank = comm.rank; this.size = comm.size
     this.what = what
+    this.algorithm = algorithm
     const alg = ALGORITHMS.indexOf(algorithm) + 1
     this.w0 = ((MAGIC << 24) | ((COLLECTIVE_IDS[what] ?? 0) << 8) | (kind & 0xff)) >>> 0
     this.w1 = (((alg & 0xff) << 24) | (opId & 0xffffff)) >>> 0

@@ -24,8 +24,9 @@ import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINL
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDissemination, barrierDisseminationSteps, barrierPairSync, barrierTree, bcastBinomial, bcastBinomialSteps, bcastLinear, bcastPairSync, bcastScatterAllgather } from './bcast'
-import { runSync } from './drive'
+import { barrierDissemination, barrierDisseminationSteps, barrierLinear, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
+import type { TreeShape } from './bcast'
+import { runAsync, runSync } from './drive'
 import type { CollSteps } from './drive'
 import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
@@ -80,14 +81,15 @@ async function withNotice (note: Promise<unknown> | null, p: Promise<unknown>): 
 /** Why a blocking collective with `opts.check` goes to the awaited tier. */
 const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in the awaited tier'
 /**
- * At P = 2 the blocking barrier, and the blocking bcast and allreduce of a small array, run their
- * one message each way directly (barrierPairSync, bcastPairSync, allreducePairSync;
- * docs/mpi-collectives.md, "Two ranks: no steps"); FASTSOCK_MPI_PAIR=0 runs the steps instead
+ * The blocking barrier (P = 2; the linear one at any P), the blocking bcast of a small array
+ * (one segment, any P) and the blocking allreduce of a small array at P = 2 run their messages
+ * directly (barrierPairSync, barrierLinearNow, bcastTreeNow, allreducePairSync;
+ * docs/mpi-collectives.md, "No steps"); FASTSOCK_MPI_PAIR=0 runs the steps instead
  * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
- * A 2-rank path's answer: false when it sent nothing (run the steps), else true once its rest, if
+ * A direct path's answer: false when it sent nothing (run the steps), else true once its rest, if
  * any, was driven. `last` (null for a call with opts) keeps the call's shape when it completed
  * right there.
  */
@@ -99,13 +101,13 @@ function pairRan (r: true | CollSteps | null, count: number, last: LastShape | n
 }
 
 /**
- * The last blocking 2-rank call of one collective (barrierSync, bcastSync, allreduceSync) that
- * completed in its 2-rank path: its communicator, array kind and length, op and root, and the
+ * The last blocking call of one collective (barrierSync, bcastSync, allreduceSync) that
+ * completed in its direct path (PAIR_PATH): its communicator, array kind and length, op and root, and the
  * CheckedComm made for it. A loop repeats one shape call after call; a call of the same shape,
  * without `opts`, takes the checks the last one passed (argument kinds, op, root), its algorithm
  * (the environment is read once per process) and its CheckedComm (the descriptor) as they were,
  * and only its sequence number and send buffer are new. `node bench/mpi-layers.js`: what the
- * layers cost. Cleared before each 2-rank path runs and set again only when the call completed
+ * layers cost. Cleared before each direct path runs and set again only when the call completed
  * there, so a CheckedComm that a rest in the awaited tier still holds, or one that sent an abort
  * notice, is never reused.
  */
@@ -126,7 +128,7 @@ class LastShape {
     this.comm = comm; this.ctor = ctor; this.length = length; this.op = op; this.root = root
     return null
   }
-  /** The call hit() looked at completed in the 2-rank path with `cc`. */
+  /** The call hit() looked at completed in the direct path with `cc`. */
   keep (cc: CheckedComm): void { if (this.ctor !== null) this.cc = cc }
 }
 const lastBarrier = new LastShape()
@@ -178,14 +180,16 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
   if (dst !== src) dst.set(src as never)
 }
 
-/** MPI_Barrier. Algorithms: dissemination (default), tree. */
+/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. */
 export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
   if (comm.size === 1) return
   if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
   const alg = barrierAlgorithm(comm, opts)
   const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-  if (alg === 'tree') await barrierTree(cc, seq); else await barrierDissemination(cc, seq)
+  if (alg === 'tree') await barrierTree(cc, seq)
+  else if (alg === 'linear') await barrierLinear(cc, seq)
+  else await barrierDissemination(cc, seq)
 }
 
 function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
@@ -211,8 +215,13 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
     if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
   }
   if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
-  drive(barrierDisseminationSteps(cc, seq), 0)
+  if (cc.algorithm !== 'linear') { drive(barrierDisseminationSteps(cc, seq), 0); return }
+  if (PAIR_PATH && pairRan(barrierLinearNow(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
+  drive(barrierLinearSteps(cc, seq), 0)
 }
+
+/** The tree of each one-segment tree broadcast (select.ts names). */
+const BCAST_TREES: Record<string, TreeShape> = { binomial: binomialShape, linear: linearShape }
 
 /** MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with buf. Algorithms: binomial, scatterAllgather, linear. */
 export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
@@ -224,8 +233,8 @@ export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, 
   const alg = bcastAlgorithm(comm, b, opts)
   const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
   if (alg === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
-  else if (alg === 'linear') await bcastLinear(cc, b, root, seq)
-  else await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+  else if (alg === 'binomial') await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+  else await runAsync(bcastTreeSteps(cc, b, root, seq, 0, BCAST_TREES[alg]))
   return buf
 }
 
@@ -235,7 +244,7 @@ function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | unde
 
 /**
  * MPI_Bcast in the blocking tier: returns `buf` once it holds the root's bytes, without the
- * event loop, for the binomial algorithm in one segment (eager or rendezvous messages). Throws
+ * event loop, for the binomial and linear algorithms in one segment (eager or rendezvous messages). Throws
  * ERR_MPI_WOULD_BLOCK as barrierSync, also for the other algorithms and segmented messages (they
  * run in the awaited tier; `await err.request.wait()`), and when a rendezvous payload cannot be
  * written without the event loop (larger than the room in the shm ring).
@@ -252,14 +261,15 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
     const b = bytes(buf)
     const alg = bcastAlgorithm(comm, b, opts)
     cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-    if (alg !== 'binomial' || b.byteLength > segBytes(opts)) {
-      const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : alg === 'linear' ? bcastLinear(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+    if (alg === 'scatterAllgather' || (alg === 'binomial' && b.byteLength > segBytes(opts))) {
+      const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
       goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
     }
   }
   const n = len as number // (a view: checked above, or the last call's shape)
-  if (comm.size === 2 && PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastPairSync(cc, buf, root, seq, n), n, shaped ? lastBcast : null, cc)) return buf
-  drive(bcastBinomialSteps(cc, bytes(buf), root, seq, 0), n)
+  const tree = BCAST_TREES[cc.algorithm]
+  if (PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastTreeNow(cc, buf, root, seq, tree, n), n, shaped ? lastBcast : null, cc)) return buf
+  drive(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree), n)
   return buf
 }
 

@@ -178,7 +178,7 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * generators), then the reduction. Returns null when nothing was sent (run the steps instead),
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
  * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
- * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Two ranks: no steps").
+ * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "No steps").
  * `nb`, `count`: acc.byteLength and acc.length (the caller's; on Node 20 each typed array length
  * read is a call).
  */

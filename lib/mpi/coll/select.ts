@@ -30,6 +30,13 @@ export interface Case {
  * (said at the constant).
  */
 export const THRESHOLDS = {
+  /**
+   * Open MPI 4.1's coll/tuned fixed decision: the linear barrier for 4 <= P < 8 (else recursive
+   * doubling; here dissemination, which is recursive doubling for any P). Measured here at P = 4
+   * (docs/mpi-collectives.md, "The barrier at 4 to 7 ranks").
+   */
+  BARRIER_LINEAR_MIN_P: 4,
+  BARRIER_LINEAR_MAX_P: 7,
   /** MPIR_CVAR_BCAST_SHORT_MSG_SIZE: below, binomial bcast. */
   BCAST_SHORT_MSG_SIZE: 12288,
   /** MPIR_CVAR_BCAST_MIN_PROCS: fewer ranks, binomial bcast at every size. */
@@ -102,7 +109,8 @@ const nonCommutative = (c: Case): string | null => c.commute ? null : 'the op is
 const needsPof2 = (c: Case): string | null => isPof2(c.P) ? null : `P = ${c.P} is not a power of two`
 
 const ROWS: Row[] = [
-  { collective: 'barrier', algorithm: 'dissemination', when: 'always', source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988` },
+  { collective: 'barrier', algorithm: 'dissemination', when: `P < ${T.BARRIER_LINEAR_MIN_P} or P > ${T.BARRIER_LINEAR_MAX_P}`, source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988` },
+  { collective: 'barrier', algorithm: 'linear', when: `${T.BARRIER_LINEAR_MIN_P} ≤ P ≤ ${T.BARRIER_LINEAR_MAX_P}`, source: 'Open MPI 4.1 coll/tuned fixed decision (basic linear: fan-in to rank 0, fan-out); measured here' },
   { collective: 'barrier', algorithm: 'tree', when: 'forced only', source: 'binomial fan-in + fan-out (F-MPJ MST)' },
   { collective: 'bcast', algorithm: 'binomial', when: `bytes < ${T.BCAST_SHORT_MSG_SIZE} or P < ${T.BCAST_MIN_PROCS} (segmented pipeline)`, source: `${TRG} 4.1; MPICH MPIR_CVAR_BCAST_SHORT_MSG_SIZE, _MIN_PROCS; F-MPJ MST` },
   { collective: 'bcast', algorithm: 'scatterAllgather', when: `bytes ≥ ${T.BCAST_SHORT_MSG_SIZE} and P ≥ ${T.BCAST_MIN_PROCS}`, source: `${TRG} 4.1 (van de Geijn: binomial scatter + ring allgather)` },
@@ -138,7 +146,7 @@ const ROWS: Row[] = [
 /** The default algorithm of a collective for a case (always one that can serve it). */
 function byDefault (collective: string, c: Case): string {
   switch (collective) {
-    case 'barrier': return 'dissemination'
+    case 'barrier': return c.P >= T.BARRIER_LINEAR_MIN_P && c.P <= T.BARRIER_LINEAR_MAX_P ? 'linear' : 'dissemination'
     case 'bcast': return (c.bytes < T.BCAST_SHORT_MSG_SIZE || c.P < T.BCAST_MIN_PROCS) ? 'binomial' : 'scatterAllgather'
     case 'reduce': return (c.bytes <= T.REDUCE_SHORT_MSG_SIZE || c.P <= T.REDUCE_BINOMIAL_MAX_P || !c.commute || c.items < pof2(c.P)) ? 'binomial' : 'rabenseifner'
     case 'allreduce':
