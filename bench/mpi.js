@@ -11,7 +11,11 @@
  *   allreduce, bcast 64 KiB .. 1 MiB      ≤ 1.5× Open MPI
  *   barrier, P = 2 and 4                 ≤ 4× Open MPI; ≥ 10× faster than Node net
  * Per cell, P and size: the median over the rounds of each implementation's OSU figure and of the
- * per-round ratios; a check is met when its median meets the target at every size and P.
+ * per-round ratios; a check is met when its median meets the target at every size and P. Before
+ * each run the cross-core placement probe (tools/dist/pipe/placement.js, a process of its own)
+ * says whether the two vCPUs share a cache ("near") or not ("far"); the host moves them, and the
+ * 2-rank latency follows it (0.18 against 0.55 µs at 0 B on 2026-11-28, one hour apart), so each
+ * cell prints its rounds' placements.
  * Prints figures, asserts nothing (not a test); exit status 1 only when a run failed.
  *
  *   node bench/mpi.js                 # 3 rounds, OSU's iteration counts (minutes on 2 cores)
@@ -23,7 +27,14 @@
 const fs = require('fs')
 const { spawnSync } = require('child_process')
 
-const { cli, median, table, fmt, fmtRatio, formatBytes } = require('./_built')
+const path = require('path')
+const { cli, tools, median, table, fmt, fmtRatio, formatBytes } = require('./_built')
+
+/** The placement probe's state now ('near', 'far', 'busy', 'unknown'), from a process of its own. */
+function placementNow () {
+  const res = spawnSync(process.execPath, [path.join(tools, 'pipe', 'placement.js')], { encoding: 'utf8', timeout: 30000 })
+  try { return JSON.parse(res.stdout)?.state ?? 'unknown' } catch { return 'unknown' }
+}
 
 const args = process.argv.slice(2)
 const take = (flag, fallback) => {
@@ -61,6 +72,8 @@ const CELLS = [
 
 /** Per cell: key `${np}|${bytes}` → { fastsock: [], 'node-net': [], openmpi: [], ratios: { key: [] }, msgPerSec: [] }. */
 const merged = new Map(CELLS.map((c) => [c.id, new Map()]))
+/** Per cell: the placement before each round's run. */
+const placements = new Map(CELLS.map((c) => [c.id, []]))
 const failures = []
 const started = Date.now()
 
@@ -68,7 +81,9 @@ for (let round = 1; round <= rounds; round++) {
   for (const cell of CELLS) {
     const cliArgs = ['osu', cell.bench, '--np', cell.np, '--json', '-', ...(cell.m !== null ? ['-m', cell.m] : []),
       ...(quick ? ['-i', '100', '-x', '10'] : []), ...args]
-    process.stderr.write(`round ${round}/${rounds}: fastsock ${cliArgs.join(' ')}\n`)
+    const placement = placementNow()
+    placements.get(cell.id).push(placement)
+    process.stderr.write(`round ${round}/${rounds} (${placement}): fastsock ${cliArgs.join(' ')}\n`)
     const res = spawnSync(process.execPath, [cli, ...cliArgs], { encoding: 'utf8', maxBuffer: 256 << 20 })
     let doc
     try {
@@ -111,7 +126,7 @@ for (const cell of CELLS) {
     t.push([c.np, formatBytes(c.bytes), fmt(c.median.fastsock), fmt(c.median['node-net']), fmt(c.median.openmpi), ratio(fo), ratio(c.median.speedupVsNodeNet),
       ...(cell.bench === 'mbw_mr' ? [fmt(c.median.msgPerSec)] : [])])
   }
-  lines.push(`${cell.id} (osu ${cell.bench}${cell.m !== null ? ` -m ${cell.m}` : ''}, P = ${cell.np}): medians over ${rounds} round${rounds > 1 ? 's' : ''}\n${t.toString()}`)
+  lines.push(`${cell.id} (osu ${cell.bench}${cell.m !== null ? ` -m ${cell.m}` : ''}, P = ${cell.np}): medians over ${rounds} round${rounds > 1 ? 's' : ''}; placement per round: ${placements.get(cell.id).join(', ')}\n${t.toString()}`)
   for (const check of cell.checks) {
     const values = cells.map((c) => ({ np: c.np, bytes: c.bytes, x: c.median[check.key] }))
     const missing = values.filter((v) => v.x === null)
@@ -127,6 +142,6 @@ if (failures.length > 0) process.stdout.write(`\nFailures:\n${failures.map((f) =
 process.stdout.write(`(${((Date.now() - started) / 1e3).toFixed(0)} s)\n`)
 if (out !== null) {
   const cells = Object.fromEntries(CELLS.map((c) => [c.id, [...merged.get(c.id).values()]]))
-  fs.writeFileSync(out, JSON.stringify({ tool: 'bench/mpi.js', rounds, quick, startedAt: new Date(started).toISOString(), cells, summary, failures }, null, 2) + '\n')
+  fs.writeFileSync(out, JSON.stringify({ tool: 'bench/mpi.js', rounds, quick, startedAt: new Date(started).toISOString(), cells, placements: Object.fromEntries(placements), summary, failures }, null, 2) + '\n')
 }
 process.exit(failures.length > 0 ? 1 : 0)
