@@ -39,6 +39,12 @@
  * `--runs`: jobs per pattern and channel, interleaved across the channels; each figure is the
  * median over the runs (a single job's p50 swings 2-4× from one job to the next on a shared VM).
  *
+ * Under bench/tail-sched.js (FASTSOCK_TAIL_LOG set), every rank of the shm jobs logs its 20
+ * slowest timed iterations for it (bench/_tail-log.js): `node bench/tail-sched.js -- node
+ * bench/mpi-waits.js --np 4 --patterns allreduce-sync-osu --bytes 65536 --channels shm`.
+ *
+ * `--channels`: a subset of shm,tcp (both by default; the steps row runs with shm).
+ *
  * `--warmup`: untimed iterations of the same pattern first (V8 compiles the path meanwhile; its
  * compiler threads otherwise stall the first ~200 ms, docs/mpi-benchmarks.md). Each pattern and
  * channel is its own job of two fresh processes. Prints figures, asserts nothing.
@@ -46,6 +52,7 @@
 const { parseArgs } = require('util')
 const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
+const { writeTailLog } = require('./_tail-log')
 
 const PATTERNS = ['pingpong', 'exchange', 'waitfirst', 'barrier', 'allreduce', 'pingpong-sync', 'exchange-sync', 'barrier-sync', 'allreduce-sync', 'allreduce-sync-osu', 'bcast-sync-osu']
 /** The patterns that take any number of ranks (the others are between two). */
@@ -73,13 +80,13 @@ async function rank (pattern, channel, iterations, warmup, sizes) {
   const comm = await mpi.init(channel === 'tcp' ? { transports: ['tcp'] } : {})
   const rows = []
   // the sizes one after the other in this job, as OSU's sweep (the pools and V8 carry over)
-  for (const bytes of sizes) rows.push(await timeSize(mpi, comm, pattern, iterations, warmup, bytes))
+  for (const bytes of sizes) rows.push(await timeSize(mpi, comm, pattern, channel, iterations, warmup, bytes))
   if (comm.rank === 0) process.stdout.write(JSON.stringify({ rows, transport: comm.transportOf(1) }) + '\n')
   await mpi.finalize()
 }
 
 /** One size of `pattern`: rank 0's figures (every rank's GC count), null on the other ranks. */
-async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
+async function timeSize (mpi, comm, pattern, channel, iterations, warmup, bytes) {
   const { PerformanceObserver, performance } = require('perf_hooks')
   const peer = 1 - comm.rank
   const sb = bytes === 8 ? new Float64Array(1) : new Float32Array(bytes / 4).fill(1)
@@ -116,11 +123,13 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
   const obs = new PerformanceObserver(list => { for (const e of list.getEntries()) gcStarts.push(e.startTime) })
   obs.observe({ entryTypes: ['gc'] })
   const us = new Float64Array(iterations)
+  const startNs = new Float64Array(iterations)
   const from = performance.now()
   for (let i = 0; i < iterations; i++) {
     const t0 = process.hrtime.bigint()
     if ((p = step()) !== undefined) await p
     us[i] = Number(process.hrtime.bigint() - t0) / 1000
+    startNs[i] = Number(t0)
     if ((p = after()) !== undefined) await p
   }
   const to = performance.now()
@@ -131,6 +140,10 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
   await comm.allreduce(gcs, gcs, mpi.SUM) // every rank's
   const mean = us.reduce((a, b) => a + b, 0) / iterations
   const slow = us.filter(x => x > 50).length
+  if (channel === 'shm') {
+    const worst = Array.from(us.keys()).sort((a, b) => us[b] - us[a]).slice(0, 20)
+    writeTailLog(`${pattern} ${bytes} B, rank ${comm.rank}`, worst.map(i => [startNs[i], startNs[i] + us[i] * 1000]))
+  }
   us.sort()
   const q = f => us[Math.min(iterations - 1, Math.floor(iterations * f))]
   const mine = new Float64Array([q(0.5), q(0.9), q(0.99), mean, slow])
@@ -144,7 +157,7 @@ async function timeSize (mpi, comm, pattern, iterations, warmup, bytes) {
 
 async function main () {
   const { values } = parseArgs({
-    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') }, np: { type: 'string', default: '2' }, bytes: { type: 'string', default: '8' } }
+    options: { iterations: { type: 'string', default: '20000' }, warmup: { type: 'string', default: '2000' }, runs: { type: 'string', default: '1' }, patterns: { type: 'string', default: PATTERNS.join(',') }, np: { type: 'string', default: '2' }, bytes: { type: 'string', default: '8' }, channels: { type: 'string', default: 'shm,tcp' } }
   })
   const np = Number(values.np)
   const sizes = values.bytes.split(',').map(Number)
@@ -156,6 +169,7 @@ async function main () {
   const warmup = Number(values.warmup)
   const patterns = values.patterns.split(',')
   for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
+  for (const c of values.channels.split(',')) if (c !== 'shm' && c !== 'tcp') throw new Error(`unknown channel ${c}: shm, tcp`)
   if (np !== 2) for (const p of patterns) if (!COLLECTIVE.includes(p)) throw new Error(`${p} is between two ranks: --np ${np} takes ${COLLECTIVE.join(', ')}`)
   const f = x => x.toFixed(x < 10 ? 2 : 1)
   console.log(`fastsock/mpi wait patterns, ${np} ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration${runs > 1 ? `; medians of ${runs} interleaved jobs` : ''}`)
@@ -163,7 +177,8 @@ async function main () {
   console.log('| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const pattern of patterns) {
     // [label, transport of the rank, environment]
-    const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]]
+    const wanted = values.channels.split(',')
+    const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]].filter(([, ch]) => wanted.includes(ch))
     const all = Object.fromEntries(channels.map(([label]) => [label, []]))
     // the patterns without an array time one size
     const sweep = SIZED.includes(pattern) ? sizes : [8]
@@ -180,7 +195,7 @@ async function main () {
       }
       for (const [label] of channels) {
         const r = row[label]
-        const ratio = label !== 'tcp' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
+        const ratio = row.tcp === undefined ? '- | -' : label !== 'tcp' ? `${f(row.tcp.p50 / r.p50)}× | ${f(row.tcp.mean / r.mean)}×` : '1 | 1'
         const steps = row['shm, steps'] !== undefined && label === 'shm' ? `${f(r.p50 / row['shm, steps'].p50)}×, ${f(r.mean / row['shm, steps'].mean)}×` : ''
         console.log(`| ${pattern} | ${bytes} | ${label} | ${r.transport} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.mean)} | ${r.slow} | ${f(r.gcs)} | ${ratio} | ${steps} |`)
       }

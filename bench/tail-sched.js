@@ -15,6 +15,8 @@
  *   node bench/tail-causes.js --client <bytes> <round trips> fastsock|net    a ping-pong (tail-causes.js)
  *   node bench/http-latency.js --quick --loads 25 --connections 1           the open-loop http client
  *     (bench/_http-latency-client.js: a request's event runs from its due time to its response)
+ *   node bench/mpi-waits.js --np 4 --patterns allreduce-sync-osu --bytes 65536 --channels shm
+ *     (every rank of the shm jobs: its 20 slowest timed calls)
  *
  * Each event is put in one class, from the sched_switch events (the thread switched out, its
  * state: R = preempted while runnable, S/D = asleep):

@@ -55,7 +55,7 @@ export function osuCommand (): Command {
     .option('--algorithms', "print fastsock/mpi's collective algorithm selection table and exit")
     .option('--quick', 'sizes in powers of four up to 64 KiB, few iterations: seconds (tests, CI)')
     .option('--await', "time the awaited forms (the event loop's tier): send()/recv() for latency, barrier()/bcast()/allreduce() for those collectives, instead of the blocking sendSync()/recvSync() and barrierSync()/bcastSync()/allreduceSync(), which OSU's MPI calls are")
-    .option('--jit-warmup-ms <ms>', 'the Node ranks: untimed passes over every size for this long before the first timed one, so that V8 has optimized the data path (default 3000, --quick 0; Open MPI: none)', nonNegativeInt)
+    .option('--jit-warmup-ms <ms>', 'the Node ranks: untimed passes over every size for this long before the first timed one, so that V8 has optimized the data path (default 3000 per rank per CPU: 6000 for 4 ranks on 2 CPUs; --quick 0; Open MPI: none)', nonNegativeInt)
     .addOption(new Option('--impls <list>', 'implementations to run: fastsock, node-net, openmpi').default(['fastsock', 'node-net', 'openmpi'], 'all').argParser(parseImpls))
     .addOption(new Option('--timeout <s>', 'end a job that makes no progress for this long').default(120).argParser(positiveInt))
     .option('--json <file>', "write the result as JSON to <file> ('-': stdout, the tables go to stderr)")

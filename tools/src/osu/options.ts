@@ -141,6 +141,18 @@ export function parseImpls (value: string): ImplId[] {
  */
 export const DEFAULT_JIT_WARMUP_MS = 3000
 
+/**
+ * The default warm-up of one job of `np` ranks on a host of `cpus` CPUs: DEFAULT_JIT_WARMUP_MS
+ * per rank per CPU, ceil(np / cpus) (at least one). With more ranks than CPUs, V8's compiler and
+ * collector threads share the CPUs with ranks that spin, and the data path is optimized later:
+ * `fastsock osu allreduce --np 4 -m 64K:1M` on 2 vCPUs (2026-11-28) averaged 64 KiB at 114-229
+ * µs after 3 s of warm-up (Open MPI 48-79), 48-57 after 6 s and 44-65 after 10 s; 1 MiB 608-666,
+ * 418-437 and 403-434 (Open MPI 331-515).
+ */
+export function defaultJitWarmupMs (np: number, cpus: number): number {
+  return DEFAULT_JIT_WARMUP_MS * Math.max(1, Math.ceil(np / Math.max(1, cpus)))
+}
+
 /** The raw values commander hands over. */
 export interface RawOsuOptions {
   messageSize?: [number | null, number | null]
@@ -182,7 +194,7 @@ export function resolveOptions (benchmark: Benchmark, raw: RawOsuOptions): OsuOp
   return {
     benchmark,
     np: raw.np,
-    jitWarmupMs: raw.jitWarmupMs ?? (raw.quick === true ? 0 : DEFAULT_JIT_WARMUP_MS),
+    jitWarmupMs: raw.jitWarmupMs ?? (raw.quick === true ? 0 : null),
     awaited: raw.await === true,
     sizes,
     iterations,

@@ -7,7 +7,7 @@
 import { jsonDocument } from '../harness/output'
 import { table } from '../harness/table'
 import { fmt, fmtRatio, formatBytes } from '../harness/units'
-import { isBandwidth, isCollective } from './options'
+import { DEFAULT_JIT_WARMUP_MS, isBandwidth, isCollective } from './options'
 import { seriesKey } from './summary'
 import type { Benchmark, ImplRun, OsuResult, OsuRow } from './types'
 
@@ -76,7 +76,7 @@ function header (r: OsuResult): string {
     `fastsock osu ${r.benchmark} ${r.version}: ${h.cpus} × ${h.cpuModel}, ${h.kernel}, node ${h.node}, load ${h.loadAvg1.toFixed(2)}, ${r.startedAt}`,
     `method: OSU Micro-Benchmarks 5.x (${r.options.iterations} iterations + ${r.options.warmup} warm-up up to ${formatBytes(r.options.largeBytes)}, ` +
       `${r.options.iterationsLarge} + ${r.options.warmupLarge} above${isBandwidth(r.benchmark) ? `; window ${r.options.window}` : ''}); ` +
-      `JMB: sextile over up to ${r.options.measurements} measurements per size; Node ranks: ${r.options.jitWarmupMs > 0 ? `${r.options.jitWarmupMs} ms` : 'no'} JIT warm-up${methodNote(r.options.benchmark, r.options.awaited)}${r.options.quick ? '; --quick' : ''}`,
+      `JMB: sextile over up to ${r.options.measurements} measurements per size; Node ranks: ${r.options.jitWarmupMs === null ? `${DEFAULT_JIT_WARMUP_MS} ms per rank per CPU of` : r.options.jitWarmupMs > 0 ? `${r.options.jitWarmupMs} ms` : 'no'} JIT warm-up${methodNote(r.options.benchmark, r.options.awaited)}${r.options.quick ? '; --quick' : ''}`,
     ...impls.map((x) => `  ${runName(x)}: ${ran(x)}`)
   ].join('\n')
 }

@@ -8,6 +8,7 @@
 import * as os from 'os'
 import { libraryVersion } from '../harness/library'
 import { runNodeJob } from './jobs'
+import { defaultJitWarmupMs } from './options'
 import { buildNative, detectOpenMpi, runNative, type OpenMpi } from './native'
 import { fitSeries, ratios, toRow } from './summary'
 import type { ImplId, ImplRun, JobConfig, OsuOptions, OsuResult, OsuRow, RawRow } from './types'
@@ -15,7 +16,7 @@ import type { ImplId, ImplRun, JobConfig, OsuOptions, OsuResult, OsuRow, RawRow 
 /** A line of progress (stderr, by the command). */
 export type ProgressFn = (message: string) => void
 
-function jobConfig (opts: OsuOptions, impl: ImplId): Omit<JobConfig, 'out'> {
+function jobConfig (opts: OsuOptions, impl: ImplId, np: number): Omit<JobConfig, 'out'> {
   return {
     benchmark: opts.benchmark,
     sizes: opts.sizes,
@@ -28,7 +29,7 @@ function jobConfig (opts: OsuOptions, impl: ImplId): Omit<JobConfig, 'out'> {
     measurements: opts.measurements,
     transports: impl === 'node-net' ? ['tcp'] : null,
     algorithm: impl === 'openmpi' ? null : opts.algorithm,
-    jitWarmupMs: impl === 'openmpi' ? 0 : opts.jitWarmupMs,
+    jitWarmupMs: impl === 'openmpi' ? 0 : opts.jitWarmupMs ?? defaultJitWarmupMs(np, os.availableParallelism()),
     awaited: opts.awaited
   }
 }
@@ -64,7 +65,7 @@ export async function runOsu (opts: OsuOptions, progress: ProgressFn, env: NodeJ
   }
   for (const np of opts.np) {
     for (const impl of opts.impls) {
-      const config = jobConfig(opts, impl)
+      const config = jobConfig(opts, impl, np)
       const run: ImplRun = { impl, np, algorithm: config.algorithm, label: implLabel(impl, ompi.version), transports: {}, ran: false, skipped: null, error: null, durationMs: 0, jitWarmupPasses: null }
       runs.push(run)
       if (impl === 'openmpi' && (ompi.skipped !== null || bin === null)) {

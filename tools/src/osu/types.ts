@@ -158,8 +158,8 @@ export interface OsuOptions extends Sweep {
   benchmark: Benchmark
   /** Rank counts to run, each a job per implementation. */
   np: number[]
-  /** See JobConfig.jitWarmupMs. */
-  jitWarmupMs: number
+  /** See JobConfig.jitWarmupMs; null: each job's default (options.ts defaultJitWarmupMs: 3 s per rank per CPU). */
+  jitWarmupMs: number | null
   /** See JobConfig.awaited. */
   awaited: boolean
   /** OSU's -f: print min/max/iterations columns. */
