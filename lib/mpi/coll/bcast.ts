@@ -34,7 +34,6 @@ export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps 
   return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier', 0, 0)
 }
 
-
 /**
  * Linear barrier, as steps (drive.ts): every rank but 0 sends 0 bytes to rank 0 and waits for
  * its answer; rank 0 receives from ranks 1 .. P-1 in turn, then answers each in rank order. One
