@@ -272,7 +272,7 @@ export class Conn {
    * into an asynchronous write (`payload` may be reused either way: MPI's buffered completion);
    * false when nothing was written (the caller takes the general path).
    * `n`: payload.length (the caller's).
- */
+   */
   writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array, n = payload.length): boolean {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
@@ -677,7 +677,7 @@ export class Conn {
    * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
    * the frame its `sink` (Device.recvEagerSync: a posted receive).
    * `max`: bytes.length (the caller's).
- */
+   */
   recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number, max = bytes.length): number {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||

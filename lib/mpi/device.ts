@@ -548,7 +548,7 @@ export class Device implements FrameHandler {
    * connection that can be written synchronously now goes into the channel without a Request
    * (Conn.writeEagerNow). False when it was not sent: the general path (isend, waitSync) runs.
    * `n`: bytes.length when the caller has it (a typed array's length read is a call on Node 20).
- */
+   */
   sendEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array, n = bytes.length): boolean {
     if (n > this.eagerBytes) return false
     const c = this.conns[w]
@@ -566,7 +566,7 @@ export class Device implements FrameHandler {
    * Status, or null when the general path (irecv, waitSync) must run: a matching message is
    * queued, the connection cannot be read synchronously now, or its stream ended.
    * `n`: bytes.length when the caller has it.
- */
+   */
   recvEagerSync (ctx: number, source: number, w: number, tag: number, bytes: Uint8Array, n = bytes.length): Status | null {
     const c = this.conns[w]
     if (c === null || c === undefined) return null

@@ -101,11 +101,26 @@ export async function barrierTree (comm: CollComm, seq: number): Promise<void> {
   await bcastBinomial(comm, EMPTY, 0, seq, 1, 65536)
 }
 
-/** A broadcast tree: relative rank v's parent (relative; -1 at the root) and children (relative, in sending order) among P ranks. */
-export type TreeShape = (v: number, P: number) => { parent: number, children: number[] }
+/** A broadcast tree seen from relative rank v: its parent (relative; -1 at the root) and children (relative, in sending order). */
+export interface Tree { readonly parent: number, readonly children: readonly number[] }
+/** A broadcast tree's shape: relative rank v's Tree among P ranks (shared between calls: read only). */
+export type TreeShape = (v: number, P: number) => Tree
+
+/**
+ * `build`, keeping its last answer: a loop calls one collective with the same v and P call after
+ * call, and the tree (an object and an array) is then built once, not per call.
+ */
+function lastTreeOf (build: (v: number, P: number) => Tree): TreeShape {
+  let lastV = -1; let lastP = -1
+  let last: Tree = { parent: -1, children: [] }
+  return (v, P) => {
+    if (v !== lastV || P !== lastP) { last = build(v, P); lastV = v; lastP = P }
+    return last
+  }
+}
 
 /** The binomial tree (F-MPJ's MST): v's parent is v - 2^k (2^k its lowest set bit), its children v + 2^j for 2^j < 2^k, largest first. */
-export const binomialShape: TreeShape = (v, P) => {
+export const binomialShape: TreeShape = lastTreeOf((v, P) => {
   let mask = 1
   let parent = -1
   while (mask < P) {
@@ -115,15 +130,15 @@ export const binomialShape: TreeShape = (v, P) => {
   const children: number[] = []
   for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push(v + m)
   return { parent, children }
-}
+})
 
 /** The flat tree: the root sends to every other rank, in rank order from the root. */
-export const linearShape: TreeShape = (v, P) => {
+export const linearShape: TreeShape = lastTreeOf((v, P) => {
   if (v !== 0) return { parent: 0, children: [] }
   const children: number[] = []
   for (let c = 1; c < P; c++) children.push(c)
   return { parent: -1, children }
-}
+})
 
 /**
  * Broadcast of one segment down tree `shape`, as steps (drive.ts): relative rank
@@ -153,11 +168,6 @@ export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number,
 export function bcastTreeNow (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, shape: TreeShape, n = buf.byteLength): true | CollSteps | null {
   const P = comm.size
   const tag = collTag(seq, 0)
-  if (P === 2) {
-    // every tree of two ranks is the one message: no tree to build (bench/mpi-small.js: bcastSync 0.34 against 0.39 µs)
-    if (comm.rank !== root) return recvNow(comm, buf, root, tag, 'bcast', n)
-    return comm._collSendNow !== undefined && comm._collSendNow(buf, root ^ 1, tag, n) ? true : null
-  }
   const { parent, children } = shape((comm.rank - root + P) % P, P)
   if (parent >= 0) {
     const got = recvNow(comm, buf, (parent + root) % P, tag, 'bcast', n)
@@ -172,7 +182,7 @@ export function bcastTreeNow (comm: CollComm, buf: ArrayBufferView, root: number
 }
 
 /** The sends to `children` (relative ranks) from index `from` on, after `first` (a receive under way) if any. */
-function * sendsAfter (comm: CollComm, first: CollSteps | null, buf: ArrayBufferView, children: number[], from: number, root: number, tag: number): CollSteps {
+function * sendsAfter (comm: CollComm, first: CollSteps | null, buf: ArrayBufferView, children: readonly number[], from: number, root: number, tag: number): CollSteps {
   if (first !== null) yield * first
   const P = comm.size
   const sends: CollRequest[] = []

@@ -214,10 +214,10 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
     cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
     if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
   }
-  if (comm.size === 2 && PAIR_PATH && pairRan(barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
-  if (cc.algorithm !== 'linear') { drive(barrierDisseminationSteps(cc, seq), 0); return }
-  if (PAIR_PATH && pairRan(barrierLinearNow(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
-  drive(barrierLinearSteps(cc, seq), 0)
+  // the direct paths: the linear barrier at any P, the dissemination barrier's one exchange at P = 2
+  const linear = cc.algorithm === 'linear'
+  if (PAIR_PATH && (linear || comm.size === 2) && pairRan(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
+  drive(linear ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq), 0)
 }
 
 /** The tree of each one-segment tree broadcast (select.ts names). */
