@@ -6,7 +6,8 @@ const MESSAGE_BYTES = 64
 
 /**
  * `n` round trips of one 64-byte message over `c`, each echo checked byte for byte; `kind` is
- * the fixture's first byte: 'e' (answered at once), 'l' (after 5 ms), 'w' (after 50 µs of work).
+ * the fixture's first byte: 'e' (answered at once), 'l' (after the fixture's lateMs, 5 ms by
+ * default), 'w' (after 50 µs of work).
  * Rejects on a differing echo, an error on `c`, or after `timeoutMs`.
  */
 function roundTrips (c, n, kind = 'e', timeoutMs = 20000) {
