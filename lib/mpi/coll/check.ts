@@ -27,7 +27,7 @@
  */
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
-import { bytes, copyDisjoint, mismatch, release, scratch } from './util'
+import { BytesOf, EMPTY, copyDisjoint, mismatch, release, scratch } from './util'
 
 const HDR = 16
 /**
@@ -75,7 +75,6 @@ export function kindOf (v: unknown): number {
 
 function noop (): void {}
 
-const EMPTY = new Uint8Array(0)
 /** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
 const recvPool: Buffer[] = []
 /**
@@ -129,27 +128,6 @@ function putU32 (b: Uint8Array, o: number, w: number): void {
   b[o] = w; b[o + 1] = w >>> 8; b[o + 2] = w >>> 16; b[o + 3] = w >>> 24
 }
 
-/**
- * The bytes of the last small array staged (or filled), kept for the next call: making a
- * Uint8Array view costs ~40 ns, and the blocking tier's loops pass the same arrays call after
- * call. Only views of buffers up to KEEP_BUFFER bytes are kept, so the cache never holds a
- * large buffer alive; a view whose length changed (a resizable buffer) gets a new one.
- */
-class BytesOf {
-  private view: ArrayBufferView | null = null
-  private bytes: Uint8Array = EMPTY
-  private length = 0
-  /** `n`: view.byteLength (the caller's: a typed array's length read is a call on Node 20). */
-  of (view: ArrayBufferView, n: number): Uint8Array {
-    // the kept view first (`instanceof` walks the prototype chain)
-    if (view === this.view && n === this.length) return this.bytes
-    if (view instanceof Uint8Array) return view
-    const b = bytes(view)
-    if (view.buffer.byteLength <= KEEP_BUFFER) { this.view = view; this.bytes = b; this.length = b.length }
-    return b
-  }
-}
-const KEEP_BUFFER = 64 * 1024
 const sendBytes = new BytesOf()
 const recvBytes = new BytesOf()
 

@@ -23,7 +23,7 @@ import type { CollComm, CollHandle, CollOptions, InPlace, NumericArray } from '.
 import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC } from './ops'
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
-import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, mismatch, recv, release, scratch, send, viewLike } from './util'
+import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, keepable, mismatch, recv, release, scratch, send, viewLike } from './util'
 import { barrierDissemination, barrierDisseminationSteps, barrierLinear, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
 import type { TreeShape } from './bcast'
 import { runAsync, runSync } from './drive'
@@ -90,13 +90,13 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
  * A direct path's answer: false when it sent nothing (run the steps), else true once its rest, if
- * any, was driven. `last` (null for a call with opts) keeps the call's shape when it completed
- * right there.
+ * any, was driven. `last` (null for a call with opts) keeps the call's shape, on array `v`, when
+ * it completed right there.
  */
-function pairRan (r: true | CollSteps | null, count: number, last: LastShape | null, cc: CheckedComm): boolean {
+function pairRan (r: true | CollSteps | null, count: number, last: LastShape | null, cc: CheckedComm, v: ArrayBufferView): boolean {
   if (r === null) return false
   if (r !== true) drive(r, count)
-  else if (last !== null) last.keep(cc)
+  else if (last !== null) last.keep(cc, v)
   return true
 }
 
@@ -118,18 +118,38 @@ class LastShape {
   private op: Op | null = null
   private root = -1
   private cc: CheckedComm | null = null
+  /** The last call's array (keepable() only): the same array again has the same kind, read without its `constructor` (a call in optimized code on Node 20). */
+  private v: unknown = null
+  /** The last allreduce's send buffer that passed sendOk() (keepable() only). */
+  private send: unknown = null
   /** The last call's CheckedComm when `v` (a view) and the rest have its shape, else null; clears the shape either way. */
   hit (comm: CollComm, v: unknown, length: number, op: Op | null, root: number): CheckedComm | null {
     const cc = this.cc
     this.cc = null
+    if (cc !== null && v === this.v && comm === this.comm && length === this.length && op === this.op && root === this.root) return cc
+    this.v = null
+    this.send = null
     const ctor = ArrayBuffer.isView(v) ? v.constructor : null
     if (ctor === null) { this.ctor = null; return null }
     if (cc !== null && comm === this.comm && ctor === this.ctor && length === this.length && op === this.op && root === this.root) return cc
     this.comm = comm; this.ctor = ctor; this.length = length; this.op = op; this.root = root
     return null
   }
-  /** The call hit() looked at completed in the direct path with `cc`. */
-  keep (cc: CheckedComm): void { if (this.ctor !== null) this.cc = cc }
+
+  /** The call hit() looked at, on array `v`, completed in the direct path with `cc`. */
+  keep (cc: CheckedComm, v: ArrayBufferView): void {
+    if (this.ctor === null) return
+    this.cc = cc
+    if (this.v !== v && keepable(v)) this.v = v
+  }
+
+  /** After a hit: whether `s`, an allreduce's send buffer, has the kind of the array hit() took and `length` elements; the last one that did is kept. */
+  sendOk (s: unknown, length: number): boolean {
+    if (s !== null && s === this.send) return (s as NumericArray).length === length
+    if (s === null || typeof s !== 'object' || s.constructor !== this.ctor || (s as NumericArray).length !== length) return false
+    if (keepable(s as NumericArray)) this.send = s
+    return true
+  }
 }
 const lastBarrier = new LastShape()
 const lastBcast = new LastShape()
@@ -174,10 +194,16 @@ async function agree (comm: CollComm, cseq: number, what: string, count: number,
   if (bad.length > 0) throw mismatch(what, `${bad.join(', ')} differ between ranks (found by the argument check)`)
 }
 
+/**
+ * %TypedArray%.prototype.set, called as it is: reading `dst.set` is a LoadIC call in the
+ * optimized code on Node 20 (node --print-opt-code), as a typed array's `constructor` is.
+ */
+const typedArraySet = (Object.getPrototypeOf(Uint8Array.prototype) as { set: (this: NumericArray, src: NumericArray) => void }).set
+
 function copyInto (dst: NumericArray, src: NumericArray): void {
   // (set() copies correctly between overlapping views too; `.buffer` is not read: for a small
   // array V8 keeps on its heap, every read is a runtime call)
-  if (dst !== src) dst.set(src as never)
+  if (dst !== src) typedArraySet.call(dst, src)
 }
 
 /** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. */
@@ -216,7 +242,7 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   }
   // the direct paths: the linear barrier at any P, the dissemination barrier's one exchange at P = 2
   const linear = cc.algorithm === 'linear'
-  if (PAIR_PATH && (linear || comm.size === 2) && pairRan(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc)) return
+  if (PAIR_PATH && (linear || comm.size === 2) && pairRan(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc, EMPTY_VIEW)) return
   drive(linear ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq), 0)
 }
 
@@ -268,7 +294,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   }
   const n = len as number // (a view: checked above, or the last call's shape)
   const tree = BCAST_TREES[cc.algorithm]
-  if (PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastTreeNow(cc, buf, root, seq, tree, n), n, shaped ? lastBcast : null, cc)) return buf
+  if (PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastTreeNow(cc, buf, root, seq, tree, n), n, shaped ? lastBcast : null, cc, buf)) return buf
   drive(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree), n)
   return buf
 }
@@ -386,7 +412,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   let cc = shaped ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
   if (cc !== null) {
     // The last call's shape: only the send buffer is new (anything but its kind and length throws).
-    if (sendbuf !== IN_PLACE && (sendbuf === null || typeof sendbuf !== 'object' || sendbuf.constructor !== recvbuf.constructor || sendbuf.length !== len)) allreduceInput(sendbuf, recvbuf, op)
+    if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
     else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
   } else {
     allreduceInput(sendbuf, recvbuf, op)
@@ -402,7 +428,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
     }
   }
   const nb = recvbuf.byteLength
-  if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb, len), nb, shaped ? lastAllreduce : null, cc)) return recvbuf
+  if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb, len), nb, shaped ? lastAllreduce : null, cc, recvbuf)) return recvbuf
   drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), nb)
   return recvbuf
 }

@@ -16,7 +16,7 @@ import type { CollComm, NumericArray } from './types'
 import { runAsync } from './drive'
 import { SYNC_INLINE_MAX } from './check'
 import type { CollSteps } from './drive'
-import { all, blockStart, collTag, Exchange, exchangeNow, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
@@ -215,13 +215,16 @@ class PairScratch {
   private lastCtor: unknown = null
   private lastLength = -1
   private last: NumericArray | null = null
+  /** The array it was made like (keepable() only): the same array again is the same kind, without reading its `constructor`. */
+  private lastArray: NumericArray | null = null
   like<T extends NumericArray> (a: T, n = a.length): T {
+    if (a === this.lastArray && n === this.lastLength) return this.last as T
     const ctor = a.constructor
-    if (ctor === this.lastCtor && n === this.lastLength) return this.last as T
+    if (ctor === this.lastCtor && n === this.lastLength) { this.lastArray = keepable(a) ? a : null; return this.last as T }
     let vs = this.views.get(ctor)
     if (vs === undefined) { vs = []; this.views.set(ctor, vs) }
     const v = (vs[n] ??= viewLike(a, this.ab, 0, n))
-    this.lastCtor = ctor; this.lastLength = n; this.last = v
+    this.lastCtor = ctor; this.lastLength = n; this.last = v; this.lastArray = keepable(a) ? a : null
     return v as T
   }
 }

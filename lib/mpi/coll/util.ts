@@ -31,6 +31,43 @@ export function bytes (v: ArrayBufferView): Uint8Array {
   return v instanceof Uint8Array ? v : new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
 }
 
+/**
+ * The largest buffer whose view a per-call cache may keep (BytesOf, the blocking tier's last
+ * shapes, Op.apply's last array): such a cache never holds a large buffer alive.
+ */
+const KEEP_BUFFER = 64 * 1024
+/**
+ * Whether a cache may keep `v` for the next call: its buffer is at most KEEP_BUFFER bytes (read
+ * on a miss only; reading `.buffer` of a small array V8 keeps on its heap moves it off the heap,
+ * once).
+ */
+export function keepable (v: ArrayBufferView): boolean {
+  return v.buffer.byteLength <= KEEP_BUFFER
+}
+
+/** An empty byte view. */
+export const EMPTY = new Uint8Array(0)
+/**
+ * The bytes of the last small array staged (or filled), kept for the next call: making a
+ * Uint8Array view costs ~40 ns, and the blocking tier's loops pass the same arrays call after
+ * call. Only views of keepable() buffers are kept; a view whose length changed (a resizable
+ * buffer) gets a new one.
+ */
+export class BytesOf {
+  private view: ArrayBufferView | null = null
+  private bytes: Uint8Array = EMPTY
+  private length = 0
+  /** `n`: view.byteLength (the caller's: a typed array's length read is a call on Node 20). */
+  of (view: ArrayBufferView, n: number): Uint8Array {
+    // the kept view first (`instanceof` walks the prototype chain)
+    if (view === this.view && n === this.length) return this.bytes
+    if (view instanceof Uint8Array) return view
+    const b = bytes(view)
+    if (keepable(view)) { this.view = view; this.bytes = b; this.length = b.length }
+    return b
+  }
+}
+
 /** A view of the same kind as `like` over `n` elements of `ab` from element `off`. */
 export function viewLike<T extends NumericArray> (like: T, ab: ArrayBufferLike, off: number, n: number): T {
   const C = like.constructor as new (b: ArrayBufferLike, o: number, n: number) => T
