@@ -126,7 +126,7 @@ class LastShape {
   hit (comm: CollComm, v: unknown, length: number, op: Op | null, root: number): CheckedComm | null {
     const cc = this.cc
     this.cc = null
-    if (cc !== null && v === this.v && comm === this.comm && length === this.length && op === this.op && root === this.root) return cc
+    if (cc !== null && v !== null && v === this.v && comm === this.comm && length === this.length && op === this.op && root === this.root) return cc
     this.v = null
     this.send = null
     const ctor = ArrayBuffer.isView(v) ? v.constructor : null
