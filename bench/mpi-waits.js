@@ -169,7 +169,8 @@ async function main () {
   const warmup = Number(values.warmup)
   const patterns = values.patterns.split(',')
   for (const p of patterns) if (!PATTERNS.includes(p)) throw new Error(`unknown pattern ${p}: one of ${PATTERNS.join(', ')}`)
-  for (const c of values.channels.split(',')) if (c !== 'shm' && c !== 'tcp') throw new Error(`unknown channel ${c}: shm, tcp`)
+  const wanted = values.channels.split(',')
+  for (const c of wanted) if (c !== 'shm' && c !== 'tcp') throw new Error(`unknown channel ${c}: shm, tcp`)
   if (np !== 2) for (const p of patterns) if (!COLLECTIVE.includes(p)) throw new Error(`${p} is between two ranks: --np ${np} takes ${COLLECTIVE.join(', ')}`)
   const f = x => x.toFixed(x < 10 ? 2 : 1)
   console.log(`fastsock/mpi wait patterns, ${np} ranks, ${iterations} iterations after ${warmup} warm-up; µs per iteration${runs > 1 ? `; medians of ${runs} interleaved jobs` : ''}`)
@@ -177,7 +178,6 @@ async function main () {
   console.log('| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const pattern of patterns) {
     // [label, transport of the rank, environment]
-    const wanted = values.channels.split(',')
     const channels = [['shm', 'shm', {}], ...(STEPS_TOO.includes(pattern) ? [['shm, steps', 'shm', { FASTSOCK_MPI_PAIR: '0' }]] : []), ['tcp', 'tcp', {}]].filter(([, ch]) => wanted.includes(ch))
     const all = Object.fromEntries(channels.map(([label]) => [label, []]))
     // the patterns without an array time one size

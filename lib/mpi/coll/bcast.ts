@@ -50,14 +50,15 @@ export function * barrierLinearSteps (comm: CollComm, seq: number): CollSteps {
   yield * linearRootRest(comm, null, 1, 1, tag)
 }
 
-/** Rank 0's part of the linear barrier from arrival `recvFrom` and release `sendFrom` on, after `first` (a receive under way) if any. */
+/**
+ * Rank 0's part of the linear barrier from arrival `recvFrom` and release `sendFrom` on, after
+ * `first` (a receive under way) if any: the releases are the flat tree's sends (sendsAfter).
+ */
 function * linearRootRest (comm: CollComm, first: CollSteps | null, recvFrom: number, sendFrom: number, tag: number): CollSteps {
   const P = comm.size
   if (first !== null) yield * first
   for (let r = recvFrom; r < P; r++) yield * recvSteps(comm, EMPTY, r, tag, 'barrier')
-  const sends: CollRequest[] = []
-  for (let r = sendFrom; r < P; r++) sends.push(comm._collIsend(EMPTY, r, tag))
-  for (const s of sends) yield s
+  yield * sendsAfter(comm, null, EMPTY, linearShape(0, P).children, sendFrom - 1, 0, tag)
 }
 
 /**
