@@ -13,8 +13,8 @@
  * Verification: |sx - ref|/|ref| ≤ 1e-8 and the same for sy. Mop/s = 2^(m+1) / t / 10^6.
  *
  * Speed in V8 (measured, docs/npb.md): the pairs of a batch are generated and consumed in one
- * loop (no 1 MiB array written then read), the generator's step inlined with its constants, and
- * all state in locals and preallocated Float64Arrays.
+ * loop (no 1 MiB array written then read), by four interleaved lanes of the generator in 32-bit
+ * integer arithmetic (batch() says how), every value in a local.
  */
 import { fortranExp, fortranFixed } from '../format'
 import { allreduce, barrier } from '../collectives'
@@ -43,44 +43,80 @@ const NQ = 10
 const SEED = 271828183
 
 const R23 = 2 ** -23
-const T23 = 2 ** 23
 const R46 = 2 ** -46
-const T46 = 2 ** 46
+const T23 = 2 ** 23
+/** The low 23 bits. */
+const M23 = 0x7fffff
+/** a^4 mod 2^46: the step of each of the four interleaved lanes of the generator. */
+const A4 = power46(A, 4)
+/** A4's 23-bit halves, and its low half times 2^-23. */
+const A4H = Math.floor(A4 * R23)
+const A4L = A4 - A4H * T23
+const A4LR = A4L * R23
 
 /**
- * One batch: 2·NK numbers from `seed` (the generator's state, an integer < 2^46), the Gaussian
- * pairs accepted among them added into sums[0] (x) and sums[1] (y), the counts into q.
- * The generator's multiply mod 2^46 (random.ts's randlc) is written out here so the loop keeps
- * everything in registers: the multiplier's 23-bit halves are constants.
+ * One batch: the 2·NK numbers that follow `seed` (the generator's state, an integer < 2^46), the
+ * Gaussian pairs accepted among them added into sums[0] (x) and sums[1] (y), the counts into q.
+ *
+ * The generator is NPB's x <- a·x mod 2^46, made fast for V8 in two ways (docs/npb.md):
+ * - Four lanes: numbers 1, 2, 3, 4 of the batch start the lanes, and each lane steps by a^4, so
+ *   lane k holds numbers k, k + 4, k + 8, ...: the same sequence in the same order, but four
+ *   independent dependency chains instead of one, which the CPU overlaps.
+ * - 32-bit integer arithmetic: a state is two 23-bit halves (h, l), x = h·2^23 + l, and
+ *   a·x mod 2^46 = a_l·l + 2^23·((a_h·l + a_l·h) mod 2^23) (mod 2^46). The low half of a_l·l is
+ *   Math.imul's low bits; its high half is floor(l · a_l·2^-23), exact in a double (a_l·l < 2^46)
+ *   and truncated by `| 0`; the sum of the three 23-bit terms is taken mod 2^23 with `& M23`.
+ *   Every `+` is followed by `| 0` so V8 keeps 32-bit adds (an overflowing speculative add
+ *   deoptimizes the function and the rest runs on doubles, twice as slow).
  */
 function batch (seed: number, sums: Float64Array, q: Float64Array): void {
-  const a1 = Math.trunc(R23 * A)
-  const a2 = A - T23 * a1
-  let s = seed
+  const st = new Float64Array([seed])
+  const s1 = (randlc(st, A), st[0])
+  const s2 = (randlc(st, A), st[0])
+  const s3 = (randlc(st, A), st[0])
+  const s4 = (randlc(st, A), st[0])
+  let h1 = Math.floor(s1 * R23); let l1 = s1 - h1 * T23
+  let h2 = Math.floor(s2 * R23); let l2 = s2 - h2 * T23
+  let h3 = Math.floor(s3 * R23); let l3 = s3 - h3 * T23
+  let h4 = Math.floor(s4 * R23); let l4 = s4 - h4 * T23
+  h1 |= 0; l1 |= 0; h2 |= 0; l2 |= 0; h3 |= 0; l3 |= 0; h4 |= 0; l4 |= 0
   let sx = sums[0]
   let sy = sums[1]
-  for (let i = 0; i < NK; i++) {
-    // first number of the pair
-    let x1 = Math.trunc(R23 * s)
-    let x2 = s - T23 * x1
-    let t1 = a1 * x2 + a2 * x1
-    let t2 = Math.trunc(R23 * t1)
-    let t3 = T23 * (t1 - T23 * t2) + a2 * x2
-    s = t3 - T46 * Math.trunc(R46 * t3)
-    const u = 2 * (R46 * s) - 1
-    // second
-    x1 = Math.trunc(R23 * s)
-    x2 = s - T23 * x1
-    t1 = a1 * x2 + a2 * x1
-    t2 = Math.trunc(R23 * t1)
-    t3 = T23 * (t1 - T23 * t2) + a2 * x2
-    s = t3 - T46 * Math.trunc(R46 * t3)
-    const v = 2 * (R46 * s) - 1
-    const t = u * u + v * v
+  for (let i = 0; i < NK / 2; i++) {
+    // Two pairs: (lane 1, lane 2) and (lane 3, lane 4), each number mapped to (-1, 1).
+    const x1 = h1 * (2 * R23) + l1 * (2 * R46) - 1
+    const y1 = h2 * (2 * R23) + l2 * (2 * R46) - 1
+    const x2 = h3 * (2 * R23) + l3 * (2 * R46) - 1
+    const y2 = h4 * (2 * R23) + l4 * (2 * R46) - 1
+    let p = (l1 * A4LR) | 0
+    h1 = (((p + Math.imul(A4H, l1)) | 0) + Math.imul(A4L, h1)) & M23
+    l1 = Math.imul(A4L, l1) & M23
+    p = (l2 * A4LR) | 0
+    h2 = (((p + Math.imul(A4H, l2)) | 0) + Math.imul(A4L, h2)) & M23
+    l2 = Math.imul(A4L, l2) & M23
+    p = (l3 * A4LR) | 0
+    h3 = (((p + Math.imul(A4H, l3)) | 0) + Math.imul(A4L, h3)) & M23
+    l3 = Math.imul(A4L, l3) & M23
+    p = (l4 * A4LR) | 0
+    h4 = (((p + Math.imul(A4H, l4)) | 0) + Math.imul(A4L, h4)) & M23
+    l4 = Math.imul(A4L, l4) & M23
+    // The polar method on each pair, in the sequence's order (the sums' rounding as the reference's).
+    let t = x1 * x1 + y1 * y1
     if (t <= 1) {
       const f = Math.sqrt(-2 * Math.log(t) / t)
-      const gx = u * f
-      const gy = v * f
+      const gx = x1 * f
+      const gy = y1 * f
+      const ax = Math.abs(gx)
+      const ay = Math.abs(gy)
+      q[(ax > ay ? ax : ay) | 0] += 1
+      sx += gx
+      sy += gy
+    }
+    t = x2 * x2 + y2 * y2
+    if (t <= 1) {
+      const f = Math.sqrt(-2 * Math.log(t) / t)
+      const gx = x2 * f
+      const gy = y2 * f
       const ax = Math.abs(gx)
       const ay = Math.abs(gy)
       q[(ax > ay ? ax : ay) | 0] += 1
