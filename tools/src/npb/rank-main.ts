@@ -35,7 +35,7 @@ export interface RankConfig {
 }
 
 /** What rank 0 appends to `out`. */
-export interface RankOutput { result: KernelResult, np: number, transport: string }
+export interface RankOutput { result: KernelResult, np: number, transport: string, report: string }
 
 /** NPB's operation type per kernel (print_results' `Operation type`). */
 export const OPERATION: Record<KernelName, string> = {
@@ -82,13 +82,12 @@ export async function runRank (config: RankConfig, print: (text: string) => void
   const comm = await mpi.init(config.transports === null ? undefined : { transports: config.transports as TransportName[] })
   const refusal = kernel.checkProcs(config.cls, comm.size)
   if (refusal !== null) throw Object.assign(new Error(refusal), { code: 'ERR_NPB_PROCS' })
-  if (comm.rank === 0) {
-    print(`${header(kernel.title)}\n Class:  ${config.cls}\n Number of processes: ${comm.size}\n${config.blocking ? ' Collectives: blocking forms\n' : ''}\n`)
-  }
+  const head = `${header(kernel.title)}\n Class:  ${config.cls}\n Number of processes: ${comm.size}\n${config.blocking ? ' Collectives: blocking forms\n' : ''}\n`
+  if (comm.rank === 0) print(head)
   const result = await kernel.run(mpi, comm, config.cls, { blocking: config.blocking, corrupt: config.corrupt })
   if (comm.rank === 0) {
     const transport = transportsOf(comm)
-    print(result.lines.join('\n') + '\n' + results({
+    const report = result.lines.join('\n') + '\n' + results({
       name: kernel.name.toUpperCase(),
       cls: config.cls,
       size: result.size,
@@ -99,9 +98,10 @@ export async function runRank (config: RankConfig, print: (text: string) => void
       operation: OPERATION[kernel.name],
       verified: result.verified,
       transport
-    }) + '\n')
+    }) + '\n'
+    print(report)
     if (config.out !== null) {
-      const line: RankOutput = { result, np: comm.size, transport }
+      const line: RankOutput = { result, np: comm.size, transport, report: head + report }
       fs.appendFileSync(config.out, JSON.stringify(line) + '\n')
     }
   }
