@@ -5,6 +5,11 @@
  * the ratios: speedup over P = 1 of the same implementation, parallel efficiency, × the
  * reference and × node-net (the other's time over this one's). A P the kernel refuses
  * (checkProcs) is skipped with the reason; a failed job is recorded and the run goes on.
+ *
+ * The reference prints its time with two decimals (EP: its CPU time with four), too coarse for
+ * IS.A's 0.3 s; its Mop/s has two decimals of a larger number. When a TypeScript job of the same
+ * kernel and class ran, its Mop/s × s is the operation count (the same formula), and the
+ * reference's time is that count over the reference's median Mop/s.
  */
 import * as fs from 'fs'
 import * as os from 'os'
@@ -77,6 +82,8 @@ export async function runNpb (opts: NpbOptions, kernel: NpbKernel, progress: Pro
   const skipped: Skipped[] = []
   const errors: string[] = []
   const reports: string[] = []
+  /** NPB's operation count (in millions) of this kernel and class, from a TypeScript job's Mop/s × s. */
+  let mop: number | null = null
   for (const np of opts.np) {
     const refusal = kernel.checkProcs(opts.cls, np)
     for (const impl of opts.impls) {
@@ -109,6 +116,7 @@ export async function runNpb (opts: NpbOptions, kernel: NpbKernel, progress: Pro
         continue
       }
       const seconds = outcomes.map((o) => o.seconds)
+      if (impl !== 'npb-mpi' && mop === null && outcomes[0].mops > 0) mop = outcomes[0].mops * outcomes[0].seconds
       runs.push({
         impl,
         kernel: kernel.name,
@@ -122,7 +130,7 @@ export async function runNpb (opts: NpbOptions, kernel: NpbKernel, progress: Pro
       })
     }
   }
-  refineReference(runs)
+  if (mop !== null) for (const r of runs) if (r.impl === 'npb-mpi' && r.mops > 0) r.seconds = mop / r.mops
   return {
     tool: 'fastsock npb',
     version: libraryVersion(),
@@ -136,17 +144,4 @@ export async function runNpb (opts: NpbOptions, kernel: NpbKernel, progress: Pro
     errors,
     reports
   }
-}
-
-/**
- * The reference prints its time with two decimals (EP: four), too coarse for IS.A's 0.3 s; its
- * Mop/s has two decimals of a larger number. When a TypeScript run of the same kernel and class
- * gives the operation count (Mop/s × s, the same formula), the reference's time is that count
- * over its Mop/s.
- */
-function refineReference (runs: NpbRun[]): void {
-  const own = runs.find((r) => r.impl !== 'npb-mpi' && r.mops > 0)
-  if (own === undefined) return
-  const mop = own.mops * own.seconds
-  for (const r of runs) if (r.impl === 'npb-mpi' && r.mops > 0) r.seconds = mop / r.mops
 }
