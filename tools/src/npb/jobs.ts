@@ -11,7 +11,8 @@
  *   the job);
  * - mpirun: Open MPI's mpirun (as root with --allow-run-as-root; --oversubscribe), the config
  *   passed with -x;
- * - srun: Slurm's srun -n P (inside an allocation);
+ * - srun: Slurm's srun --overcommit -n P (more ranks than CPUs allowed; SLURM_CONF etc. from
+ *   the environment);
  * - env: P `node` processes started here with torch-style env:// variables (RANK, WORLD_SIZE,
  *   LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
  */
@@ -167,7 +168,7 @@ export async function runNodeJob (np: number, config: Omit<RankConfig, 'out'>, l
         const srun = which('srun')
         if (srun === null) throw failure('--launcher srun: srun is not on PATH (Slurm)', 'ERR_NPB_LAUNCHER')
         cmd = srun
-        args = ['-n', String(np), '--export=ALL', process.execPath, script]
+        args = ['--overcommit', '-n', String(np), '--export=ALL', process.execPath, script]
       }
       const e = await runProcess(cmd, args, { ...process.env, ...envVars }, timeoutMs)
       timedOut = e.timedOut
