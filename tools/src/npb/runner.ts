@@ -15,7 +15,7 @@ import * as fs from 'fs'
 import * as os from 'os'
 import { median } from 'simple-statistics'
 import { libraryVersion } from '../harness/library'
-import { referenceBinary, runNodeJob, runReferenceJob, type JobOutcome } from './jobs'
+import { findMpirun, referenceBinary, runNodeJob, runReferenceJob, type JobOutcome } from './jobs'
 import type { ImplId, NpbOptions } from './options'
 import type { NpbKernel } from './types'
 
@@ -94,6 +94,10 @@ export async function runNpb (opts: NpbOptions, kernel: NpbKernel, progress: Pro
       let bin: string | null = null
       if (impl === 'npb-mpi') {
         bin = referenceBinary(opts.npbMpiBin as string, kernel.name, opts.cls)
+        if (findMpirun() === null) {
+          skipped.push({ impl, np, reason: "Open MPI's mpirun is not on PATH (the reference runs under it)" })
+          continue
+        }
         if (!fs.existsSync(bin)) {
           skipped.push({ impl, np, reason: `no reference binary ${bin} (docs/npb.md: how to build it)` })
           continue
