@@ -32,23 +32,27 @@ export function twiddles (maxn: number): Float64Array {
 }
 
 /**
- * One Stockham stage l (1-based) of a length-n = 2^m transform on B lines: x → y. With
+ * One Stockham stage l (1-based) of a length-n = 2^m transform on B lines. With
  * lk = 2^(l−1) and li = 2^(m−l), the pair (i lk + k, i lk + k + n/2) becomes
- * (i 2lk + k, i 2lk + k + lk) by a butterfly with twiddle exp(±iπi/li).
+ * (i 2lk + k, i 2lk + k + lk) by a butterfly with twiddle exp(±iπi/li). Element e of the B
+ * lines is read at x[xo + e·xs ..] and written at y[yo + e·ys ..], 2B doubles (the B lines'
+ * re, im) from there: xs = ys = 2B inside the scratch blocks, the array's own stride when a
+ * stage reads or writes the array in place of a gather or scatter.
  */
-function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, y: Float64Array): void {
+function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
   const lk = 1 << (l - 1)
   const li = 1 << (m - l)
   const B2 = 2 * BLOCK
-  const half = B2 * (n >> 1)
+  const half = xs * (n >> 1)
+  const ol = ys * lk
   for (let i = 0; i < li; i++) {
     const ur = u[2 * (li + i)]
     const ui = sign * u[2 * (li + i) + 1]
-    let a = B2 * i * lk
-    let c = 2 * a
-    for (let k = 0; k < lk; k++, a += B2, c += B2) {
+    let a = xo + xs * i * lk
+    let c = yo + ys * 2 * i * lk
+    for (let k = 0; k < lk; k++, a += xs, c += ys) {
       const b = a + half
-      const d = c + B2 * lk
+      const d = c + ol
       for (let j = 0; j < B2; j += 2) {
         const ar = x[a + j]
         const ai = x[a + j + 1]
@@ -66,8 +70,72 @@ function stage (sign: number, l: number, m: number, n: number, u: Float64Array, 
 }
 
 /**
- * Scratch and twiddles for the transforms of one rank; `line` runs B lines of an array through
- * gather, the m stages and scatter.
+ * Two Stockham stages at once (l and l + 1, 1-based): a radix-4 butterfly on the points
+ * i lk + k + {0, n/4, n/2, 3n/4} (lk = 2^(l−1), li = 2^(m−l), 0 ≤ i < li/2, 0 ≤ k < lk),
+ * written to i 4lk + k + {0, lk, 2lk, 3lk}: the two radix-2 stages' result in exact arithmetic,
+ * with half the passes over the data. With w = exp(±iπi/li) and t0..3 the sums and differences
+ * of the pairs (0, n/2) and (n/4, 3n/4): out0 = t0 + t2, out1 = w (t1 ± i t3),
+ * out2 = w² (t0 − t2), out3 = w³ (t1 ∓ i t3). Strides as stage().
+ */
+function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
+  const lk = 1 << (l - 1)
+  const li = 1 << (m - l)
+  const B2 = 2 * BLOCK
+  const q1 = xs * (n >> 2)
+  const q2 = xs * (n >> 1)
+  const q3 = q1 + q2
+  const o1 = ys * lk
+  const o2 = 2 * o1
+  const o3 = 3 * o1
+  for (let i = 0; i < (li >> 1); i++) {
+    const w1r = u[2 * (li + i)]
+    const w1i = sign * u[2 * (li + i) + 1]
+    const w2r = u[2 * ((li >> 1) + i)]
+    const w2i = sign * u[2 * ((li >> 1) + i) + 1]
+    const w3r = w1r * w2r - w1i * w2i
+    const w3i = w1r * w2i + w1i * w2r
+    let a = xo + xs * i * lk
+    let c = yo + ys * 4 * i * lk
+    for (let k = 0; k < lk; k++, a += xs, c += ys) {
+      for (let j = 0; j < B2; j += 2) {
+        const x0r = x[a + j]
+        const x0i = x[a + j + 1]
+        const x1r = x[a + q2 + j]
+        const x1i = x[a + q2 + j + 1]
+        const x2r = x[a + q1 + j]
+        const x2i = x[a + q1 + j + 1]
+        const x3r = x[a + q3 + j]
+        const x3i = x[a + q3 + j + 1]
+        const t0r = x0r + x1r
+        const t0i = x0i + x1i
+        const t1r = x0r - x1r
+        const t1i = x0i - x1i
+        const t2r = x2r + x3r
+        const t2i = x2i + x3i
+        const t3r = x2r - x3r
+        const t3i = x2i - x3i
+        y[c + j] = t0r + t2r
+        y[c + j + 1] = t0i + t2i
+        const sr = t1r - sign * t3i
+        const si = t1i + sign * t3r
+        y[c + o1 + j] = w1r * sr - w1i * si
+        y[c + o1 + j + 1] = w1r * si + w1i * sr
+        const dr = t0r - t2r
+        const di = t0i - t2i
+        y[c + o2 + j] = w2r * dr - w2i * di
+        y[c + o2 + j + 1] = w2r * di + w2i * dr
+        const er = t1r + sign * t3i
+        const ei = t1i - sign * t3r
+        y[c + o3 + j] = w3r * er - w3i * ei
+        y[c + o3 + j + 1] = w3r * ei + w3i * er
+      }
+    }
+  }
+}
+
+/**
+ * Scratch and twiddles for the transforms of one rank; `lines` runs B lines of an array through
+ * the stages (radix-4 pairs, one radix-2 stage last when m is odd).
  */
 export class LineFft {
   readonly u: Float64Array
@@ -83,54 +151,48 @@ export class LineFft {
   /**
    * Transforms the B lines of `src` whose element e of line l is the complex at index
    * base + l·ls + e·es (in complex units), writing them at the same places of `dst` (may be src).
+   * Lines along the array's first axis (es = 1) are gathered into a block and scattered back;
+   * otherwise (ls = 1: the B lines' elements side by side) the first stage reads the array and
+   * the last writes it, with no copy.
    */
-  lines (sign: number, n: number, src: Float64Array, dst: Float64Array, base: number, ls: number, es: number): void {
-    const m = Math.round(Math.log2(n))
-    const bx = this.bx
-    gather(src, bx, n, base, ls, es)
-    let from = bx
-    let to = this.by
-    for (let l = 1; l <= m; l++) {
-      stage(sign, l, m, n, this.u, from, to)
-      const t = from; from = to; to = t
+  lines (sign: number, n: number, m: number, src: Float64Array, dst: Float64Array, base: number, ls: number, es: number): void {
+    const B2 = 2 * BLOCK
+    let x = src
+    let xo = 2 * base
+    let xs = 2 * es
+    if (es === 1) { gather(src, this.bx, n, base, ls); x = this.bx; xo = 0; xs = B2 }
+    let y = x === this.bx ? this.by : this.bx
+    let l = 1
+    while (l <= m) {
+      const last = l + (l < m ? 2 : 1) > m
+      const direct = last && es !== 1
+      const yy = direct ? dst : y
+      const yo = direct ? 2 * base : 0
+      const ys = direct ? 2 * es : B2
+      if (l < m) { stage4(sign, l, m, n, this.u, x, xo, xs, yy, yo, ys); l += 2 } else { stage(sign, l, m, n, this.u, x, xo, xs, yy, yo, ys); l += 1 }
+      const t = x === this.bx ? this.bx : this.by
+      x = yy; xo = yo; xs = ys
+      y = t
     }
-    scatter(from, dst, n, base, ls, es)
+    if (es === 1) scatter(x, dst, n, base, ls)
   }
 }
 
-/** Block (element e of line l at 2 (l + B e)) ← the array's lines. */
-function gather (src: Float64Array, blk: Float64Array, n: number, base: number, ls: number, es: number): void {
-  if (es === 1) {
-    for (let l = 0; l < BLOCK; l++) {
-      let s = 2 * (base + l * ls)
-      let b = 2 * l
-      for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { blk[b] = src[s]; blk[b + 1] = src[s + 1] }
-    }
-  } else {
-    for (let e = 0; e < n; e++) {
-      let s = 2 * (base + e * es)
-      const b = 2 * BLOCK * e
-      const ls2 = 2 * ls
-      for (let l = 0; l < 2 * BLOCK; l += 2, s += ls2) { blk[b + l] = src[s]; blk[b + l + 1] = src[s + 1] }
-    }
+/** Block (element e of line l at 2 (l + B e)) ← B lines of the array, each n contiguous complex values, line l at base + l·ls. */
+function gather (src: Float64Array, blk: Float64Array, n: number, base: number, ls: number): void {
+  for (let l = 0; l < BLOCK; l++) {
+    let s = 2 * (base + l * ls)
+    let b = 2 * l
+    for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { blk[b] = src[s]; blk[b + 1] = src[s + 1] }
   }
 }
 
-/** The array's lines ← block. */
-function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number, ls: number, es: number): void {
-  if (es === 1) {
-    for (let l = 0; l < BLOCK; l++) {
-      let s = 2 * (base + l * ls)
-      let b = 2 * l
-      for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { dst[s] = blk[b]; dst[s + 1] = blk[b + 1] }
-    }
-  } else {
-    for (let e = 0; e < n; e++) {
-      let s = 2 * (base + e * es)
-      const b = 2 * BLOCK * e
-      const ls2 = 2 * ls
-      for (let l = 0; l < 2 * BLOCK; l += 2, s += ls2) { dst[s] = blk[b + l]; dst[s + 1] = blk[b + l + 1] }
-    }
+/** The array's lines ← block (gather's inverse). */
+function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number, ls: number): void {
+  for (let l = 0; l < BLOCK; l++) {
+    let s = 2 * (base + l * ls)
+    let b = 2 * l
+    for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { dst[s] = blk[b]; dst[s + 1] = blk[b + 1] }
   }
 }
 
@@ -140,19 +202,25 @@ function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number,
  * than the transformed one at least B... or a multiple of B.
  */
 export function fftAxis1 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
+  const m = log2(d1)
   for (let k = 0; k < d3; k++) {
-    for (let jj = 0; jj + BLOCK <= d2; jj += BLOCK) f.lines(sign, d1, src, dst, d1 * (jj + d2 * k), d1, 1)
+    for (let jj = 0; jj + BLOCK <= d2; jj += BLOCK) f.lines(sign, d1, m, src, dst, d1 * (jj + d2 * k), d1, 1)
   }
 }
 
 export function fftAxis2 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
+  const m = log2(d2)
   for (let k = 0; k < d3; k++) {
-    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d2, src, dst, ii + d1 * d2 * k, 1, d1)
+    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d2, m, src, dst, ii + d1 * d2 * k, 1, d1)
   }
 }
 
 export function fftAxis3 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
+  const m = log2(d3)
   for (let j = 0; j < d2; j++) {
-    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d3, src, dst, ii + d1 * j, 1, d1 * d2)
+    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d3, m, src, dst, ii + d1 * j, 1, d1 * d2)
   }
 }
+
+/** log2 of a power of two. */
+function log2 (n: number): number { return 31 - Math.clz32(n) }
