@@ -22,6 +22,7 @@ import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from
 import { A as MULT, randlc } from '../random'
 import { CG_CLASSES, makeGrid, makeMatrix, type Csr, type Grid } from './cg/matrix'
 import { fortranE, fortranF, fortranI } from './cg/fortran'
+import { completeLater } from './cg/blocking'
 
 const CG_ITERATIONS = 25
 const EPSILON = 1e-10
@@ -58,14 +59,8 @@ class RowComm {
   private async exchange (send: Float64Array, recv: Float64Array, peer: number, tag: number): Promise<void> {
     if (!this.blocking) { await this.comm.sendrecv(send, peer, tag, recv, peer, tag); return }
     const req = this.comm.irecv(recv, peer, tag)
-    try { this.comm.sendSync(send, peer, tag) } catch (err) {
-      if ((err as { code?: string }).code !== 'ERR_MPI_WOULD_BLOCK') throw err
-      await (err as { request: { wait (): Promise<unknown> } }).request.wait()
-    }
-    try { req.waitSync() } catch (err) {
-      if ((err as { code?: string }).code !== 'ERR_MPI_WOULD_BLOCK') throw err
-      await req.wait()
-    }
+    try { this.comm.sendSync(send, peer, tag) } catch (err) { await completeLater(err) }
+    try { req.waitSync() } catch (err) { await completeLater(err) }
   }
 
   /** `value` summed over the grid row (the pairwise steps). */
@@ -212,7 +207,8 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
 
   const lines = ['', '   iteration           ||r||                 zeta']
   let zeta = 0
-  if (opts.blocking) comm.barrierSync(); else await comm.barrier()
+  if (!opts.blocking) await comm.barrier()
+  else try { comm.barrierSync() } catch (err) { await completeLater(err) }
   const t0 = performance.now()
   for (let it = 1; it <= p.niter; it++) {
     const rnorm = await conjGrad(m, g, v, rc)

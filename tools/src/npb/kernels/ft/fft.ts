@@ -13,6 +13,8 @@
 
 /** Lines transformed together (NPB's fftblock). */
 export const BLOCK = 16
+/** BLOCK for this module's loops: a module constant, not a property of `exports`, so V8 folds it. */
+const BLK = 16
 
 /**
  * The twiddle table for transforms up to length `maxn` (a power of two), as NPB's fft_init:
@@ -42,7 +44,7 @@ export function twiddles (maxn: number): Float64Array {
 function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
   const lk = 1 << (l - 1)
   const li = 1 << (m - l)
-  const B2 = 2 * BLOCK
+  const B2 = 2 * BLK
   const half = xs * (n >> 1)
   const ol = ys * lk
   for (let i = 0; i < li; i++) {
@@ -80,7 +82,7 @@ function stage (sign: number, l: number, m: number, n: number, u: Float64Array, 
 function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
   const lk = 1 << (l - 1)
   const li = 1 << (m - l)
-  const B2 = 2 * BLOCK
+  const B2 = 2 * BLK
   const q1 = xs * (n >> 2)
   const q2 = xs * (n >> 1)
   const q3 = q1 + q2
@@ -144,8 +146,8 @@ export class LineFft {
 
   constructor (maxn: number) {
     this.u = twiddles(maxn)
-    this.bx = new Float64Array(2 * BLOCK * maxn)
-    this.by = new Float64Array(2 * BLOCK * maxn)
+    this.bx = new Float64Array(2 * BLK * maxn)
+    this.by = new Float64Array(2 * BLK * maxn)
   }
 
   /**
@@ -156,7 +158,7 @@ export class LineFft {
    * the last writes it, with no copy.
    */
   lines (sign: number, n: number, m: number, src: Float64Array, dst: Float64Array, base: number, ls: number, es: number): void {
-    const B2 = 2 * BLOCK
+    const B2 = 2 * BLK
     let x = src
     let xo = 2 * base
     let xs = 2 * es
@@ -180,19 +182,19 @@ export class LineFft {
 
 /** Block (element e of line l at 2 (l + B e)) ← B lines of the array, each n contiguous complex values, line l at base + l·ls. */
 function gather (src: Float64Array, blk: Float64Array, n: number, base: number, ls: number): void {
-  for (let l = 0; l < BLOCK; l++) {
+  for (let l = 0; l < BLK; l++) {
     let s = 2 * (base + l * ls)
     let b = 2 * l
-    for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { blk[b] = src[s]; blk[b + 1] = src[s + 1] }
+    for (let e = 0; e < n; e++, s += 2, b += 2 * BLK) { blk[b] = src[s]; blk[b + 1] = src[s + 1] }
   }
 }
 
 /** The array's lines ← block (gather's inverse). */
 function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number, ls: number): void {
-  for (let l = 0; l < BLOCK; l++) {
+  for (let l = 0; l < BLK; l++) {
     let s = 2 * (base + l * ls)
     let b = 2 * l
-    for (let e = 0; e < n; e++, s += 2, b += 2 * BLOCK) { dst[s] = blk[b]; dst[s + 1] = blk[b + 1] }
+    for (let e = 0; e < n; e++, s += 2, b += 2 * BLK) { dst[s] = blk[b]; dst[s + 1] = blk[b + 1] }
   }
 }
 
@@ -204,21 +206,21 @@ function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number,
 export function fftAxis1 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
   const m = log2(d1)
   for (let k = 0; k < d3; k++) {
-    for (let jj = 0; jj + BLOCK <= d2; jj += BLOCK) f.lines(sign, d1, m, src, dst, d1 * (jj + d2 * k), d1, 1)
+    for (let jj = 0; jj + BLK <= d2; jj += BLK) f.lines(sign, d1, m, src, dst, d1 * (jj + d2 * k), d1, 1)
   }
 }
 
 export function fftAxis2 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
   const m = log2(d2)
   for (let k = 0; k < d3; k++) {
-    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d2, m, src, dst, ii + d1 * d2 * k, 1, d1)
+    for (let ii = 0; ii + BLK <= d1; ii += BLK) f.lines(sign, d2, m, src, dst, ii + d1 * d2 * k, 1, d1)
   }
 }
 
 export function fftAxis3 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
   const m = log2(d3)
   for (let j = 0; j < d2; j++) {
-    for (let ii = 0; ii + BLOCK <= d1; ii += BLOCK) f.lines(sign, d3, m, src, dst, ii + d1 * j, 1, d1 * d2)
+    for (let ii = 0; ii + BLK <= d1; ii += BLK) f.lines(sign, d3, m, src, dst, ii + d1 * j, 1, d1 * d2)
   }
 }
 
