@@ -3,7 +3,7 @@
  * The `fastsock` command line. The library's own commands, without any command-line dependency
  * (node:util's parseArgs): `fastsock run -- <command>` (runs a command with fastsock as its
  * `net`), `fastsock mpirun -n N <command>` (a fastsock/mpi job on this host) and `fastsock probe`
- * (which transports this host offers). The benchmarks `fastsock pipe | rate | osu` are handed
+ * (which transports this host offers). The benchmarks `fastsock pipe | rate | osu | npb` are handed
  * over to the fastsock-tools package when it is installed (./tools.ts), else one line says what
  * to install.
  * Exit status: 0 success, 1 failure (fastsock-tools not installed included), 2 bad usage (one
@@ -42,6 +42,7 @@ Benchmarks, from the ${TOOLS_PACKAGE} package (${tools}):
   pipe                        NetPIPE-style latency and bandwidth over every transport and Node net
   rate                        message rate with many peer processes
   osu <benchmark>             OSU Micro-Benchmarks of fastsock/mpi beside Open MPI's C
+  npb <kernel>                NAS Parallel Benchmarks (CG, EP, FT, IS, MG) beside the NAS reference
 
 Options:
   -h, --help                  this help (fastsock <command> --help: the command's)

@@ -1,5 +1,5 @@
 /**
- * `fastsock pipe | rate | osu`: the benchmarks live in the fastsock-tools package (tools/ in this
+ * `fastsock pipe | rate | osu | npb`: the benchmarks live in the fastsock-tools package (tools/ in this
  * repository), with their own dependencies, so that the library installs none of them. This file
  * finds that package and hands the command over, in this process; without it, one line says what
  * to install.
@@ -7,7 +7,7 @@
 import * as path from 'path'
 
 /** The commands fastsock-tools provides. */
-export const TOOL_COMMANDS: readonly string[] = ['pipe', 'rate', 'osu']
+export const TOOL_COMMANDS: readonly string[] = ['pipe', 'rate', 'osu', 'npb']
 
 /** The package's name, as `npm install` takes it. */
 export const TOOLS_PACKAGE = 'fastsock-tools'

@@ -1,21 +1,23 @@
 #!/usr/bin/env node
 /**
  * The fastsock-tools command line: `pipe` (NetPIPE-style benchmark of every transport), `rate`
- * (message rate with many peers: msgrate's patterns, Observatory's phases) and `osu` (OSU-style
- * benchmarks of fastsock/mpi beside Open MPI's C). Run as `fastsock-tools <command>`, or as
- * `fastsock <command>`: the library's own command line hands these three over (it calls main()
+ * (message rate with many peers: msgrate's patterns, Observatory's phases), `osu` (OSU-style
+ * benchmarks of fastsock/mpi beside Open MPI's C) and `npb` (the NAS Parallel Benchmarks' kernels
+ * in TypeScript beside the NAS reference). Run as `fastsock-tools <command>`, or as
+ * `fastsock <command>`: the library's own command line hands these over (it calls main()
  * with the program name 'fastsock' and FASTSOCK_TOOLS_LIBRARY naming its package).
  * Exit status: 0 success, 1 failure, 2 bad usage (commander's message on stderr).
  */
 import { Command, CommanderError } from 'commander'
 import { killAll } from './harness/children'
 import { pinLibrary } from './harness/library'
+import { npbCommand } from './npb/command'
 import { osuCommand } from './osu/command'
 import { pipeCommand } from './pipe/command'
 import { rateCommand } from './rate/command'
 
 /** The commands this package provides (the library's `fastsock` hands exactly these over). */
-export const COMMANDS = ['pipe', 'rate', 'osu'] as const
+export const COMMANDS = ['pipe', 'rate', 'osu', 'npb'] as const
 
 function toolsVersion (): string {
   try {
@@ -28,13 +30,13 @@ function toolsVersion (): string {
 
 function program (name: string): Command {
   const p = new Command(name)
-    .description('fastsock-tools: benchmarks of fastsock (pipe, rate) and of fastsock/mpi (osu)')
+    .description('fastsock-tools: benchmarks of fastsock (pipe, rate) and of fastsock/mpi (osu, npb)')
     .version(toolsVersion())
     .showHelpAfterError('(run with --help for usage)')
     // Throw instead of exiting, so main() decides the status: 2 for usage errors. Set before the
     // subcommands are added: they inherit it.
     .exitOverride()
-  for (const sub of [pipeCommand(), rateCommand(), osuCommand()]) p.addCommand(sub.copyInheritedSettings(p))
+  for (const sub of [pipeCommand(), rateCommand(), osuCommand(), npbCommand()]) p.addCommand(sub.copyInheritedSettings(p))
   return p
 }
 

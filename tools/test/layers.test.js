@@ -1,7 +1,7 @@
 'use strict'
 // tools/src's structure (docs/design.md, "The tools package"): no import cycle (type imports and
 // require() included, found by madge); the shared harness imports no tool; a tool (pipe, rate,
-// osu) imports the harness and its own files, never another tool's; nothing imports a file
+// osu, npb) imports the harness and its own files, never another tool's; nothing imports a file
 // outside tools/src (but tools/package.json); the library is loaded only by harness/library.ts, through its entry points
 // (`fastsock`, `fastsock/mpi`, `fastsock/internal`), other files naming them in type imports
 // only; and no file is over 800 lines.
@@ -17,7 +17,7 @@ const config = {
   tsConfig: path.join(tools, 'tsconfig.json'),
   detectiveOptions: { ts: { skipTypeImports: false, mixedImports: true } }
 }
-const TOOLS = ['pipe', 'rate', 'osu']
+const TOOLS = ['pipe', 'rate', 'osu', 'npb']
 const ENTRY_POINTS = ['fastsock', 'fastsock/mpi', 'fastsock/internal']
 
 function tsFiles (dir, rel = '') {
