@@ -8,7 +8,7 @@ const path = require('path')
 const { tools, run } = require('./helpers/cli')
 
 const rank = path.join(__dirname, 'helpers', 'npb-cg-ft-rank.js')
-const { fortranE, fortranF } = require(path.join(tools, 'dist', 'npb', 'kernels', 'cg', 'fortran.js'))
+const { fortranExp, fortranFixed } = require(path.join(tools, 'dist', 'npb', 'format.js'))
 const { makeGrid } = require(path.join(tools, 'dist', 'npb', 'kernels', 'cg', 'matrix.js'))
 
 /** Runs a kernel on `np` ranks; resolves with rank 0's KernelResult. */
@@ -20,14 +20,12 @@ async function job (t, np, kernel, cls, ...flags) {
   return JSON.parse(line)
 }
 
-t.test('Fortran formats as the reference prints them', async (t) => {
-  t.equal(fortranE(8.597177507864794, 20, 13), ' 0.8597177507865E+01', 'E20.13 (CG zeta)')
-  t.equal(fortranE(1.033104665906e-15, 20, 13), ' 0.1033104665906E-14', 'E20.13, negative exponent')
-  t.equal(fortranE(0.13805568625814e-12, 21, 14), ' 0.13805568625814E-12', 'E21.14 (CG ||r||)')
-  t.equal(fortranE(554.6087004964, 22, 12, true, 'D'), '    5.546087004964D+02', '1PD22.12 (FT checksum)')
-  t.equal(fortranE(-2.5, 12, 4), ' -0.2500E+01', 'negative')
-  t.equal(fortranE(0, 12, 4), '  0.0000E+00', 'zero')
-  t.equal(fortranF(9.998644157914, 20, 13), '     9.9986441579140', 'F20.13')
+t.test("the Fortran formats of CG's and FT's lines", async (t) => {
+  t.equal(fortranExp(8.597177507864794, 20, 13), ' 0.8597177507865E+01', 'E20.13 (CG zeta)')
+  t.equal(fortranExp(1.033104665906e-15, 20, 13), ' 0.1033104665906E-14', 'E20.13, negative exponent (CG error)')
+  t.equal(fortranExp(0.13805568625814e-12, 21, 14), ' 0.13805568625814E-12', 'E21.14 (CG ||r||)')
+  t.equal(fortranExp(554.6087004964, 22, 12, 'D', 1), '    5.546087004964D+02', '1PD22.12 (FT checksum)')
+  t.equal(fortranFixed(9.998644157914, 20, 13), '     9.9986441579140', 'F20.13 (CG zeta per iteration)')
 })
 
 t.test("CG's process grid: NPB-MPI's partners", async (t) => {

@@ -21,7 +21,7 @@ import type { Comm } from 'fastsock/mpi'
 import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from '../types'
 import { A as MULT, randlc } from '../random'
 import { CG_CLASSES, makeGrid, makeMatrix, type Csr, type Grid } from './cg/matrix'
-import { fortranE, fortranF, fortranI } from './cg/fortran'
+import { fortranExp, fortranFixed } from '../format'
 import { completeLater } from './cg/blocking'
 
 const CG_ITERATIONS = 25
@@ -214,7 +214,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
     const rnorm = await conjGrad(m, g, v, rc)
     const xz = await normalize(v, ncols, rc, pair, scratch)
     zeta = p.shift + 1 / xz
-    if (comm.rank === 0) lines.push(`    ${fortranI(it, 5)}      ${fortranE(rnorm, 21, 14)}${fortranF(zeta, 20, 13)}`)
+    if (comm.rank === 0) lines.push(`    ${String(it).padStart(5)}      ${fortranExp(rnorm, 21, 14)}${fortranFixed(zeta, 20, 13)}`)
   }
   const t = (performance.now() - t0) / 1000
   const tmax = new Float64Array(1)
@@ -224,8 +224,8 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   const err = Math.abs(zeta - p.zeta) / p.zeta
   const verified = err <= EPSILON
   lines.push(' Benchmark completed ')
-  if (verified) lines.push(' VERIFICATION SUCCESSFUL ', ` Zeta is    ${fortranE(zeta, 20, 13)}`, ` Error is   ${fortranE(err, 20, 13)}`)
-  else lines.push(' VERIFICATION FAILED', ` Zeta                ${fortranE(zeta, 20, 13)}`, ` The correct zeta is ${fortranE(p.zeta, 20, 13)}`)
+  if (verified) lines.push(' VERIFICATION SUCCESSFUL ', ` Zeta is    ${fortranExp(zeta, 20, 13)}`, ` Error is   ${fortranExp(err, 20, 13)}`)
+  else lines.push(' VERIFICATION FAILED', ` Zeta                ${fortranExp(zeta, 20, 13)}`, ` The correct zeta is ${fortranExp(p.zeta, 20, 13)}`)
   const seconds = tmax[0]
   const nz = p.nonzer * (p.nonzer + 1)
   const mops = seconds > 0 ? 1e-6 * 2 * p.niter * p.na * (3 + nz + 25 * (5 + nz) + 3) / seconds : 0

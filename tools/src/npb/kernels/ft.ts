@@ -23,7 +23,7 @@
 import type { Comm } from 'fastsock/mpi'
 import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from '../types'
 import { A as MULT, power46, randlc } from '../random'
-import { fortranE, fortranI } from './cg/fortran'
+import { fortranExp } from '../format'
 import { completeLater } from './cg/blocking'
 import { LineFft, fftAxis1, fftAxis2, fftAxis3 } from './ft/fft'
 import { FT_CLASSES, type FtParams } from './ft/params'
@@ -280,7 +280,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
     if (comm.rank === 0) {
       sums[2 * (iter - 1)] = allchk[0]
       sums[2 * (iter - 1) + 1] = allchk[1]
-      lines.push(` T =${fortranI(iter, 5)}     Checksum =${fortranE(allchk[0], 22, 12, true, 'D')}${fortranE(allchk[1], 22, 12, true, 'D')}`)
+      lines.push(` T =${String(iter).padStart(5)}     Checksum =${fortranExp(allchk[0], 22, 12, 'D', 1)}${fortranExp(allchk[1], 22, 12, 'D', 1)}`)
     }
   }
   if (opts.corrupt) sums[2 * (p.niter - 1)] *= 1 + 1e-9
