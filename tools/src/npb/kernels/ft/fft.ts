@@ -41,10 +41,10 @@ export function twiddles (maxn: number): Float64Array {
  * re, im) from there: xs = ys = 2B inside the scratch blocks, the array's own stride when a
  * stage reads or writes the array in place of a gather or scatter.
  */
-function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
+function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, xl: number, y: Float64Array, yo: number, ys: number, yl: number): void {
   const lk = 1 << (l - 1)
   const li = 1 << (m - l)
-  const B2 = 2 * BLK
+  const xend = BLK * xl
   const half = xs * (n >> 1)
   const ol = ys * lk
   for (let i = 0; i < li; i++) {
@@ -55,17 +55,17 @@ function stage (sign: number, l: number, m: number, n: number, u: Float64Array, 
     for (let k = 0; k < lk; k++, a += xs, c += ys) {
       const b = a + half
       const d = c + ol
-      for (let j = 0; j < B2; j += 2) {
-        const ar = x[a + j]
-        const ai = x[a + j + 1]
-        const br = x[b + j]
-        const bi = x[b + j + 1]
-        y[c + j] = ar + br
-        y[c + j + 1] = ai + bi
+      for (let jx = 0, jy = 0; jx < xend; jx += xl, jy += yl) {
+        const ar = x[a + jx]
+        const ai = x[a + jx + 1]
+        const br = x[b + jx]
+        const bi = x[b + jx + 1]
+        y[c + jy] = ar + br
+        y[c + jy + 1] = ai + bi
         const dr = ar - br
         const di = ai - bi
-        y[d + j] = ur * dr - ui * di
-        y[d + j + 1] = ur * di + ui * dr
+        y[d + jy] = ur * dr - ui * di
+        y[d + jy + 1] = ur * di + ui * dr
       }
     }
   }
@@ -79,10 +79,10 @@ function stage (sign: number, l: number, m: number, n: number, u: Float64Array, 
  * of the pairs (0, n/2) and (n/4, 3n/4): out0 = t0 + t2, out1 = w (t1 ± i t3),
  * out2 = w² (t0 − t2), out3 = w³ (t1 ∓ i t3). Strides as stage().
  */
-function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, y: Float64Array, yo: number, ys: number): void {
+function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, xl: number, y: Float64Array, yo: number, ys: number, yl: number): void {
   const lk = 1 << (l - 1)
   const li = 1 << (m - l)
-  const B2 = 2 * BLK
+  const xend = BLK * xl
   const q1 = xs * (n >> 2)
   const q2 = xs * (n >> 1)
   const q3 = q1 + q2
@@ -99,15 +99,15 @@ function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array,
     let a = xo + xs * i * lk
     let c = yo + ys * 4 * i * lk
     for (let k = 0; k < lk; k++, a += xs, c += ys) {
-      for (let j = 0; j < B2; j += 2) {
-        const x0r = x[a + j]
-        const x0i = x[a + j + 1]
-        const x1r = x[a + q2 + j]
-        const x1i = x[a + q2 + j + 1]
-        const x2r = x[a + q1 + j]
-        const x2i = x[a + q1 + j + 1]
-        const x3r = x[a + q3 + j]
-        const x3i = x[a + q3 + j + 1]
+      for (let jx = 0, jy = 0; jx < xend; jx += xl, jy += yl) {
+        const x0r = x[a + jx]
+        const x0i = x[a + jx + 1]
+        const x1r = x[a + q2 + jx]
+        const x1i = x[a + q2 + jx + 1]
+        const x2r = x[a + q1 + jx]
+        const x2i = x[a + q1 + jx + 1]
+        const x3r = x[a + q3 + jx]
+        const x3i = x[a + q3 + jx + 1]
         const t0r = x0r + x1r
         const t0i = x0i + x1i
         const t1r = x0r - x1r
@@ -116,20 +116,20 @@ function stage4 (sign: number, l: number, m: number, n: number, u: Float64Array,
         const t2i = x2i + x3i
         const t3r = x2r - x3r
         const t3i = x2i - x3i
-        y[c + j] = t0r + t2r
-        y[c + j + 1] = t0i + t2i
+        y[c + jy] = t0r + t2r
+        y[c + jy + 1] = t0i + t2i
         const sr = t1r - sign * t3i
         const si = t1i + sign * t3r
-        y[c + o1 + j] = w1r * sr - w1i * si
-        y[c + o1 + j + 1] = w1r * si + w1i * sr
+        y[c + o1 + jy] = w1r * sr - w1i * si
+        y[c + o1 + jy + 1] = w1r * si + w1i * sr
         const dr = t0r - t2r
         const di = t0i - t2i
-        y[c + o2 + j] = w2r * dr - w2i * di
-        y[c + o2 + j + 1] = w2r * di + w2i * dr
+        y[c + o2 + jy] = w2r * dr - w2i * di
+        y[c + o2 + jy + 1] = w2r * di + w2i * dr
         const er = t1r + sign * t3i
         const ei = t1i - sign * t3r
-        y[c + o3 + j] = w3r * er - w3i * ei
-        y[c + o3 + j + 1] = w3r * ei + w3i * er
+        y[c + o3 + jy] = w3r * er - w3i * ei
+        y[c + o3 + jy + 1] = w3r * ei + w3i * er
       }
     }
   }
@@ -162,39 +162,20 @@ export class LineFft {
     let x = src
     let xo = 2 * base
     let xs = 2 * es
-    if (es === 1) { gather(src, this.bx, n, base, ls); x = this.bx; xo = 0; xs = B2 }
-    let y = x === this.bx ? this.by : this.bx
+    let xl = 2 * ls
+    let y = this.bx
     let l = 1
     while (l <= m) {
       const last = l + (l < m ? 2 : 1) > m
-      const direct = last && es !== 1
-      const yy = direct ? dst : y
-      const yo = direct ? 2 * base : 0
-      const ys = direct ? 2 * es : B2
-      if (l < m) { stage4(sign, l, m, n, this.u, x, xo, xs, yy, yo, ys); l += 2 } else { stage(sign, l, m, n, this.u, x, xo, xs, yy, yo, ys); l += 1 }
+      const yy = last ? dst : y
+      const yo = last ? 2 * base : 0
+      const ys = last ? 2 * es : B2
+      const yl = last ? 2 * ls : 2
+      if (l < m) { stage4(sign, l, m, n, this.u, x, xo, xs, xl, yy, yo, ys, yl); l += 2 } else { stage(sign, l, m, n, this.u, x, xo, xs, xl, yy, yo, ys, yl); l += 1 }
       const t = x === this.bx ? this.bx : this.by
-      x = yy; xo = yo; xs = ys
+      x = yy; xo = yo; xs = ys; xl = yl
       y = t
     }
-    if (es === 1) scatter(x, dst, n, base, ls)
-  }
-}
-
-/** Block (element e of line l at 2 (l + B e)) ← B lines of the array, each n contiguous complex values, line l at base + l·ls. */
-function gather (src: Float64Array, blk: Float64Array, n: number, base: number, ls: number): void {
-  for (let l = 0; l < BLK; l++) {
-    let s = 2 * (base + l * ls)
-    let b = 2 * l
-    for (let e = 0; e < n; e++, s += 2, b += 2 * BLK) { blk[b] = src[s]; blk[b + 1] = src[s + 1] }
-  }
-}
-
-/** The array's lines ← block (gather's inverse). */
-function scatter (blk: Float64Array, dst: Float64Array, n: number, base: number, ls: number): void {
-  for (let l = 0; l < BLK; l++) {
-    let s = 2 * (base + l * ls)
-    let b = 2 * l
-    for (let e = 0; e < n; e++, s += 2, b += 2 * BLK) { dst[s] = blk[b]; dst[s + 1] = blk[b + 1] }
   }
 }
 
