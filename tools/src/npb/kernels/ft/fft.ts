@@ -1,11 +1,12 @@
 /**
- * FT's one-dimensional FFTs (NPB 3.4's cfftz/fftz2 and cffts1/2/3): a radix-2 Stockham
- * autosort transform applied to a block of B lines at once. B lines of a 3-D array (complex,
- * interleaved re/im in one Float64Array, flattened with the first index fastest) are gathered
- * into a scratch block where element e of line l sits at 2 (l + B e), transformed there
- * stage by stage between two scratch blocks, and scattered back. The B lines advance together
- * through each butterfly, so one twiddle factor serves B butterflies and every inner loop runs
- * over 2B consecutive doubles.
+ * FT's one-dimensional FFTs (NPB 3.4's cfftz/fftz2 and cffts1/2/3): the Stockham autosort
+ * transform, applied to B lines of a 3-D array at once (complex, interleaved re/im in one
+ * Float64Array, flattened with the first index fastest). The reference's radix-2 stages are
+ * taken two at a time (radix 4; one radix-2 stage last when log2 n is odd). The first stage
+ * reads the lines from the array and the last writes them back; the stages between run in two
+ * scratch blocks where element e of line l sits at 2 (l + B e). The B lines advance together
+ * through each butterfly, so one twiddle factor serves B butterflies; inside the blocks, and in
+ * the array for the y and z transforms, the innermost loop runs over 2B consecutive doubles.
  *
  * Forward (sign +1) uses the twiddles exp(+iπk/L) as NPB does (its forward transform has the
  * positive exponent); sign −1 their conjugates. Neither direction scales.
@@ -36,10 +37,9 @@ export function twiddles (maxn: number): Float64Array {
 /**
  * One Stockham stage l (1-based) of a length-n = 2^m transform on B lines. With
  * lk = 2^(l−1) and li = 2^(m−l), the pair (i lk + k, i lk + k + n/2) becomes
- * (i 2lk + k, i 2lk + k + lk) by a butterfly with twiddle exp(±iπi/li). Element e of the B
- * lines is read at x[xo + e·xs ..] and written at y[yo + e·ys ..], 2B doubles (the B lines'
- * re, im) from there: xs = ys = 2B inside the scratch blocks, the array's own stride when a
- * stage reads or writes the array in place of a gather or scatter.
+ * (i 2lk + k, i 2lk + k + lk) by a butterfly with twiddle exp(±iπi/li). Element e of line
+ * j is read at x[xo + e·xs + j·xl] (re; im next) and written at y[yo + e·ys + j·yl], in
+ * doubles: in the scratch blocks xs = 2B and xl = 2; in the array, its own strides.
  */
 function stage (sign: number, l: number, m: number, n: number, u: Float64Array, x: Float64Array, xo: number, xs: number, xl: number, y: Float64Array, yo: number, ys: number, yl: number): void {
   const lk = 1 << (l - 1)
@@ -153,9 +153,8 @@ export class LineFft {
   /**
    * Transforms the B lines of `src` whose element e of line l is the complex at index
    * base + l·ls + e·es (in complex units), writing them at the same places of `dst` (may be src).
-   * Lines along the array's first axis (es = 1) are gathered into a block and scattered back;
-   * otherwise (ls = 1: the B lines' elements side by side) the first stage reads the array and
-   * the last writes it, with no copy.
+   * The first stage reads `src` and the last writes `dst`, with no gather or scatter pass
+   * (src = dst is safe: the first stage has read every element before the last writes).
    */
   lines (sign: number, n: number, m: number, src: Float64Array, dst: Float64Array, base: number, ls: number, es: number): void {
     const B2 = 2 * BLK
@@ -181,8 +180,8 @@ export class LineFft {
 
 /**
  * The transforms along each of the three axes of a d1 × d2 × d3 array (NPB's cffts1, cffts2,
- * cffts3): every line along that axis, B at a time. d1, d2, d3 powers of two, the two other
- * than the transformed one at least B... or a multiple of B.
+ * cffts3): every line along that axis, B at a time. d1, d2, d3 powers of two, the transformed
+ * one at least 4 and the other two multiples of B.
  */
 export function fftAxis1 (f: LineFft, sign: number, d1: number, d2: number, d3: number, src: Float64Array, dst: Float64Array): void {
   const m = log2(d1)
