@@ -304,7 +304,7 @@ class Mg {
 
   private async allreduce1 (x: number, op: unknown): Promise<number> {
     this.red[0] = x
-    if (this.blocking) this.comm.allreduceSync(this.red, this.redOut, op as never)
+    if (this.blocking) await blockingOr(() => { this.comm.allreduceSync(this.red, this.redOut, op as never) })
     else await this.comm.allreduce(this.red, this.redOut, op as never)
     return this.redOut[0]
   }
@@ -411,7 +411,7 @@ class Mg {
       } else {
         pos.fill(0)
       }
-      if (this.blocking) comm.allreduceSync(pos, posOut, this.mpi.MAX)
+      if (this.blocking) await blockingOr(() => { comm.allreduceSync(pos, posOut, this.mpi.MAX) })
       else await comm.allreduce(pos, posOut, this.mpi.MAX)
     }
     let ih = CHARGES - 1
