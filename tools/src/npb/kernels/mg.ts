@@ -47,6 +47,9 @@ const A_COEF = [-8 / 3, 0, 1 / 6, 1 / 12]
 const C_SA = [-3 / 8, 1 / 32, -1 / 64, 0]
 const C_SB = [-3 / 17, 1 / 33, -1 / 61, 0]
 
+/** Set to 1: rank 0's report adds how its timed region divides between comm3, the norm allreduces and compute (as NPB's timer.flag file does). */
+export const TIMERS_ENV = 'FASTSOCK_NPB_TIMERS'
+
 /** The ten extremes zran3 marks with charges. */
 const CHARGES = 10
 
@@ -313,8 +316,15 @@ class Mg {
     this.c = cls === 'S' || cls === 'W' || cls === 'A' ? C_SA : C_SB
   }
 
-  private comm3 (L: Level, g: Float64Array): Promise<void> {
-    return this.halo.exchange(L, g)
+  /** Seconds spent in comm3 (messages and waits) and in norm2u3's allreduces, when timing (NPB's t_comm3, t_rcomm). */
+  readonly commSeconds = new Float64Array(2)
+  timing = false
+
+  private async comm3 (L: Level, g: Float64Array): Promise<void> {
+    if (!this.timing) return await this.halo.exchange(L, g)
+    const t0 = performance.now()
+    await this.halo.exchange(L, g)
+    this.commSeconds[0] += (performance.now() - t0) / 1000
   }
 
   private async allreduce1 (x: number, op: unknown): Promise<number> {
@@ -342,8 +352,10 @@ class Mg {
     const L = this.levels[this.lt]
     localNorms(g, L.n1, L.n2, L.n3, this.norms)
     const s = this.norms[0]
+    const t0 = performance.now()
     const rnmu = await this.allreduce1(this.norms[1], this.mpi.MAX)
     const sum = await this.allreduce1(s, this.mpi.SUM)
+    if (this.timing) this.commSeconds[1] += (performance.now() - t0) / 1000
     return [Math.sqrt(sum / (this.n * this.n * this.n)), rnmu]
   }
 
@@ -495,6 +507,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   await mg.zran3()
   await barrier()
 
+  mg.timing = process.env[TIMERS_ENV] === '1'
   const t0 = performance.now()
   await mg.resid(mg.lt)
   await mg.norm2u3(top.r)
@@ -516,6 +529,11 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   const lines = verified
     ? [' VERIFICATION SUCCESSFUL ', ' L2 Norm is ' + fortranE(rnm2), ' Error is   ' + fortranE(err)]
     : [' VERIFICATION FAILED', ' L2 Norm is             ' + fortranE(rnm2), ' The correct L2 Norm is ' + fortranE(spec.norm)]
+  if (mg.timing) {
+    // Rank 0's split of its own timed region (NPB's timer.flag report, shortened).
+    const [halo, norms] = mg.commSeconds
+    lines.push(` Rank 0: comm3 ${halo.toFixed(3)} s, norm allreduces ${norms.toFixed(3)} s, the rest (compute) ${(mine - halo - norms).toFixed(3)} s of ${mine.toFixed(3)} s`)
+  }
   const mops = seconds > 0 ? 58e-6 * nit * n * n * n / seconds : 0
   return { size: `${n}x${n}x${n}`, iterations: nit, seconds, mops, verified, lines }
 }
