@@ -508,6 +508,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   await barrier()
 
   mg.timing = process.env[TIMERS_ENV] === '1'
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   await mg.resid(mg.lt)
   await mg.norm2u3(top.r)
@@ -517,6 +518,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   }
   let [rnm2] = await mg.norm2u3(top.r)
   const mine = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
 
   const tIn = new Float64Array([mine])
   const tOut = new Float64Array(1)
@@ -532,7 +534,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   if (mg.timing) {
     // Rank 0's split of its own timed region (NPB's timer.flag report, shortened).
     const [halo, norms] = mg.commSeconds
-    lines.push(` Rank 0: comm3 ${halo.toFixed(3)} s, norm allreduces ${norms.toFixed(3)} s, the rest (compute) ${(mine - halo - norms).toFixed(3)} s of ${mine.toFixed(3)} s`)
+    lines.push(` Rank 0: comm3 ${halo.toFixed(3)} s, norm allreduces ${norms.toFixed(3)} s, the rest (compute) ${(mine - halo - norms).toFixed(3)} s of ${mine.toFixed(3)} s; CPU time ${((cpu.user + cpu.system) / 1e6).toFixed(3)} s`)
   }
   const mops = seconds > 0 ? 58e-6 * nit * n * n * n / seconds : 0
   return { size: `${n}x${n}x${n}`, iterations: nit, seconds, mops, verified, lines }
