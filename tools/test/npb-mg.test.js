@@ -152,6 +152,8 @@ function tests () {
     t.match(kernel.checkProcs('S', 3), /power of two/)
     t.match(kernel.checkProcs('A', 6), /power of two/)
     t.match(kernel.checkProcs('A', 16), /at most 8/)
+    t.match(kernel.checkProcs('Z', 1), /no class Z/)
+    await t.rejects(kernel.run({}, { size: 3, rank: 0 }, 'S', { blocking: false, corrupt: false }), { code: 'ERR_INVALID_ARG_VALUE', message: /power of two/ }, 'run refuses 3 ranks with a code')
   })
 
   const job = (np, args) => new Promise((resolve) => {

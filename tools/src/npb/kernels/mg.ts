@@ -197,13 +197,13 @@ function periodic (g: Float64Array, n1: number, n2: number, n3: number): void {
   g.copyWithin((n3 - 1) * n12, n12, 2 * n12)
 }
 
-/** Index of the plane sent toward `dir` (the first or last interior plane) and of the ghost plane filled from the neighbour on the other side. */
+/** The last index along `axis` (the high ghost plane; last - 1 is the high boundary plane, 1 the low one, 0 the low ghost plane). */
 function lastIndex (L: Level, axis: number): number {
   return (axis === 0 ? L.n1 : axis === 1 ? L.n2 : L.n3) - 1
 }
 
 /**
- * Runs comm3's three axis exchanges on grid `g` of level `L`. With one rank, the periodic
+ * comm3: refreshes the ghost layer of a level's grid, axis by axis. With one rank, the periodic
  * copies without messages; otherwise, per axis: irecv from both neighbours, send both boundary
  * planes, wait, fill both ghost planes.
  */
@@ -482,10 +482,9 @@ function siftUp (val: Float64Array, at: Int32Array, dir: number): void {
 }
 
 async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptions): Promise<KernelResult> {
-  const spec = CLASSES[cls]
-  if (spec === undefined) throw new RangeError(`MG has no class ${String(cls)}`)
   const why = checkProcs(cls, comm.size)
-  if (why !== null) throw new RangeError(why)
+  if (why !== null) throw Object.assign(new RangeError(why), { code: 'ERR_INVALID_ARG_VALUE' })
+  const spec = CLASSES[cls]
   const { n, nit } = spec
   const mg = new Mg(mpi, comm, n, cls, layoutOf(comm.rank, comm.size, n), opts.blocking)
   const top = mg.levels[mg.lt]
@@ -541,7 +540,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
 }
 
 function checkProcs (cls: NpbClass, np: number): string | null {
-  if (CLASSES[cls] === undefined) return `MG has no class ${String(cls)}`
+  if (!Object.prototype.hasOwnProperty.call(CLASSES, cls)) return `MG has no class ${String(cls)}`
   if (!Number.isInteger(np) || np < 1 || (np & (np - 1)) !== 0) return 'MG needs a power of two ranks'
   if (np > MAX_PROCS) return `MG runs on at most ${MAX_PROCS} ranks here (more would leave coarse levels without points on some ranks, which is not implemented)`
   return null
