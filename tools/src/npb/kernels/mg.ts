@@ -327,10 +327,10 @@ class Mg {
     this.commSeconds[0] += (performance.now() - t0) / 1000
   }
 
-  private async allreduce1 (x: number, op: unknown): Promise<number> {
+  private async allreduce1 (x: number, op: MpiModule['MAX']): Promise<number> {
     this.red[0] = x
-    if (this.blocking) await blockingOr(() => { this.comm.allreduceSync(this.red, this.redOut, op as never) })
-    else await this.comm.allreduce(this.red, this.redOut, op as never)
+    if (this.blocking) await blockingOr(() => { this.comm.allreduceSync(this.red, this.redOut, op) })
+    else await this.comm.allreduce(this.red, this.redOut, op)
     return this.redOut[0]
   }
 
