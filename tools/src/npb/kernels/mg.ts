@@ -454,8 +454,8 @@ class Mg {
 
 /**
  * This rank's ten largest interior values of z (hiVal ascending, hiAt their indices) and ten
- * smallest (loVal descending), as zran3 collects its candidates. A plain function of its own:
- * inside the async zran3 the same loop ran about 10x slower (not optimized there).
+ * smallest (loVal descending), as zran3 collects its candidates (a hot loop kept out of the
+ * async zran3, as the stencils are).
  */
 function scanExtremes (z: Float64Array, n1: number, n2: number, n3: number,
   hiVal: Float64Array, hiAt: Int32Array, loVal: Float64Array, loAt: Int32Array): void {
