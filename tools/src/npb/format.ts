@@ -8,7 +8,8 @@ import type { NpbClass } from './types'
 /**
  * A number in Fortran's `Ew.d` form with scale factor 0 (`0.1713023505403E+02`), or `Dw.d`
  * with scale factor 1 (`1p,d25.15`: `-3.247834652034487D+03`), right-aligned in `width`.
- * Two-digit exponents as gfortran prints them for |exponent| < 100.
+ * Exponents as gfortran prints them: two digits after the letter, three digits in place of the
+ * letter beyond ±99 (` 0.1500000000000-119`).
  */
 export function fortranExp (value: number, width: number, digits: number, letter: 'E' | 'D' = 'E', scale: 0 | 1 = 0): string {
   if (!Number.isFinite(value)) return (Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity').padStart(width)
@@ -23,7 +24,8 @@ export function fortranExp (value: number, width: number, digits: number, letter
     if (value !== 0) e += 1
   }
   const sign = e < 0 ? '-' : '+'
-  return `${m}${letter}${sign}${String(Math.abs(e)).padStart(2, '0')}`.padStart(width)
+  const mag = String(Math.abs(e)).padStart(2, '0')
+  return (Math.abs(e) > 99 ? `${m}${sign}${mag}` : `${m}${letter}${sign}${mag}`).padStart(width)
 }
 
 /** Fortran's `Fw.d`, right-aligned in `width`. */

@@ -27,7 +27,10 @@ import type { Comm, Request } from 'fastsock/mpi'
 import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from '../types'
 import { A as MULT, power46, randlc, vranlc } from '../random'
 import { interp, localNorms, psinv, resid, rprj3 } from './mg/stencils'
-import { fortranE } from './mg/format'
+import { fortranExp } from '../format'
+
+/** Fortran's E20.13, as mg.f prints the L2 norm and its error. */
+const fortranE = (x: number): string => fortranExp(x, 20, 13)
 
 /** Problem per class (NPB 3.4 setparams and mg.f): grid edge, V-cycles, reference L2 norm. */
 const CLASSES: Record<NpbClass, { n: number, nit: number, norm: number }> = {
