@@ -24,6 +24,7 @@ import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
 import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
 import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
+import { historyOf, lifetimeRoutingEnabled, predictsShort, LifetimeHistory } from './lifetime'
 
 /** The ConnectRequest's signal until an attempt sets its own. */
 const NEVER_ABORTED = new AbortController().signal
@@ -57,6 +58,11 @@ export interface ChainHost {
   emit (event: string, payload: unknown): boolean
   once (event: 'connect', cb: AnyFn): unknown
   destroy (err?: Error): unknown
+  /**
+   * The connection's destination has this history (lib/lifetime.ts): the socket adds how long it
+   * lived and how many bytes it moved to it when it closes.
+   */
+  track (history: LifetimeHistory): void
   /** Enters the connecting state (no handle yet): writes queue, timers refresh. */
   beginConnecting (): void
   /** Node's own connect on these normalized arguments; the socket reports `transport`. */
@@ -138,13 +144,23 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
   const decline = declineReason(options)
   if (decline) debug('chain', 'fast rungs declined: %s', decline)
   const chain = options.transports !== undefined ? parseTransports(options.transports) : host.transports
-  const rungs = chain.map(rungOf).filter(r => {
+  let rungs = chain.map(rungOf).filter(r => {
     if (r.nodeConnect) return true
     if (decline) return false
     const a = availability(r.name as TransportName)
     if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
     return a.available
   })
+  if (rungs.length > 1 && options.transports === undefined && lifetimeRoutingEnabled() && rungs.some(r => r.nodeConnect)) {
+    // Short connections to this destination: the kernel's socket costs less to set up than any
+    // fast rung can win back (lib/lifetime.ts). A connect that names its rungs gets them.
+    const history = historyOf(options.host || 'localhost', Number(options.port))
+    host.track(history)
+    if (predictsShort(history)) {
+      debug('chain', '%s:%s: recent connections were short: %s', options.host, options.port, rungs.find(r => r.nodeConnect)!.name)
+      rungs = rungs.filter(r => r.nodeConnect)
+    }
+  }
   if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.
     process.nextTick(() => host.emit('transportAttempt', { transport: rungs[0].name }))
