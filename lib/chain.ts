@@ -141,25 +141,33 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
     // Node's own connect throws or handles these exactly as net does.
     return host.nodeConnect(normalized, NODE_TRANSPORT)
   }
-  const decline = declineReason(options)
-  if (decline) debug('chain', 'fast rungs declined: %s', decline)
   const chain = options.transports !== undefined ? parseTransports(options.transports) : host.transports
-  let rungs = chain.map(rungOf).filter(r => {
-    if (r.nodeConnect) return true
-    if (decline) return false
-    const a = availability(r.name as TransportName)
-    if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
-    return a.available
-  })
-  if (rungs.length > 1 && options.transports === undefined && lifetimeRoutingEnabled() && rungs.some(r => r.nodeConnect)) {
-    // Short connections to this destination: the kernel's socket costs less to set up than any
-    // fast rung can win back (lib/lifetime.ts). A connect that names its rungs gets them.
-    const history = historyOf(options.host || 'localhost', Number(options.port))
-    host.track(history)
-    if (predictsShort(history)) {
-      debug('chain', '%s:%s: recent connections were short: %s', options.host, options.port, rungs.find(r => r.nodeConnect)!.name)
-      rungs = rungs.filter(r => r.nodeConnect)
+  // Short connections to this destination: the kernel's socket costs less to set up than any
+  // fast rung can win back (lib/lifetime.ts), so the chain starts there, without looking at the
+  // fast rungs at all. A connect that names its rungs gets them.
+  let kernel: Rung | null = null
+  if (options.transports === undefined && chain.length > 1 && lifetimeRoutingEnabled()) {
+    const node = chain.map(rungOf).find(r => r.nodeConnect)
+    if (node !== undefined) {
+      const history = historyOf(options.host || 'localhost', Number(options.port))
+      host.track(history)
+      if (predictsShort(history)) kernel = node
     }
+  }
+  let rungs: Rung[]
+  if (kernel !== null) {
+    debug('chain', '%s:%s: recent connections there were short: %s', options.host, options.port, kernel.name)
+    rungs = [kernel]
+  } else {
+    const decline = declineReason(options)
+    if (decline) debug('chain', 'fast rungs declined: %s', decline)
+    rungs = chain.map(rungOf).filter(r => {
+      if (r.nodeConnect) return true
+      if (decline) return false
+      const a = availability(r.name as TransportName)
+      if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
+      return a.available
+    })
   }
   if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.

@@ -124,7 +124,7 @@ export class SocketImpl extends NodeSocket {
     const stream = st.stream
     st.resetFlag?.close()
     st.stopAttempt?.()
-    if (st.life !== null) recordClose(this, st)
+    if (st.life !== null) recordClose(this, st, err)
     if (self._handle || (!this.connecting && !stream)) return super._destroy(err, cb)
     if (stream) {
       stream.close(self.resetAndClosing === true)

@@ -88,16 +88,16 @@ export function clearIdleTimer (sock: net.Socket): void {
 }
 
 /**
- * At destroy: adds this connection's lifetime (from connect(), ms) and bytes (read + written) to
- * its destination's history (lib/lifetime.ts), once. A connect that never completed adds nothing.
+ * At destroy (with its error, if any): adds this connection's lifetime (from connect(), ms) and
+ * bytes (read + written) to its destination's history (lib/lifetime.ts), once. A connect that
+ * never completed (destroyed while connecting, or failed: Node's error from its 'connect'
+ * syscall) adds nothing.
  */
-export function recordClose (sock: FsSocket, st: SocketState): void {
+export function recordClose (sock: FsSocket, st: SocketState, err: Error | null): void {
   const h = st.life!
   st.life = null
-  if (sock.connecting) return
-  const bytes = sock.bytesRead + sock.bytesWritten
-  if (bytes === 0 && sock.remoteAddress === undefined) return
-  recordLifetime(h, bytes, performance.now() - st.lifeStart)
+  if (sock.connecting || (err as { syscall?: string } | null)?.syscall === 'connect') return
+  recordLifetime(h, sock.bytesRead + sock.bytesWritten, performance.now() - st.lifeStart)
 }
 
 /** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
