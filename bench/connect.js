@@ -1,9 +1,11 @@
 'use strict'
 /**
  * Connection set-up cost per rung: time from connect() to 'connect' (µs) against a fastsock
- * server in another process, for fastsock's tcp, unix and shm rungs and Node's net.connect,
- * interleaved, `--n` connections each (default 300). Prints median, p90 and the ratio of
- * medians against net. The fast rungs pay verification (sock_diag + /proc) and the
+ * server in another process, for fastsock's tcp, unix and shm rungs, fastsock's default chain
+ * (`default`: what an application gets; its connections close at once, so after the first few
+ * the chain starts them on tcp, lib/lifetime.ts) and Node's net.connect, interleaved, `--n`
+ * connections each (default 300). Prints median, p90 and the ratio of medians against net, and
+ * the teardown: destroy() to 'close' (µs), median and ratio. The fast rungs pay verification (sock_diag + /proc) and the
  * side-channel handshake. `--steps`: when each set-up step happened on client and server (the
  * median µs after connect(), and the median over connections of the time since the row before,
  * paired per connection), the native verification's cost, and how often busy polling caught
@@ -51,22 +53,28 @@ if (process.argv[2] === 'peer') {
   const verify = {} // kind -> the native verification's own timings (µs)
   const polls = {} // kind -> the reply's latency after HELLO (µs) and how often busy polling caught it
   const port = await new Promise(resolve => peer.once('message', resolve))
-  const kinds = ['net', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
+  const kinds = ['net', 'default', 'tcp', 'unix', 'shm', ...(rdmaKinds.length ? ['net:rdma-ip', ...rdmaKinds] : []), ...(smcOn ? ['smc'] : [])]
   const t = Object.fromEntries(kinds.map(k => [k, []]))
+  const closeUs = Object.fromEntries(kinds.map(k => [k, []]))
+  const rungsOfDefault = {}
   for (let i = 0; i < N; i++) {
-    for (const k of kinds) {
+    // Each kind takes every place in the order in turn (the one after a gap pays for it).
+    for (const k of [...kinds.slice(i % kinds.length), ...kinds.slice(0, i % kinds.length)]) {
       const host = hostOf(k)
       const t0 = process.hrtime.bigint()
-      const c = k.startsWith('net') ? net.connect(port, host) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
+      const c = k.startsWith('net') ? net.connect(port, host) : k === 'default' ? fastsock.connect({ port, host }) : fastsock.connect({ port, host, transports: [k], transportTimeoutMs: 20000 })
       const tReturned = process.hrtime.bigint()
       let tAttempt = tReturned
       if (STEPS) c.once('transportAttempt', () => { tAttempt = process.hrtime.bigint() })
       await new Promise((resolve, reject) => c.once('connect', resolve).once('error', reject))
       const t1 = process.hrtime.bigint()
       t[k].push(Number(t1 - t0) / 1000)
-      if (!k.startsWith('net') && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
+      if (k === 'default') rungsOfDefault[c.transport] = (rungsOfDefault[c.transport] || 0) + 1
+      else if (!k.startsWith('net') && c.transport !== k) throw new Error(`asked for ${k}, got ${c.transport}`)
+      const t2 = process.hrtime.bigint()
       c.destroy()
       await new Promise(resolve => c.once('close', resolve))
+      closeUs[k].push(Number(process.hrtime.bigint() - t2) / 1000)
       if (STEPS && (k === 'shm' || k === 'unix')) {
         const theirs = await new Promise(resolve => { peer.once('message', resolve); peer.send('steps') })
         const mine = take().filter(x => x.atNs <= t1)
@@ -104,6 +112,14 @@ if (process.argv[2] === 'peer') {
     const base = rdmaKinds.includes(k) ? 'net:rdma-ip' : 'net'
     const ratio = k.startsWith('net') ? '' : `   ${(median(k) / median(base)).toFixed(2)}x ${base === 'net' ? 'net:tcp' : base}`
     console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${a[a.length >> 1].toFixed(0).padStart(7)}   p90 ${a[Math.floor(a.length * 0.9)].toFixed(0).padStart(7)}${ratio}`)
+  }
+  console.log(`default chain's connections by rung: ${Object.entries(rungsOfDefault).map(([r, n]) => `${r} ${n}`).join(', ')}`)
+  console.log('teardown, destroy() to \'close\', µs')
+  const medClose = k => closeUs[k].slice().sort((x, y) => x - y)[closeUs[k].length >> 1]
+  for (const k of kinds) {
+    const base = rdmaKinds.includes(k) ? 'net:rdma-ip' : 'net'
+    const ratio = k.startsWith('net') ? '' : `   ${(medClose(k) / medClose(base)).toFixed(2)}x`
+    console.log(`${(k === 'net' ? 'net:tcp' : k.startsWith('net') ? k : 'fastsock:' + k).padEnd(16)} median ${medClose(k).toFixed(0).padStart(7)}${ratio}`)
   }
   if (STEPS) {
     for (const [k, per] of Object.entries(steps)) {

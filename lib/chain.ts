@@ -24,6 +24,7 @@ import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
 import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
 import { cachedFailure, cacheFailure, negativeTtlMs } from './negative-cache'
+import { historyOf, lifetimeRoutingEnabled, predictsShort, LifetimeHistory } from './lifetime'
 
 /** The ConnectRequest's signal until an attempt sets its own. */
 const NEVER_ABORTED = new AbortController().signal
@@ -57,6 +58,11 @@ export interface ChainHost {
   emit (event: string, payload: unknown): boolean
   once (event: 'connect', cb: AnyFn): unknown
   destroy (err?: Error): unknown
+  /**
+   * The connection's destination has this history (lib/lifetime.ts): the socket adds how long it
+   * lived and how many bytes it moved to it when it closes.
+   */
+  track (history: LifetimeHistory): void
   /** Enters the connecting state (no handle yet): writes queue, timers refresh. */
   beginConnecting (): void
   /** Node's own connect on these normalized arguments; the socket reports `transport`. */
@@ -135,16 +141,34 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
     // Node's own connect throws or handles these exactly as net does.
     return host.nodeConnect(normalized, NODE_TRANSPORT)
   }
-  const decline = declineReason(options)
-  if (decline) debug('chain', 'fast rungs declined: %s', decline)
   const chain = options.transports !== undefined ? parseTransports(options.transports) : host.transports
-  const rungs = chain.map(rungOf).filter(r => {
-    if (r.nodeConnect) return true
-    if (decline) return false
-    const a = availability(r.name as TransportName)
-    if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
-    return a.available
-  })
+  // Short connections to this destination: the kernel's socket costs less to set up than any
+  // fast rung can win back (lib/lifetime.ts), so the chain starts there, without looking at the
+  // fast rungs at all. A connect that names its rungs gets them.
+  let kernel: Rung | null = null
+  if (options.transports === undefined && chain.length > 1 && lifetimeRoutingEnabled()) {
+    const node = chain.map(rungOf).find(r => r.nodeConnect)
+    if (node !== undefined) {
+      const history = historyOf(options.host || 'localhost', Number(options.port))
+      host.track(history)
+      if (predictsShort(history)) kernel = node
+    }
+  }
+  let rungs: Rung[]
+  if (kernel !== null) {
+    debug('chain', '%s:%s: recent connections there were short: %s', options.host, options.port, kernel.name)
+    rungs = [kernel]
+  } else {
+    const decline = declineReason(options)
+    if (decline) debug('chain', 'fast rungs declined: %s', decline)
+    rungs = chain.map(rungOf).filter(r => {
+      if (r.nodeConnect) return true
+      if (decline) return false
+      const a = availability(r.name as TransportName)
+      if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
+      return a.available
+    })
+  }
   if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.
     process.nextTick(() => host.emit('transportAttempt', { transport: rungs[0].name }))

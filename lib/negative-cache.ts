@@ -4,6 +4,7 @@
  * on every connect. One map per process; `clearNegativeCache()` (public) forgets everything.
  */
 import { isNotOffered, ServerBusyError } from './errors'
+import { clearLifetimes } from './lifetime'
 
 /** How long (ms) a "not offered" answer (nobody serves the rung there) is cached per destination. */
 export const NOT_OFFERED_TTL_MS = 1000
@@ -28,8 +29,14 @@ export function cacheFailure (key: string, ttlMs: number, reason: string): void 
   entries.set(key, { until: Date.now() + ttlMs, reason })
 }
 
-/** Forgets every cached negative result (tests; or after changing the local servers). */
-export function clearNegativeCache (): void { entries.clear() }
+/**
+ * Forgets every cached negative result, and the connection lifetimes learned per destination
+ * (lib/lifetime.ts) (tests; or after changing the local servers).
+ */
+export function clearNegativeCache (): void {
+  entries.clear()
+  clearLifetimes()
+}
 
 /**
  * How long a rung's failure is cached, by its class: "not offered" (NotOfferedError,

@@ -23,7 +23,7 @@ import type { SmcInfo, TcpView } from './transports/contract'
 import { connectThroughChain } from './chain'
 import { kState, SocketState } from './socket/state'
 import { prepareOptions, SocketOptions, kAccepted, AcceptedInfo } from './socket/options'
-import { initFastsock, chainHost, reinitialize, clearIdleTimer, NODE_CONNECT_PUBLISHES, publishClientSocket } from './socket/connect'
+import { initFastsock, chainHost, reinitialize, clearIdleTimer, NODE_CONNECT_PUBLISHES, publishClientSocket, recordClose } from './socket/connect'
 export { NODE_CONNECT_PUBLISHES, publishClientSocket }
 import { installAccessors, asBuffer } from './socket/accessors'
 import { drainBuffered } from './socket/drain'
@@ -124,6 +124,7 @@ export class SocketImpl extends NodeSocket {
     const stream = st.stream
     st.resetFlag?.close()
     st.stopAttempt?.()
+    if (st.life !== null) recordClose(this, st, err)
     if (self._handle || (!this.connecting && !stream)) return super._destroy(err, cb)
     if (stream) {
       stream.close(self.resetAndClosing === true)

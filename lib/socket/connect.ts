@@ -10,10 +10,11 @@ import { NODE_TRANSPORT } from '../transports/registry'
 import type { ChainHost } from '../chain'
 import { discardChannel } from '../transports/contract'
 import { originals } from '../originals'
-import { kState, applyChannel, newState } from './state'
+import { kState, applyChannel, newState, SocketState } from './state'
 import type { PreparedOptions } from './options'
 import { adoptChannel, attachEndpoint, AdoptingSocket, nodeSymbol } from './adopt'
 import { startConnectEntry, recordConnectEntry } from './perf'
+import { recordLifetime } from '../lifetime'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type FsSocket = AdoptingSocket & { transport: TransportName | null }
@@ -86,6 +87,19 @@ export function clearIdleTimer (sock: net.Socket): void {
   }
 }
 
+/**
+ * At destroy (with its error, if any): adds this connection's lifetime (from connect(), ms) and
+ * bytes (read + written) to its destination's history (lib/lifetime.ts), once. A connect that
+ * never completed (destroyed while connecting, or failed: Node's error from its 'connect'
+ * syscall) adds nothing.
+ */
+export function recordClose (sock: FsSocket, st: SocketState, err: Error | null): void {
+  const h = st.life!
+  st.life = null
+  if (sock.connecting || (err as { syscall?: string } | null)?.syscall === 'connect') return
+  recordLifetime(h, sock.bytesRead + sock.bytesWritten, performance.now() - st.lifeStart)
+}
+
 /** Node's own connect, without re-initializing stream state set since (a chain that ran first). */
 function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
   sock.transport = transport
@@ -131,6 +145,10 @@ export function chainHost (sock: FsSocket): ChainHost {
     },
     once: (event, cb) => sock.once(event, cb),
     destroy: err => sock.destroy(err),
+    track (history) {
+      st.life = history
+      st.lifeStart = performance.now()
+    },
     beginConnecting () {
       st.writeImpl = null
       ;(sock as unknown as { connecting: boolean }).connecting = true

@@ -7,6 +7,7 @@ import type { TransportName } from '../transports/names'
 import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel, ResetFlag } from '../transports/contract'
 import type { EndpointStream, StreamState } from '../stream/endpoint-stream'
 import type { OnreadSpec } from '../stream/onread'
+import type { LifetimeHistory } from '../lifetime'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -44,6 +45,10 @@ export interface SocketState extends StreamState {
   onread: OnreadSpec | null
   /** Stops the chain's attempt in flight for this connection (ChainHost.onDestroy); destroy() calls it. */
   stopAttempt: (() => void) | null
+  /** The destination's history this socket adds its lifetime to at close (lib/lifetime.ts), or null. */
+  life: LifetimeHistory | null
+  /** performance.now() at connect() when `life` is set (ms). */
+  lifeStart: number
 }
 
 /** A fresh state: no channel yet. */
@@ -66,7 +71,9 @@ export function newState (transports: TransportName[], timeoutMs: number, shmRin
     resetFlag: null,
     readQueue: null,
     onread,
-    stopAttempt: null
+    stopAttempt: null,
+    life: null,
+    lifeStart: 0
   }
 }
 
