@@ -21,6 +21,13 @@ import { peerLost } from './errors'
 
 /** What the device does with parsed frames (implemented by Device; no import cycle). */
 export interface FrameHandler {
+  /**
+   * Why a header from `conn` is not this protocol (its kind, length, context, source, tag or
+   * request ids), or null: every header goes through it before the device uses any field.
+   */
+  checkFrame (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): string | null
+  /** `conn`'s peer sent a header checkFrame refused (`why`): the connection is closed, the peer lost (ERR_MPI_PROTOCOL). */
+  onBadFrame (conn: Conn, why: string): void
   /** A frame header arrived; for EAGER/DATA, sets `conn.target` (and `conn.sink`) for its payload. */
   onHeader (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void
   /** The payload of the current frame is complete in `conn.target`. */
@@ -117,6 +124,11 @@ export const RECV_PARTIAL = -4
 
 const enum St { Header, Payload }
 
+/** The staging buffer of a connection that has not written yet (Conn.stage). */
+const NO_STAGE = new Uint8Array(0)
+const NO_STAGE32 = new Uint32Array(0)
+const NO_STAGE_DV = new DataView(new ArrayBuffer(0))
+
 /** A connection to one peer (world rank `peer`). */
 export class Conn {
   readonly peer: number
@@ -129,6 +141,8 @@ export class Conn {
   lost = false
   /** The peer said BYE (finalized). */
   departed = false
+  /** The peer's eager threshold, bytes (from the handshake): its EAGER frames are at most this long. */
+  peerEager = 0
   /** Frames written before `ready`, in order. */
   private queued: Array<{ head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null }> = []
 
@@ -163,15 +177,19 @@ export class Conn {
   readonly recvs = new Map<number, unknown>()
 
   /** The staging buffer of sync sends (header + small payload), its u32 view, and a cached view of its first `stageViewLen` bytes. */
-  private readonly stage = new Uint8Array(new ArrayBuffer(STAGE_BYTES))
-  private readonly stage32 = new Uint32Array(this.stage.buffer, 0, HEADER_BYTES / 4)
-  private readonly stageDv = new DataView(this.stage.buffer)
+  /**
+   * Made at the first staged write (a connection that only receives, or a peer lost before this
+   * rank wrote to it, never holds its 64 KiB), released when the peer is lost.
+   */
+  private stage = NO_STAGE
+  private stage32 = NO_STAGE32
+  private stageDv = NO_STAGE_DV
   /** Bytes of eager frames batched in `stage` on this tick (sendEager, flush). */
   batchLen = 0
   /** A small frame was written on this tick (the next one is batched; flush clears it). */
   private tickWrote = false
   /** Views of the first n bytes of `stage`, made once per length (a frame's length alternates between calls: barrier, allreduce...). */
-  private readonly stageViews: Uint8Array[] = []
+  private stageViews: Uint8Array[] = []
   /**
    * Options objects of the sync reads, reused (no allocation per call). Made with fractional
    * values so that V8 stores their fields as doubles from the start: made with integers, the
@@ -292,6 +310,7 @@ export class Conn {
    */
   private writeStaged (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
     payload: Uint8Array | null, n = payload === null ? 0 : payload.length): number {
+    if (this.stage === NO_STAGE) this.makeStage()
     // Host byte order: little-endian on every platform fastsock builds for.
     const h = this.stage32
     h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
@@ -325,6 +344,7 @@ export class Conn {
       this.handler.batched(this)
       return false
     }
+    if (this.stage === NO_STAGE) this.makeStage()
     const n = payload === null ? 0 : payload.length
     let off = this.batchLen
     if (off + HEADER_BYTES + n > STAGE_BYTES) { this.flush(); off = 0 }
@@ -358,6 +378,24 @@ export class Conn {
     const done = socket.writableLength === 0 ? this.trySync(this.stageViewOf(all)) : -1
     if (done === all) return
     this.rawWrite(Buffer.from(this.stage.subarray(done < 0 ? 0 : done, all)), null)
+  }
+
+  /** Allocates the staging buffer (see `stage`). */
+  private makeStage (): void {
+    this.stage = new Uint8Array(new ArrayBuffer(STAGE_BYTES))
+    this.stage32 = new Uint32Array(this.stage.buffer, 0, HEADER_BYTES / 4)
+    this.stageDv = new DataView(this.stage.buffer)
+  }
+
+  /** The peer is lost: drops the staging buffer and what the parser held (nothing more is read or written). */
+  release (): void {
+    this.stage = NO_STAGE
+    this.stage32 = NO_STAGE32
+    this.stageDv = NO_STAGE_DV
+    this.stageViews = []
+    this.batchLen = 0
+    this.target = null
+    this.sink = null
   }
 
   /** The first `n` bytes of `stage`: a cached view up to SMALL_FRAME bytes, else a new one. */
@@ -428,6 +466,7 @@ export class Conn {
 
   /** The 'data' listener: runs the parser over a chunk. */
   readonly onData = (chunk: Buffer): void => {
+    if (this.lost) return // a bad frame closed it: what follows is not read
     if (this.missAt !== 0) this.learn()
     this.parsing = true
     try {
@@ -480,6 +519,8 @@ export class Conn {
 
   /** Hands a decoded header to the device and sets up its payload. */
   private header (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
+    const bad = this.handler.checkFrame(this, kind, ctx, source, tag, length, sreq, rreq)
+    if (bad !== null) { this.refuse(bad); return }
     this.kind = kind
     this.ctx = ctx
     this.source = source
@@ -492,6 +533,16 @@ export class Conn {
       if ((this.target as Uint8Array).length === 0) this.handler.onPayload(this)
       else this.st = St.Payload
     }
+  }
+
+  /** A bad header (`why`): nothing more is read from this connection; the device reports the peer lost. */
+  private refuse (why: string): void {
+    this.lost = true
+    this.st = St.Header
+    this.hdrFill = 0
+    this.target = null
+    this.socket?.destroy()
+    this.handler.onBadFrame(this, why)
   }
 
   /** Reads the rest of the current DATA payload with socket.readInto (straight into the array). */
@@ -695,6 +746,8 @@ export class Conn {
       const h = this.hdr32
       const length = h[4] + h[5] * 0x100000000
       const ftag = h[3] | 0
+      const bad = this.handler.checkFrame(this, h[0], h[1], h[2] | 0, ftag, length, h[6], h[7])
+      if (bad !== null) { this.refuse(bad); return RECV_NONE }
       if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > max) {
         this.handleFrame()
         return RECV_OTHER

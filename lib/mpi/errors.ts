@@ -129,11 +129,11 @@ export function truncated (length: number, room: number, source: number, tag: nu
 }
 
 /**
- * MpiError ERR_MPI_PROTOCOL: world rank `rank` sent bytes that are not this protocol (`what` says
- * which field and value); the connection to it is closed and the rank reported lost.
+ * MpiError ERR_MPI_PROTOCOL: `rank` sent bytes that are not this protocol (`what` says which field
+ * and value); the connection to it is closed and the rank reported lost.
  */
 export function protocolError (rank: number, what: string): MpiError {
-  return new MpiError('ERR_MPI_PROTOCOL', `rank ${rank} sent a bad frame: ${what}; its connection is closed`, { rank })
+  return new MpiError('ERR_MPI_PROTOCOL', `rank ${rank} is lost: it sent bytes that are not this protocol (${what}); its connection is closed`, { rank })
 }
 
 /** MpiError ERR_MPI_NOT_INITIALIZED: `what` needs init() first. */
