@@ -74,8 +74,7 @@ const FRAME_SPIN_US = 1000
 /** readIntoSync's bound for "only what is there already": the smallest wait it takes. */
 const NO_WAIT_MS = 0.001
 
-/** Conn.recvEagerSync's answers other than a payload length (>= 0). */
-export const RECV_OTHER = -1
+/** The answers of Conn.nextHeaderSync and takeEagerSync other than a length (>= 0). */
 export const RECV_NONE = -2
 export const RECV_UNAVAILABLE = -3
 export const RECV_PARTIAL = -4
@@ -424,20 +423,15 @@ export class Conn extends ConnWriter {
   }
 
   /**
-   * Comm.recvSync's fast path (Device.recvEagerSync): reads the next frame of this connection
-   * synchronously, as pumpSync does (spinning up to `spinUs`, then asleep on the peer's doorbell,
-   * `waitMs` in all). When it is an EAGER message on `ctx` whose tag is `tag` (or any, for
-   * ANY_TAG -1) and fits in `bytes`, its payload goes straight into `bytes`, with no Request,
-   * posted receive or unexpected record, and its length is returned (its source and tag are
-   * left in `this.source`, `this.tag`). Any other frame is handled as the parser handles it
-   * (RECV_OTHER). RECV_NONE: no frame within `waitMs`, or the end of the stream (`atEof`).
-   * RECV_UNAVAILABLE: the connection cannot be read synchronously now (nothing was read).
-   * RECV_PARTIAL: the payload stopped short (a peer stalled past FRAME_REST_MS, or its stream
-   * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
-   * the frame its `sink` (Device.recvEagerSync: a posted receive).
-   * `max`: bytes.length (the caller's).
+   * Comm.recvSync's record-less fast path (Device.recvEagerSync), first half: reads the next
+   * header of this connection synchronously, as pumpSync does (spinning up to `spinUs`, then
+   * asleep on the peer's doorbell, `waitMs` in all) and has the device check it. HEADER_BYTES:
+   * the frame is held, its fields in `kind`, `ctx`, `source`, `tag`, `length`; the device matches
+   * it (match.ts) and then takes its payload (takeEagerSync) or hands it on (handleHeld).
+   * RECV_NONE: no frame within `waitMs`, the end of the stream (`atEof`), or a bad header (the
+   * peer is lost). RECV_UNAVAILABLE: the connection cannot be read synchronously now (nothing read).
    */
-  recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number, max = bytes.length): number {
+  nextHeaderSync (spinUs: number, waitMs: number): number {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||
         this.readIntoPending > 0 || this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0) return RECV_UNAVAILABLE
@@ -451,24 +445,50 @@ export class Conn extends ConnWriter {
       if (got < 0) return RECV_UNAVAILABLE
       if (got === 0) return RECV_NONE
       const h = this.hdr32
+      const kind = h[0]
+      const ctx = h[1]
+      const source = h[2] | 0
+      const tag = h[3] | 0
       const length = h[4] + h[5] * 0x100000000
-      const ftag = h[3] | 0
-      const bad = this.handler.checkFrame(this, h[0], h[1], h[2] | 0, ftag, length, h[6], h[7])
+      const bad = this.handler.checkFrame(this, kind, ctx, source, tag, length, h[6], h[7])
       if (bad !== null) { this.refuse(bad); return RECV_NONE }
-      if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > max) {
-        this.handleFrame()
-        return RECV_OTHER
-      }
-      this.kind = EAGER
+      this.kind = kind
       this.ctx = ctx
-      this.source = h[2] | 0
-      this.tag = ftag
+      this.source = source
+      this.tag = tag
       this.length = length
-      if (length === 0) return 0
-      const target = length === max ? bytes : bytes.subarray(0, length)
-      const o = this.blockOpts
-      o.spinUs = FRAME_SPIN_US
-      o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
+      return HEADER_BYTES
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /** The held frame (nextHeaderSync) is not the caller's: the device handles it as the parser would. */
+  handleHeld (): void {
+    this.parsing = true
+    try {
+      this.handleFrame()
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /**
+   * The held frame is an EAGER message the caller's receive matched, of at most `max` bytes
+   * (bytes.length): its payload goes straight into `bytes`, with no Request, posted receive or
+   * unexpected record; returns its length. RECV_PARTIAL: the payload stopped short (a peer
+   * stalled past FRAME_REST_MS, or its stream ended); `target`, `filled` and the parser's state
+   * are set for the rest, and the caller gives the frame its `sink` (a posted receive).
+   */
+  takeEagerSync (bytes: Uint8Array, max: number): number {
+    const length = this.length
+    if (length === 0) return 0
+    const target = length === max ? bytes : bytes.subarray(0, length)
+    const o = this.blockOpts
+    o.spinUs = FRAME_SPIN_US
+    o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
+    this.parsing = true
+    try {
       const p = Math.max(0, this.blockRead(target, o, length))
       if (p === length) return length
       this.target = target

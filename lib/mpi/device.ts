@@ -20,9 +20,9 @@
 import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
-import { Conn, FrameHandler, RECV_OTHER, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
+import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
 import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
-import { Matcher, PostedRecv, Unexpected } from './match'
+import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
 import { type MpiError, peerLost, protocolError, timedOut, truncated, wouldBlock } from './errors'
@@ -636,9 +636,9 @@ export class Device implements FrameHandler {
   /**
    * Comm.recvSync's fast path, for a receive from rank `source` (world rank `w`) with `tag` or
    * ANY_TAG: while no receive is posted, no probe waits and no unexpected message matches, the
-   * connection's next frames are read synchronously (Conn.recvEagerSync, waitSync's spin then
-   * doorbell) and the first matching eager message goes straight into `bytes`: no Request and
-   * no matching-engine records. Other frames are handled as the parser handles them. Returns the
+   * connection's next frames are read synchronously (Conn.nextHeaderSync, waitSync's spin then
+   * doorbell), matched here with match.ts's rule, and the first matching eager message goes
+   * straight into `bytes` (Conn.takeEagerSync): no Request and no matching-engine records. Other frames are handled as the parser handles them. Returns the
    * Status, or null when the general path (irecv, waitSync) must run: a matching message is
    * queued, the connection cannot be read synchronously now, or its stream ended.
    * `n`: bytes.length when the caller has it.
@@ -650,11 +650,13 @@ export class Device implements FrameHandler {
     if (this.dirty.length > 0) this.flushAll()
     for (;;) {
       if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
-      const got = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, BLOCK_SLICE_MS, n)
+      const head = c.nextHeaderSync(c.spinCapUs, BLOCK_SLICE_MS)
+      if (head === RECV_NONE) { if (c.atEof) return null; continue }
+      if (head === RECV_UNAVAILABLE) return null
+      // The held frame: this receive's (matched as the matching engine matches), or another's.
+      if (c.kind !== EAGER || !selects(ctx, source, tag, c.ctx, c.source, c.tag) || c.length > n) { c.handleHeld(); continue }
+      const got = c.takeEagerSync(bytes, n)
       if (got >= 0) return new Status(source, c.tag, got)
-      if (got === RECV_OTHER) continue
-      if (got === RECV_NONE) { if (c.atEof) return null; continue }
-      if (got === RECV_UNAVAILABLE) return null
       // RECV_PARTIAL: the payload's rest comes through the event loop, into a posted receive's
       // record (failed with the connection as any other); waitSync then throws WOULD_BLOCK, or
       // reports the loss when the stream ended.

@@ -48,6 +48,14 @@ export function matches (rSource: number, rTag: number, mSource: number, mTag: n
   return (rSource === mSource || rSource === -1) && (rTag === mTag || rTag === -1)
 }
 
+/**
+ * Does a receive on context `rCtx` select a message on `mCtx` (the rule above, context included)?
+ * The record-less fast path of the blocking tier (Device.recvEagerSync) matches with it too.
+ */
+export function selects (rCtx: number, rSource: number, rTag: number, mCtx: number, mSource: number, mTag: number): boolean {
+  return rCtx === mCtx && matches(rSource, rTag, mSource, mTag)
+}
+
 /** The two queues of one context id. */
 class ContextQueues {
   posted: PostedRecv[] = []
