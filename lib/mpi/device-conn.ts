@@ -239,6 +239,7 @@ export class Conn extends ConnWriter {
     super.release()
     this.target = null
     this.sink = null
+    this.contReq = null
   }
 
   /** A bad header (`why`): nothing more is read from this connection; the device reports the peer lost. */

@@ -258,8 +258,10 @@ export class ConnWriter {
     this.stageDv = new DataView(this.stage.buffer)
   }
 
-  /** The peer is lost: drops the staging buffer (nothing more is written). */
+  /** The peer is lost: drops the staging buffer and the socket (destroyed: nothing more is written). */
   release (): void {
+    this.ready = false
+    this.socket = null
     this.stage = NO_STAGE
     this.stage32 = NO_STAGE32
     this.stageDv = NO_STAGE_DV

@@ -575,7 +575,7 @@ export class Device implements FrameHandler {
       const pr = probes[i]
       if (pr.ranks.includes(w)) { probes.splice(i--, 1); pr.reject(gone(pr.source, why)) }
     }
-    this.matcher.dropFrom(w)
+    this.matcher.dropFrom(w, protocol)
     for (const r of this.unfinished) if ((r._op as number | null) === w) r._fail(gone(w, why))
   }
 

@@ -176,8 +176,11 @@ export class Matcher {
     return out
   }
 
-  /** Drops the unexpected RTS of a lost sender (their payload can never come). */
-  dropFrom (worldRank: number): void {
-    for (const q of this.byCtx.values()) q.unexpected = q.unexpected.filter(u => !(u.worldSource === worldRank && u.data === null && u.selfReq === null))
+  /**
+   * Drops the unexpected RTS of a lost sender (their payload can never come); with `all`, its
+   * eager messages too (a sender lost for breaking the protocol: nothing it sent is trusted).
+   */
+  dropFrom (worldRank: number, all = false): void {
+    for (const q of this.byCtx.values()) q.unexpected = q.unexpected.filter(u => !(u.worldSource === worldRank && (all || u.data === null) && u.selfReq === null))
   }
 }
