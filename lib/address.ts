@@ -110,4 +110,4 @@ export function blocks (blockList: net.BlockList | null | undefined, address: un
   return family !== 0 && blockList.check(address, family === 6 ? 'ipv6' : 'ipv4')
 }
 
-export type { EndpointView, TcpView } from './transports/contract'
+export type { EndpointView, TcpView } from './contract'

@@ -5,7 +5,7 @@
  */
 import type * as net from 'net'
 import { originals } from './originals'
-import type { KernelHandle } from './transports/contract'
+import type { KernelHandle } from './contract'
 
 /** Takes `sock`'s handle away (the caller owns it now) and destroys `sock` without closing it. */
 export function detachHandle (sock: net.Socket): KernelHandle {

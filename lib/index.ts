@@ -18,7 +18,7 @@ export type { SocketOptions, ServerOptions }
 export { transports, TransportAvailability, TRANSPORT_NAMES, TransportName } from './transports/registry'
 import type { TransportName } from './transports/registry'
 export { FastsockError } from './errors'
-export type { SmcInfo } from './transports/contract'
+export type { SmcInfo } from './contract'
 export { clearNegativeCache } from './negative-cache'
 
 type ConnectListener = () => void

@@ -4,7 +4,7 @@
  * the fast rungs are then absent and every connection uses TCP.
  */
 import * as path from 'path'
-import type { StreamEndpoint } from './transports/contract'
+import type { StreamEndpoint } from './contract'
 
 /**
  * The functions csrc/addon.cc exports. fds are plain numbers; -errno results are negative. Thrown

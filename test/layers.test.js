@@ -37,7 +37,7 @@ t.test('no import cycle in lib/', async t => {
 
 // docs/design.md, "Layers": the layer of each lib/ file, first match wins.
 const LAYERS = [
-  [/^transports\/contract\.ts$/, 0],
+  [/^contract\.ts$/, 0],
   [/^(errors|debug|address|wire|native|config|negative-cache|lifetime|originals|handles)\.ts$/, 1],
   [/^(stream|sidechannel)\/|^cluster\.ts$/, 2],
   [/^transports\/(registry|names)\.ts$/, 4],
@@ -69,13 +69,18 @@ t.test('no lib/ file over 800 lines', async t => {
   t.same(big, [], 'every file 800 lines or fewer')
 })
 
-t.test('lib/mpi/ imports fastsock only through its public facade (lib/index.ts)', async t => {
+// lib/mpi/ imports fastsock through its public facade (lib/index.ts), and lib/errors.ts, whose
+// argument and abort errors it shares (no copies: lib/mpi/errors.ts re-exports them; errors.ts
+// imports only Node's util and os).
+const MPI_MAY_IMPORT = ['index.ts', 'errors.ts']
+
+t.test('lib/mpi/ imports fastsock only through its public facade (lib/index.ts) and lib/errors.ts', async t => {
   const res = await madge(path.join(root, 'lib'), config)
   const mpiFiles = Object.keys(res.obj()).filter(f => f.startsWith('mpi/') && f.endsWith('.ts'))
   t.ok(mpiFiles.length >= 8, `madge read lib/mpi/ (${mpiFiles.length} files)`)
   const bad = []
   for (const f of mpiFiles) {
-    for (const dep of res.obj()[f]) if (!dep.startsWith('mpi/') && dep !== 'index.ts' && dep.endsWith('.ts')) bad.push(`${f} -> ${dep}`)
+    for (const dep of res.obj()[f]) if (!dep.startsWith('mpi/') && !MPI_MAY_IMPORT.includes(dep) && dep.endsWith('.ts')) bad.push(`${f} -> ${dep}`)
     // The source text too: every relative specifier leaving lib/mpi/ must name lib/index
     // ('../index' from lib/mpi, '../../index' from lib/mpi/coll), dynamic import() included.
     const src = fs.readFileSync(path.join(root, 'lib', f), 'utf8')
@@ -83,10 +88,10 @@ t.test('lib/mpi/ imports fastsock only through its public facade (lib/index.ts)'
     for (const spec of specs) {
       if (!spec.startsWith('.')) continue
       const target = path.relative(path.join(root, 'lib'), path.resolve(path.dirname(path.join(root, 'lib', f)), spec))
-      if (!target.startsWith('mpi' + path.sep) && target !== 'mpi' && target !== 'index') bad.push(`${f} imports '${spec}'`)
+      if (!target.startsWith('mpi' + path.sep) && target !== 'mpi' && !MPI_MAY_IMPORT.includes(target + '.ts')) bad.push(`${f} imports '${spec}'`)
     }
   }
-  t.same(bad, [], 'only ../index (or ../../index) and lib/mpi/ files')
+  t.same(bad, [], 'only ../index, ../errors (or ../../ from coll/) and lib/mpi/ files')
   // The check can fail: a file importing socket.ts directly is caught.
   const probe = "import { Socket } from '../socket'"
   const m = /(?:from\s+)['"]([^'"]+)['"]/.exec(probe)
@@ -127,4 +132,40 @@ t.test('the protocol cores in csrc/ include no N-API (directly or through a head
 t.test('no csrc/ file over 800 lines', async t => {
   const big = csrcFiles().map(f => [f, fs.readFileSync(path.join(CSRC, f), 'utf8').split('\n').length]).filter(([, n]) => n > 800)
   t.same(big, [], 'every file 800 lines or fewer')
+})
+
+// docs/design.md, "lib/mpi's own layers": the level of each lib/mpi file (a folder ending in `/`
+// stands for everything under it), read from the doc's block.
+function mpiLayers () {
+  const md = fs.readFileSync(path.join(root, 'docs', 'design.md'), 'utf8')
+  const block = md.slice(md.indexOf("### lib/mpi's own layers")).match(/```\n([\s\S]*?)```/)[1]
+  const entries = []
+  let level = null
+  for (const line of block.split('\n')) {
+    const m = /^(?:M(\d))?\s+([a-z-]+)\s+(.+)$/.exec(line)
+    if (m === null) continue
+    if (m[1] !== undefined) level = Number(m[1])
+    for (const p of m[3].trim().split(/\s+/)) entries.push([p, level, m[2]])
+  }
+  return entries
+}
+
+t.test("lib/mpi's own layers: every file has one, and imports point down (wire < connection < matching < device < collectives < communicator < init)", async t => {
+  const entries = mpiLayers()
+  t.ok(entries.length >= 15, `the block was read (${entries.length} entries)`)
+  const levelOf = f => { const e = entries.find(([p]) => p.endsWith('/') ? f.startsWith(p) : f === p); return e ? e[1] : null }
+  const order = ['wire', 'connection', 'matching', 'device', 'collectives', 'communicator', 'init'].map(name => entries.find(e => e[2] === name)[1])
+  t.same(order, [...order].sort((a, b) => a - b), 'the named layers are in that order')
+  t.ok(order[0] < order[order.length - 1])
+  const res = await madge(path.join(root, 'lib', 'mpi'), config)
+  const upward = []
+  for (const [from, deps] of Object.entries(res.obj())) {
+    if (!from.endsWith('.ts') || from.startsWith('..')) continue // fastsock itself, through the facade
+    t.not(levelOf(from), null, `mpi/${from} has a layer in docs/design.md's lib/mpi block`)
+    for (const to of deps.filter(d => d.endsWith('.ts') && !d.startsWith('..'))) {
+      if (levelOf(to) > levelOf(from)) upward.push(`${from} (M${levelOf(from)}) -> ${to} (M${levelOf(to)})`)
+    }
+  }
+  t.same(upward, [], 'no upward import inside lib/mpi')
+  t.ok(levelOf('device-conn.ts') < levelOf('device.ts') && levelOf('coll/index.ts') < levelOf('comm.ts'), 'the check can tell up from down')
 })

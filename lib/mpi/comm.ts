@@ -71,6 +71,7 @@ export class Comm {
     this.ctx = 2 * id
     this.collCtx = 2 * id + 1
     if (id > shared.maxId) shared.maxId = id
+    shared.device.registerContexts(id, worldRanks) // frames on its contexts must name their sender's own rank
     const me = worldRanks.indexOf(shared.device.rank)
     this.rank = me
     this.size = worldRanks.length

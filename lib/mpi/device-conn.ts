@@ -1,6 +1,6 @@
 /**
- * One connection of the device: a fastsock socket to one peer rank, its frame parser and its
- * write path (device-wire.ts has the format).
+ * One connection of the device: a fastsock socket to one peer rank and its frame parser, over
+ * its write path (ConnWriter, device-write.ts; device-wire.ts has the format).
  *
  * Reading: bytes come as 'data' chunks and run through a small state machine (handshake, header,
  * payload). Payloads are copied from the chunk straight into their target (the posted receive's
@@ -9,27 +9,27 @@
  * (`pollFrames`) reads headers and payloads with `readIntoSync` in a bounded spin instead of
  * waiting for the event loop.
  *
- * Writing: a header and its eager payload go out as one write. On shm with nothing queued, the
- * write is `writeSync` from a preallocated staging buffer (no allocation, no callback), bounded by
- * a short timeout; what it could not place is written asynchronously. Elsewhere, `cork`, the
- * writes, `uncork` (one writev).
+ * Every header, whichever path read it, goes through `header()`, which has the device check it
+ * (FrameHandler.checkFrame) before any field is used.
  */
 import { performance } from 'perf_hooks'
 import type { Socket } from '../index'
-import { HEADER_BYTES, EAGER, DATA, putHeader } from './device-wire'
+import { HEADER_BYTES, EAGER, DATA } from './device-wire'
+import { ConnWriter, type SyncOpts, type WriteHandler, SYNC_WRITE_BYTES, SYNC_BYTES_PER_MS } from './device-write'
 
 /** What the device does with parsed frames (implemented by Device; no import cycle). */
-export interface FrameHandler {
+export interface FrameHandler extends WriteHandler {
+  /**
+   * Why a header from `conn` is not this protocol (its kind, length, context, source, tag or
+   * request ids), or null: every header goes through it before the device uses any field.
+   */
+  checkFrame (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): string | null
+  /** `conn`'s peer sent a header checkFrame refused (`why`): the connection is closed, the peer lost (ERR_MPI_PROTOCOL). */
+  onBadFrame (conn: Conn, why: string): void
   /** A frame header arrived; for EAGER/DATA, sets `conn.target` (and `conn.sink`) for its payload. */
   onHeader (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void
   /** The payload of the current frame is complete in `conn.target`. */
   onPayload (conn: Conn): void
-  /** The asynchronous write of a send (`req`, as given to Conn.send) finished; `err` when it failed. */
-  onWritten (req: unknown, err: Error | null): void
-  /** This connection queued an asynchronous write (the fast path must not spin while any is pending). */
-  asyncWriter (conn: Conn): void
-  /** This connection started a batch of eager frames (flush it on this tick: Conn.flush). */
-  batched (conn: Conn): void
   /**
    * True when a synchronous spin on `conn` could stall other work: asynchronous writes queued, or
    * another connection with protocol state in flight (rendezvous waiting for CTS or DATA, receives
@@ -40,44 +40,10 @@ export interface FrameHandler {
   onPayloadError (conn: Conn, sink: unknown, err: Error): void
 }
 
-/** Bytes a staging buffer holds: header + small payload go out in one writeSync. */
-const STAGE_BYTES = 64 * 1024 + 32
-const SMALL_FRAME = 4096 + 64 // frames up to this many bytes (a collective's 4 KiB + descriptor + header) go through a view of `stage` made once per length
-/**
- * Eager payloads up to this size are batched per tick (sendEager); larger ones are written at
- * once, where the copy into the stage would cost more than the native call it saves (measured:
- * batching 64 KiB messages cut osu_bw at 64 KiB from ~2 GB/s to ~0.45 GB/s on the loaded VM).
- */
-const BATCH_MAX_PAYLOAD = 4096
-/**
- * Per-tick batching of small frames, off unless FASTSOCK_MPI_BATCH=1: measured on the 2-vCPU VM
- * (medians of 3-4 interleaved 10000-iteration runs of bench/mpi-pingpong.js, load 1.6-2.6) it
- * halved the sender's cost per isend (0.45-0.55 -> 0.27-0.33 µs) but added 0.6-0.9 µs to the
- * 8 B ping-pong (2.0-2.2 -> 2.8-3.1 µs RTT/2) and did not raise the 8 B window rate (0.65-0.69
- * M msg/s without, 0.57-0.64 with): the receiver, not the sender, bounds that rate.
- */
-const BATCH = process.env.FASTSOCK_MPI_BATCH === '1'
 /** A rendezvous payload larger than this is finished with socket.readInto (no chunk copies). */
 const READINTO_MIN = 16 * 1024
-/**
- * writeSync bounds: give up after 50 µs (then asynchronous). The spin budget is set beyond the
- * deadline on purpose: the native wait checks the deadline while spinning, but once its spin
- * budget is spent it sleeps on the doorbell for whole milliseconds (poll(2)'s unit).
- */
-const SYNC_WRITE = { spinUs: 1000, timeoutMs: 0.05 }
-/** readIntoSync of a payload right behind its header: up to 200 µs, spinning only (see SYNC_WRITE). */
+/** readIntoSync of a payload right behind its header: up to 200 µs, spinning only (see device-write.ts, SYNC_WRITE). */
 const SYNC_PAYLOAD = { spinUs: 1000, timeoutMs: 0.2 }
-/** The options of one synchronous read or write (the socket's sync pair). */
-interface SyncOpts { spinUs: number, timeoutMs: number, yield: boolean }
-/**
- * A synchronous write or payload read larger than this gets, beyond those bounds, the time its
- * bytes take at SYNC_BYTES_PER_MS (2 GB/s, a third of the ring's copy rate): a 1 MiB rendezvous
- * payload (0.2 + 0.52 ms) streams through the ring while the peer copies it out, instead of
- * timing out half-way into the event loop's path.
- */
-const SYNC_WRITE_BYTES = 64 * 1024
-const SYNC_BYTES_PER_MS = 2e6
-
 /**
  * How long, µs, a fast-path wait may keep reading frames that are there (not waiting for them:
  * that is the window's) before the rest is left to the event loop: a window of 64 messages of
@@ -108,8 +74,7 @@ const FRAME_SPIN_US = 1000
 /** readIntoSync's bound for "only what is there already": the smallest wait it takes. */
 const NO_WAIT_MS = 0.001
 
-/** Conn.recvEagerSync's answers other than a payload length (>= 0). */
-export const RECV_OTHER = -1
+/** The answers of Conn.nextHeaderSync and takeEagerSync other than a length (>= 0). */
 export const RECV_NONE = -2
 export const RECV_UNAVAILABLE = -3
 export const RECV_PARTIAL = -4
@@ -117,20 +82,14 @@ export const RECV_PARTIAL = -4
 const enum St { Header, Payload }
 
 /** A connection to one peer (world rank `peer`). */
-export class Conn {
-  readonly peer: number
-  socket: Socket | null = null
-  /** Frames may flow (handshake done). */
-  ready = false
-  /** The shm rung: synchronous I/O works. */
-  syncIo = false
+export class Conn extends ConnWriter {
+  declare readonly handler: FrameHandler
   /** Lost (closed without BYE, or failed to connect). */
   lost = false
   /** The peer said BYE (finalized). */
   departed = false
-  /** Frames written before `ready`, in order. */
-  private queued: Array<{ head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null }> = []
-
+  /** The peer's eager threshold, bytes (from the handshake): its EAGER frames are at most this long. */
+  peerEager = 0
   // Parser state.
   private st = St.Header
   /** The header being read (sync reads and headers split across chunks), with its u32 view. */
@@ -157,20 +116,6 @@ export class Conn {
   /** The blocking tier read the peer's end of stream (Device.waitSync reports the loss). */
   atEof = false
 
-  /** Rendezvous sends waiting for CTS / receives waiting for DATA, by request id. */
-  readonly sends = new Map<number, unknown>()
-  readonly recvs = new Map<number, unknown>()
-
-  /** The staging buffer of sync sends (header + small payload), its u32 view, and a cached view of its first `stageViewLen` bytes. */
-  private readonly stage = new Uint8Array(new ArrayBuffer(STAGE_BYTES))
-  private readonly stage32 = new Uint32Array(this.stage.buffer, 0, HEADER_BYTES / 4)
-  private readonly stageDv = new DataView(this.stage.buffer)
-  /** Bytes of eager frames batched in `stage` on this tick (sendEager, flush). */
-  batchLen = 0
-  /** A small frame was written on this tick (the next one is batched; flush clears it). */
-  private tickWrote = false
-  /** Views of the first n bytes of `stage`, made once per length (a frame's length alternates between calls: barrier, allreduce...). */
-  private readonly stageViews: Uint8Array[] = []
   /**
    * Options objects of the sync reads, reused (no allocation per call). Made with fractional
    * values so that V8 stores their fields as doubles from the start: made with integers, the
@@ -178,12 +123,9 @@ export class Conn {
    * function that had seen them (a deopt, then a recompile, while the ranks spin).
    */
   private readonly spinOpts: SyncOpts
-  private readonly bigOpts: SyncOpts
   private readonly blockOpts: SyncOpts
-  /** SYNC_WRITE and SYNC_PAYLOAD with this connection's `yield`. */
-  private readonly writeOpts: SyncOpts
+  /** SYNC_PAYLOAD with this connection's `yield`. */
   private readonly payloadOpts: SyncOpts
-  readonly handler: FrameHandler
 
   /** The receive fast path's largest spin on this connection, µs (0: none). */
   readonly spinCapUs: number
@@ -193,13 +135,10 @@ export class Conn {
    * polls (the device's choice when its host has fewer CPUs than ranks; docs/mpi.md, "Polling").
    */
   constructor (peer: number, handler: FrameHandler, spinCapUs = 0, yieldSpin = false) {
-    this.peer = peer
-    this.handler = handler
+    super(peer, handler, yieldSpin)
     this.spinCapUs = spinCapUs
     this.spinOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
-    this.bigOpts = { spinUs: 1000, timeoutMs: 0.5, yield: yieldSpin }
     this.blockOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
-    this.writeOpts = { ...SYNC_WRITE, yield: yieldSpin }
     this.payloadOpts = { ...SYNC_PAYLOAD, yield: yieldSpin }
   }
 
@@ -215,200 +154,6 @@ export class Conn {
     if (rest !== null && rest.length > 0) this.onData(rest)
   }
 
-  /**
-   * Sends one frame; `payload` follows the header (EAGER, DATA). Returns true when every byte
-   * is already in the channel; else the bytes are written asynchronously and, once written,
-   * `handler.onWritten(req, err?)` runs (when `req` is given).
-   */
-  send (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
-    payload: Uint8Array | null, req: unknown): boolean {
-    const n = payload === null ? 0 : payload.length
-    if (BATCH && n <= BATCH_MAX_PAYLOAD && this.batch(kind, ctx, source, tag, length, sreq, rreq, payload)) return true
-    if (this.batchLen > 0) this.flush()
-    const socket = this.socket
-    if (this.ready && this.syncIo && socket !== null && socket.writableLength === 0 && !socket.destroyed) {
-      if (HEADER_BYTES + n <= STAGE_BYTES) {
-        const done = this.writeStaged(kind, ctx, source, tag, length, sreq, rreq, payload, n)
-        if (done === HEADER_BYTES + n) return true
-        if (done >= 0) {
-          // The rest, copied (the stage is reused): the ring was full for 50 µs.
-          this.rawWrite(Buffer.from(this.stage.subarray(done, HEADER_BYTES + n)), this.callback(req))
-          return false
-        }
-      } else {
-        const head = Buffer.allocUnsafe(HEADER_BYTES)
-        putHeader(head, 0, kind, ctx, source, tag, length, sreq, rreq)
-        const h = this.trySync(head)
-        if (h === HEADER_BYTES) {
-          // While the peer's own DATA is due on this connection (recvs), it is writing too and
-          // drains nothing until it reads: only the short bound, then the event loop's path,
-          // which reads and writes in turn (both spinning a whole payload's bound stalled an
-          // exchange of 1 MiB by ~0.5 ms each way).
-          const p = this.trySync(payload!, this.recvs.size === 0)
-          if (p === n) return true
-          if (p >= 0) { this.rawWrite(payload!.subarray(p), this.callback(req)); return false }
-        } else if (h >= 0) {
-          socket.cork()
-          this.rawWrite(head.subarray(h), null)
-          this.rawWrite(payload!, this.callback(req))
-          socket.uncork()
-          return false
-        }
-      }
-    }
-    const head = Buffer.allocUnsafe(HEADER_BYTES)
-    putHeader(head, 0, kind, ctx, source, tag, length, sreq, rreq)
-    const cb = this.callback(req)
-    if (!this.ready) { this.queued.push({ head, payload, cb }); return false }
-    this.writeAsync(head, payload, cb)
-    return false
-  }
-
-  /**
-   * Comm.sendSync's fast path (Device.sendEagerSync): an EAGER frame of at most a staging
-   * buffer's payload, written from the stage with writeSync when this connection can be written
-   * synchronously now (shm, handshake done, nothing queued, no batch pending). True when every
-   * byte is in the channel, or the part the ring could not take within the sync bound was copied
-   * into an asynchronous write (`payload` may be reused either way: MPI's buffered completion);
-   * false when nothing was written (the caller takes the general path).
-   * `n`: payload.length (the caller's).
-   */
-  writeEagerNow (ctx: number, source: number, tag: number, payload: Uint8Array, n = payload.length): boolean {
-    const socket = this.socket
-    if (!this.ready || !this.syncIo || socket === null || this.batchLen > 0 || socket.writableLength > 0 ||
-        socket.destroyed || HEADER_BYTES + n > STAGE_BYTES) return false
-    const done = this.writeStaged(EAGER, ctx, source, tag, n, 0, 0, payload, n)
-    if (done < 0) return false
-    if (done < HEADER_BYTES + n) this.rawWrite(Buffer.from(this.stage.subarray(done, HEADER_BYTES + n)), null)
-    return true
-  }
-
-  /**
-   * One frame of at most STAGE_BYTES from the staging buffer (header, then `payload` copied
-   * behind it) with one writeSync: the bytes written (all, or part when the ring stayed full for
-   * the sync bound: the caller writes the rest from the stage asynchronously), or -1 when sync
-   * I/O is unavailable now (nothing written).
-   */
-  private writeStaged (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number,
-    payload: Uint8Array | null, n = payload === null ? 0 : payload.length): number {
-    // Host byte order: little-endian on every platform fastsock builds for.
-    const h = this.stage32
-    h[0] = kind; h[1] = ctx; h[2] = source; h[3] = tag
-    h[4] = length % 0x100000000; h[5] = Math.floor(length / 0x100000000); h[6] = sreq; h[7] = rreq
-    const stage = this.stage
-    if (n > 16) stage.set(payload!, HEADER_BYTES)
-    else for (let i = 0; i < n; i++) stage[HEADER_BYTES + i] = payload![i]
-    const all = HEADER_BYTES + n
-    return this.trySync(this.stageViewOf(all), true, all)
-  }
-
-  /**
-   * An EAGER frame into this tick's batch (shm, nothing queued): header and payload are copied
-   * into the staging buffer behind the frames already there, and written with the others in one
-   * writeSync by flush(), on this tick (the device's microtask), before any other frame of this
-   * connection, or before a wait spins. The send is complete at once (its array may be reused).
-   * False when the frame cannot be batched (Conn.send then).
-   */
-  sendEager (ctx: number, source: number, tag: number, payload: Uint8Array): boolean {
-    return BATCH && payload.length <= BATCH_MAX_PAYLOAD && this.batch(EAGER, ctx, source, tag, payload.length, 0, 0, payload)
-  }
-
-  /** A frame with at most BATCH_MAX_PAYLOAD payload bytes into this tick's batch; false when it cannot be batched. */
-  private batch (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number, payload: Uint8Array | null): boolean {
-    const socket = this.socket
-    if (!this.ready || !this.syncIo || socket === null || socket.writableLength > 0 || socket.destroyed) return false
-    if (!this.tickWrote) {
-      // The first frame of a tick goes straight out (a ping-pong's send is not delayed by a
-      // microtask); a second one on the same tick starts the batch.
-      this.tickWrote = true
-      this.handler.batched(this)
-      return false
-    }
-    const n = payload === null ? 0 : payload.length
-    let off = this.batchLen
-    if (off + HEADER_BYTES + n > STAGE_BYTES) { this.flush(); off = 0 }
-    const d = this.stageDv
-    d.setUint32(off, kind, true)
-    d.setUint32(off + 4, ctx, true)
-    d.setInt32(off + 8, source, true)
-    d.setInt32(off + 12, tag, true)
-    d.setUint32(off + 16, length % 0x100000000, true)
-    d.setUint32(off + 20, Math.floor(length / 0x100000000), true)
-    d.setUint32(off + 24, sreq, true)
-    d.setUint32(off + 28, rreq, true)
-    const stage = this.stage
-    if (n <= 16) {
-      for (let i = 0; i < n; i++) stage[off + HEADER_BYTES + i] = payload![i]
-    } else {
-      stage.set(payload!, off + HEADER_BYTES)
-    }
-    this.batchLen = off + HEADER_BYTES + n
-    return true
-  }
-
-  /** Writes this tick's batch of eager frames (see sendEager); what the ring cannot take now goes asynchronously. */
-  flush (): void {
-    this.tickWrote = false
-    const all = this.batchLen
-    if (all === 0) return
-    this.batchLen = 0
-    const socket = this.socket
-    if (socket === null || socket.destroyed) return // lost: the loss is reported by the close
-    const done = socket.writableLength === 0 ? this.trySync(this.stageViewOf(all)) : -1
-    if (done === all) return
-    this.rawWrite(Buffer.from(this.stage.subarray(done < 0 ? 0 : done, all)), null)
-  }
-
-  /** The first `n` bytes of `stage`: a cached view up to SMALL_FRAME bytes, else a new one. */
-  private stageViewOf (n: number): Uint8Array {
-    return n > SMALL_FRAME ? this.stage.subarray(0, n) : (this.stageViews[n] ??= this.stage.subarray(0, n))
-  }
-
-  /** The write callback of an asynchronous send: handler.onWritten(req, err), or null without `req`. */
-  private callback (req: unknown): ((err?: Error | null) => void) | null {
-    if (req === null || req === undefined) return null
-    const handler = this.handler
-    return (err?: Error | null) => handler.onWritten(req, err ?? null)
-  }
-
-  /**
-   * writeSync of `bytes`: the count written (all, or part on timeout); -1 when sync I/O is
-   * unavailable now. Bounded by SYNC_WRITE, plus the bytes' time at SYNC_BYTES_PER_MS past
-   * SYNC_WRITE_BYTES when `streaming` (the peer is reading meanwhile).
-   */
-  private trySync (bytes: Uint8Array, streaming = true, n = bytes.length): number {
-    const limit = Error.stackTraceLimit
-    Error.stackTraceLimit = 0 // a timeout is expected here: no stack to capture
-    try {
-      if (n <= SYNC_WRITE_BYTES || !streaming) return this.socket!.writeSync(bytes, this.writeOpts)
-      const o = this.bigOpts
-      o.timeoutMs = SYNC_WRITE.timeoutMs + n / SYNC_BYTES_PER_MS
-      return this.socket!.writeSync(bytes, o)
-    } catch (err) {
-      const e = err as { code?: string, bytesWritten?: number }
-      if (e.code === 'ETIMEDOUT') return e.bytesWritten ?? 0
-      return -1 // unavailable (queued writes), or the peer is gone: the async write reports it
-    } finally {
-      Error.stackTraceLimit = limit
-    }
-  }
-
-  private rawWrite (bytes: Uint8Array, cb: ((err?: Error | null) => void) | null): void {
-    this.handler.asyncWriter(this)
-    if (cb === null) this.socket!.write(bytes)
-    else this.socket!.write(bytes, cb)
-  }
-
-  private writeAsync (head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null): void {
-    const socket = this.socket!
-    if (socket.destroyed) { if (cb !== null) process.nextTick(cb, new Error('connection closed')); return }
-    if (payload === null || payload.length === 0) { this.rawWrite(head, cb); return }
-    socket.cork()
-    socket.write(head)
-    this.rawWrite(payload, cb)
-    socket.uncork()
-  }
-
   /** A fast-path wait that went to the event loop ended: adjust the spin budget (see pollFrames). */
   private learn (): void {
     const blockUs = (performance.now() - this.missAt) * 1000
@@ -418,15 +163,9 @@ export class Conn {
     else this.spinUs = Math.max(spin / 2, Math.min(this.spinCap, SPIN_FLOOR_US))
   }
 
-  /** Fails the frames queued before the handshake (the peer is lost). */
-  failQueued (err: Error): void {
-    const q = this.queued
-    this.queued = []
-    for (const f of q) if (f.cb !== null) f.cb(err)
-  }
-
   /** The 'data' listener: runs the parser over a chunk. */
   readonly onData = (chunk: Buffer): void => {
+    if (this.lost) return // a bad frame closed it: what follows is not read
     if (this.missAt !== 0) this.learn()
     this.parsing = true
     try {
@@ -479,6 +218,8 @@ export class Conn {
 
   /** Hands a decoded header to the device and sets up its payload. */
   private header (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
+    const bad = this.handler.checkFrame(this, kind, ctx, source, tag, length, sreq, rreq)
+    if (bad !== null) { this.refuse(bad); return }
     this.kind = kind
     this.ctx = ctx
     this.source = source
@@ -491,6 +232,24 @@ export class Conn {
       if ((this.target as Uint8Array).length === 0) this.handler.onPayload(this)
       else this.st = St.Payload
     }
+  }
+
+  /** The peer is lost: drops the staging buffer and what the parser held (nothing more is read or written). */
+  override release (): void {
+    super.release()
+    this.target = null
+    this.sink = null
+    this.contReq = null
+  }
+
+  /** A bad header (`why`): nothing more is read from this connection; the device reports the peer lost. */
+  private refuse (why: string): void {
+    this.lost = true
+    this.st = St.Header
+    this.hdrFill = 0
+    this.target = null
+    this.socket?.destroy()
+    this.handler.onBadFrame(this, why)
   }
 
   /** Reads the rest of the current DATA payload with socket.readInto (straight into the array). */
@@ -665,20 +424,15 @@ export class Conn {
   }
 
   /**
-   * Comm.recvSync's fast path (Device.recvEagerSync): reads the next frame of this connection
-   * synchronously, as pumpSync does (spinning up to `spinUs`, then asleep on the peer's doorbell,
-   * `waitMs` in all). When it is an EAGER message on `ctx` whose tag is `tag` (or any, for
-   * ANY_TAG -1) and fits in `bytes`, its payload goes straight into `bytes`, with no Request,
-   * posted receive or unexpected record, and its length is returned (its source and tag are
-   * left in `this.source`, `this.tag`). Any other frame is handled as the parser handles it
-   * (RECV_OTHER). RECV_NONE: no frame within `waitMs`, or the end of the stream (`atEof`).
-   * RECV_UNAVAILABLE: the connection cannot be read synchronously now (nothing was read).
-   * RECV_PARTIAL: the payload stopped short (a peer stalled past FRAME_REST_MS, or its stream
-   * ended); `target`, `filled` and the parser's state are set for the rest, and the caller gives
-   * the frame its `sink` (Device.recvEagerSync: a posted receive).
-   * `max`: bytes.length (the caller's).
+   * Comm.recvSync's record-less fast path (Device.recvEagerSync), first half: reads the next
+   * header of this connection synchronously, as pumpSync does (spinning up to `spinUs`, then
+   * asleep on the peer's doorbell, `waitMs` in all) and has the device check it. HEADER_BYTES:
+   * the frame is held, its fields in `kind`, `ctx`, `source`, `tag`, `length`; the device matches
+   * it (match.ts) and then takes its payload (takeEagerSync) or hands it on (handleHeld).
+   * RECV_NONE: no frame within `waitMs`, the end of the stream (`atEof`), or a bad header (the
+   * peer is lost). RECV_UNAVAILABLE: the connection cannot be read synchronously now (nothing read).
    */
-  recvEagerSync (ctx: number, tag: number, bytes: Uint8Array, spinUs: number, waitMs: number, max = bytes.length): number {
+  nextHeaderSync (spinUs: number, waitMs: number): number {
     const socket = this.socket
     if (!this.ready || !this.syncIo || socket === null || socket.destroyed || this.atEof || this.lost || this.parsing ||
         this.readIntoPending > 0 || this.st !== St.Header || this.hdrFill !== 0 || socket.readableLength > 0) return RECV_UNAVAILABLE
@@ -692,22 +446,50 @@ export class Conn {
       if (got < 0) return RECV_UNAVAILABLE
       if (got === 0) return RECV_NONE
       const h = this.hdr32
+      const kind = h[0]
+      const ctx = h[1]
+      const source = h[2] | 0
+      const tag = h[3] | 0
       const length = h[4] + h[5] * 0x100000000
-      const ftag = h[3] | 0
-      if (h[0] !== EAGER || h[1] !== ctx || (tag !== -1 && ftag !== tag) || length > max) {
-        this.handleFrame()
-        return RECV_OTHER
-      }
-      this.kind = EAGER
+      const bad = this.handler.checkFrame(this, kind, ctx, source, tag, length, h[6], h[7])
+      if (bad !== null) { this.refuse(bad); return RECV_NONE }
+      this.kind = kind
       this.ctx = ctx
-      this.source = h[2] | 0
-      this.tag = ftag
+      this.source = source
+      this.tag = tag
       this.length = length
-      if (length === 0) return 0
-      const target = length === max ? bytes : bytes.subarray(0, length)
-      const o = this.blockOpts
-      o.spinUs = FRAME_SPIN_US
-      o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
+      return HEADER_BYTES
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /** The held frame (nextHeaderSync) is not the caller's: the device handles it as the parser would. */
+  handleHeld (): void {
+    this.parsing = true
+    try {
+      this.handleFrame()
+    } finally {
+      this.parsing = false
+    }
+  }
+
+  /**
+   * The held frame is an EAGER message the caller's receive matched, of at most `max` bytes
+   * (bytes.length): its payload goes straight into `bytes`, with no Request, posted receive or
+   * unexpected record; returns its length. RECV_PARTIAL: the payload stopped short (a peer
+   * stalled past FRAME_REST_MS, or its stream ended); `target`, `filled` and the parser's state
+   * are set for the rest, and the caller gives the frame its `sink` (a posted receive).
+   */
+  takeEagerSync (bytes: Uint8Array, max: number): number {
+    const length = this.length
+    if (length === 0) return 0
+    const target = length === max ? bytes : bytes.subarray(0, length)
+    const o = this.blockOpts
+    o.spinUs = FRAME_SPIN_US
+    o.timeoutMs = FRAME_REST_MS + length / SYNC_BYTES_PER_MS
+    this.parsing = true
+    try {
       const p = Math.max(0, this.blockRead(target, o, length))
       if (p === length) return length
       this.target = target

@@ -4,9 +4,13 @@
  * header, followed by `length` payload bytes for EAGER and DATA frames.
  *
  * Handshake (once per connection, before any frame):
- *   dialer -> acceptor  HELLO, 16 bytes: u32 magic 0x504d5346 ('FSMP'), u16 version (1),
- *                       u16 0, u32 dialer's world rank, u32 job key (FNV-1a of the job id)
- *   acceptor -> dialer  REPLY, 8 bytes: u32 magic, u32 verdict (1 ACCEPT, 0 REJECT)
+ *   dialer -> acceptor  HELLO, 20 bytes: u32 magic 0x504d5346 ('FSMP'), u16 version (2),
+ *                       u16 0, u32 dialer's world rank, u32 job key (FNV-1a of the job id),
+ *                       u32 the dialer's eager threshold (bytes, at most MAX_EAGER)
+ *   acceptor -> dialer  REPLY, 12 bytes: u32 magic, u32 verdict (1 ACCEPT, 0 REJECT), u32 the
+ *                       acceptor's eager threshold
+ *   Each side's threshold bounds the EAGER frames it may send on the connection (the receiver
+ *   buffers an unexpected EAGER payload: it allocates no more than that).
  *   When two ranks dial each other at once, the connection dialed by the lower rank is kept:
  *   the acceptor answers REJECT when it already has a connection to the dialer, or is itself
  *   dialing it and is the lower rank. Frames flow only after ACCEPT.
@@ -19,12 +23,22 @@
  * EAGER: header + payload (message below the eager threshold). RTS: header only (ready to
  * send). CTS: the receiver matched the RTS and posted its array. DATA: header + payload, the
  * rendezvous payload, read straight into the posted array. BYE: orderly goodbye (finalize).
+ *
+ * Every header is checked before use (Device.checkFrame): its kind; EAGER length at most the
+ * sender's threshold, every length at most MAX_LENGTH; EAGER/RTS tag >= 0, source a rank of the
+ * communicator and the sender's own rank there when the context is known; CTS/DATA request ids
+ * of requests this side has open on the connection, with their lengths; BYE without payload. A
+ * bad header closes the connection and reports the sender lost with ERR_MPI_PROTOCOL.
  */
 
 export const MAGIC = 0x504d5346
-export const VERSION = 1
-export const HELLO_BYTES = 16
-export const REPLY_BYTES = 8
+export const VERSION = 2
+export const HELLO_BYTES = 20
+export const REPLY_BYTES = 12
+/** The largest eager threshold a HELLO or REPLY may announce (InitOptions.eagerThresholdBytes' bound). */
+export const MAX_EAGER = 2 ** 30
+/** The largest message length a header may carry: the largest exact integer of a double. */
+export const MAX_LENGTH = Number.MAX_SAFE_INTEGER
 export const HEADER_BYTES = 32
 
 export const EAGER = 1

@@ -20,12 +20,12 @@
 import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
-import { Conn, FrameHandler, RECV_OTHER, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
-import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, jobKey } from './device-wire'
-import { Matcher, PostedRecv, Unexpected } from './match'
+import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
+import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
+import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
-import { MpiError, peerLost, wouldBlock } from './errors'
+import { type MpiError, peerLost, protocolError, timedOut, truncated, wouldBlock } from './errors'
 
 /** A rank's endpoint card, published through the store as JSON at `card/<rank>`. */
 export interface Card { host: string, addr: string, port: number, pid: number }
@@ -34,7 +34,7 @@ export interface Card { host: string, addr: string, port: number, pid: number }
 export const DEFAULT_EAGER_BYTES = 64 * 1024
 
 /** A rendezvous send waiting for CTS. */
-interface SendRec { req: Request, bytes: Uint8Array, dest: number, tag: number }
+interface SendRec { req: Request, bytes: Uint8Array, dest: number, tag: number, ctx: number }
 /** A rendezvous receive waiting for DATA. */
 interface RecvRec { req: Request, bytes: Uint8Array, source: number, tag: number }
 
@@ -42,6 +42,8 @@ interface RecvRec { req: Request, bytes: Uint8Array, source: number, tag: number
 const BLOCK_SLICE_MS = 100
 /** Request.waitSync on an ANY_SOURCE receive: the spin on each connection in turn, µs. */
 const ANY_SLICE_US = 20
+/** An incoming connection's HELLO must be complete within this many ms (else it is closed). */
+const HANDSHAKE_MS = 10000
 const SINK_POSTED = 1
 const SINK_UNEXPECTED = 2
 const SINK_RNDV = 3
@@ -107,7 +109,7 @@ export class Device implements FrameHandler {
     if (c.ready) return
     await new Promise<void>((resolve, reject) => {
       const t = setInterval(() => {
-        if (c.ready) { clearInterval(t); resolve() } else if (this.lost.has(w)) { clearInterval(t); reject(peerLost(w, this.lost.get(w)!)) }
+        if (c.ready) { clearInterval(t); resolve() } else if (this.lost.has(w)) { clearInterval(t); reject(this.lossOf(w, w, this.lost.get(w)!)) }
       }, 1)
     })
   }
@@ -122,6 +124,14 @@ export class Device implements FrameHandler {
       const f = (r: number): void => { if (r === w) resolve(); else this.lostWaiters.push(f) }
       this.lostWaiters.push(f)
     })
+  }
+
+  /** World ranks lost for sending bytes that are not this protocol (their errors are ERR_MPI_PROTOCOL). */
+  private readonly badPeers = new Set<number>()
+
+  /** The error of an operation on `rank` (world rank `w`), lost for `why`: ERR_MPI_PROTOCOL or ERR_MPI_PEER_LOST. */
+  private lossOf (rank: number, w: number, why: string): MpiError {
+    return this.badPeers.has(w) ? protocolError(rank, why) : peerLost(rank, why)
   }
 
   /** The reason world rank `w` is lost, or undefined. */
@@ -157,12 +167,20 @@ export class Device implements FrameHandler {
       hello.writeUInt16LE(VERSION, 4)
       hello.writeUInt32LE(this.rank, 8)
       hello.writeUInt32LE(this.jobKey, 12)
+      hello.writeUInt32LE(this.eagerBytes, 16)
       sock.write(hello)
       readExactly(sock, REPLY_BYTES, (reply, rest) => {
         if (this.dialing.get(w) === sock) this.dialing.delete(w)
-        if (reply.readUInt32LE(0) !== MAGIC) { sock.destroy(); this.lose(w, 'protocol error in the handshake'); return }
         const c = this.conns[w]!
-        if (reply.readUInt32LE(4) !== 1 || c.ready) { rejected = true; sock.destroy(); return }
+        const verdict = reply.readUInt32LE(4)
+        const eager = reply.readUInt32LE(8)
+        if (reply.readUInt32LE(0) !== MAGIC || verdict > 1 || eager > MAX_EAGER) {
+          sock.destroy()
+          this.lose(w, `its handshake REPLY is not this protocol (magic 0x${reply.readUInt32LE(0).toString(16)}, verdict ${verdict}, eager threshold ${eager})`, true)
+          return
+        }
+        if (verdict !== 1 || c.ready) { rejected = true; sock.destroy(); return }
+        c.peerEager = eager
         this.adopt(c, sock, rest)
       })
     })
@@ -170,9 +188,17 @@ export class Device implements FrameHandler {
 
   private onIncoming (sock: Socket): void {
     sock.on('error', () => {})
+    // A dialer that does not finish its HELLO in time is no rank of this job (a rank writes it at once).
+    const timer = setTimeout(() => sock.destroy(), HANDSHAKE_MS)
+    timer.unref()
+    sock.once('close', () => clearTimeout(timer))
     readExactly(sock, HELLO_BYTES, (hello, rest) => {
+      clearTimeout(timer)
       const w = hello.readUInt32LE(8)
-      if (hello.readUInt32LE(0) !== MAGIC || hello.readUInt32LE(12) !== this.jobKey || w >= this.size || w === this.rank) {
+      const eager = hello.readUInt32LE(16)
+      // An unknown dialer is turned away without a word (it is no rank of this job: nothing to report).
+      if (hello.readUInt32LE(0) !== MAGIC || hello.readUInt16LE(4) !== VERSION || hello.readUInt32LE(12) !== this.jobKey ||
+          w >= this.size || w === this.rank || eager > MAX_EAGER) {
         sock.destroy()
         return
       }
@@ -182,9 +208,11 @@ export class Device implements FrameHandler {
       const existing = this.conns[w]
       const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
       reply.writeUInt32LE(accept ? 1 : 0, 4)
+      reply.writeUInt32LE(this.eagerBytes, 8)
       sock.write(reply)
       if (!accept) { sock.end(); return }
       const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin))
+      c.peerEager = eager
       this.adopt(c, sock, rest)
     })
   }
@@ -212,7 +240,7 @@ export class Device implements FrameHandler {
     const len = bytes.length
     if (w === this.rank) { this.sendSelf(req, ctx, source, dest, tag, bytes); return req }
     const why = this.lost.get(w)
-    if (why !== undefined) { req._fail(peerLost(dest, why)); return req }
+    if (why !== undefined) { req._fail(this.lossOf(dest, w, why)); return req }
     const c = this.conn(w)
     if (len <= this.eagerBytes) {
       const status = new Status(dest, tag, len)
@@ -224,7 +252,7 @@ export class Device implements FrameHandler {
       return req
     }
     const sreq = this.nextId++
-    c.sends.set(sreq, { req, bytes, dest, tag } satisfies SendRec)
+    c.sends.set(sreq, { req, bytes, dest, tag, ctx } satisfies SendRec)
     this.unfinished.add(req)
     req._onDone(() => this.unfinished.delete(req))
     c.send(RTS, ctx, source, tag, len, sreq, 0, null, null)
@@ -254,7 +282,7 @@ export class Device implements FrameHandler {
     if (this.takeMatch(ctx, source, tag, bytes, req)) return req
     if (w >= 0) {
       const why = this.lost.get(w)
-      if (why !== undefined) { req._fail(peerLost(source, why)); return req }
+      if (why !== undefined) { req._fail(this.lossOf(source, w, why)); return req }
       const c = this.conn(w)
       req._conn = c
       // The fast path on shm, run by wait(): the message is often right behind (a ping-pong).
@@ -262,7 +290,7 @@ export class Device implements FrameHandler {
     } else {
       for (const r of anyOf) {
         const why = this.lost.get(r)
-        if (why !== undefined && r !== this.rank) { req._fail(peerLost(anyOf.indexOf(r), why)); return req }
+        if (why !== undefined && r !== this.rank) { req._fail(this.lossOf(anyOf.indexOf(r), r, why)); return req }
       }
     }
     this.matcher.post({ ctx, source, tag, bytes, req, worldSource: w, anyOf: w >= 0 ? null : anyOf })
@@ -276,7 +304,7 @@ export class Device implements FrameHandler {
     const u = this.matcher.peekUnexpected(ctx, source, tag)
     if (u === null) return false
     if (u.length > bytes.length) {
-      req._fail(truncated(u.source, u.tag, u.length, bytes.length))
+      req._fail(truncatedAt(u.source, u.tag, u.length, bytes.length))
       return true
     }
     this.matcher.takeUnexpected(ctx, source, tag)
@@ -293,7 +321,7 @@ export class Device implements FrameHandler {
       return
     }
     const why = this.lost.get(u.worldSource)
-    if (why !== undefined) { req._fail(peerLost(u.source, why)); return }
+    if (why !== undefined) { req._fail(this.lossOf(u.source, u.worldSource, why)); return }
     this.startRendezvous(this.conn(u.worldSource), u.ctx, req, bytes.subarray(0, u.length), u.source, u.tag, u.sreq)
   }
 
@@ -308,7 +336,7 @@ export class Device implements FrameHandler {
     for (;;) {
       const p = this.matcher.takePosted(ctx, source, tag)
       if (p === null || p.bytes.length >= length) return p
-      p.req._fail(truncated(source, tag, length, p.bytes.length))
+      p.req._fail(truncatedAt(source, tag, length, p.bytes.length))
     }
   }
 
@@ -340,7 +368,7 @@ export class Device implements FrameHandler {
     const ranks = w >= 0 ? [w] : anyOf.filter(r => r !== this.rank)
     for (const r of ranks) {
       const why = this.lost.get(r)
-      if (why !== undefined) return Promise.reject(peerLost(w >= 0 ? source : anyOf.indexOf(r), why))
+      if (why !== undefined) return Promise.reject(this.lossOf(w >= 0 ? source : anyOf.indexOf(r), r, why))
       this.conn(r)
     }
     return new Promise((resolve, reject) => {
@@ -350,6 +378,55 @@ export class Device implements FrameHandler {
   }
 
   // ---- frames (FrameHandler) ------------------------------------------------------------------
+
+  /**
+   * The communicators' world ranks by wire context (both of each communicator's contexts),
+   * registered by Comm: checkFrame requires a message's source to be its sender's rank there.
+   */
+  private readonly contexts = new Map<number, readonly number[]>()
+
+  /** @internal Comm: the world ranks of communicator id `id` (wire contexts 2·id, 2·id+1). */
+  registerContexts (id: number, worldRanks: readonly number[]): void {
+    this.contexts.set(2 * id, worldRanks)
+    this.contexts.set(2 * id + 1, worldRanks)
+  }
+
+  /**
+   * @internal see FrameHandler: why a header from `c` is not this protocol, or null. Every
+   * field is checked before the device uses it (device-wire.ts, "checked"): nothing a peer claims
+   * is allocated beyond its announced eager threshold, no request id is trusted.
+   */
+  checkFrame (c: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): string | null {
+    if (length > MAX_LENGTH) return `${kindName(kind)} frame claiming ${length} bytes (above ${MAX_LENGTH})`
+    if (kind === EAGER || kind === RTS) {
+      if (kind === EAGER && length > c.peerEager) return `EAGER frame of ${length} bytes above its eager threshold of ${c.peerEager}`
+      if (kind === RTS && sreq === 0) return 'RTS without a request id'
+      if (tag < 0) return `${kindName(kind)} frame with tag ${tag}`
+      if (source < 0 || source >= this.size) return `${kindName(kind)} frame with source ${source} (a job of ${this.size} ranks)`
+      const ranks = this.contexts.get(ctx)
+      if (ranks !== undefined && ranks[source] !== c.peer) return `${kindName(kind)} frame on context ${ctx} claiming source ${source}, not its own rank there`
+      return null
+    }
+    if (kind === CTS) {
+      const s = c.sends.get(sreq) as SendRec | undefined
+      if (s === undefined) return `CTS for unknown request ${sreq}`
+      if (length !== s.bytes.length || ctx !== s.ctx || rreq === 0) return `CTS for request ${sreq} with length ${length}, context ${ctx} (the send has ${s.bytes.length} bytes on context ${s.ctx})`
+      return null
+    }
+    if (kind === DATA) {
+      const r = c.recvs.get(rreq) as RecvRec | undefined
+      if (r === undefined) return `DATA for unknown request ${rreq}`
+      if (length !== r.bytes.length) return `DATA of ${length} bytes for request ${rreq} of ${r.bytes.length}`
+      return null
+    }
+    if (kind === BYE) return length === 0 ? null : `BYE with ${length} payload bytes`
+    return `unknown frame kind ${kind}`
+  }
+
+  /** @internal see FrameHandler: `c`'s peer sent a bad frame: it is lost, its operations fail with ERR_MPI_PROTOCOL. */
+  onBadFrame (c: Conn, why: string): void {
+    this.lose(c.peer, why, true)
+  }
 
   /** @internal see FrameHandler */
   onHeader (c: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
@@ -370,23 +447,19 @@ export class Device implements FrameHandler {
       if (p !== null) this.startRendezvous(c, ctx, p.req, p.bytes.subarray(0, length), source, tag, sreq)
       else this.matcher.addUnexpected({ ctx, source, tag, length, worldSource: c.peer, data: null, sreq, selfReq: null })
     } else if (kind === CTS) {
-      const s = c.sends.get(sreq) as SendRec | undefined
-      if (s === undefined) { this.protocolError(c, `CTS for unknown request ${sreq}`); return }
+      const s = c.sends.get(sreq) as SendRec // checkFrame: it is there
       c.sends.delete(sreq)
       s.req._op = c.peer
       s.req._sendStatus = new Status(s.dest, s.tag, s.bytes.length)
       if (c.send(DATA, ctx, source, s.tag, s.bytes.length, sreq, rreq, s.bytes, s.req)) this.onWritten(s.req, null)
     } else if (kind === DATA) {
-      const r = c.recvs.get(rreq) as RecvRec | undefined
-      if (r === undefined || r.bytes.length !== length) { this.protocolError(c, `DATA for unknown request ${rreq}`); return }
+      const r = c.recvs.get(rreq) as RecvRec // checkFrame: it is there, of this length
       c.recvs.delete(rreq)
       c.sink = r
       c.sinkType = SINK_RNDV
       c.target = r.bytes
     } else if (kind === BYE) {
       c.departed = true
-    } else {
-      this.protocolError(c, `unknown frame kind ${kind}`)
     }
   }
 
@@ -444,17 +517,13 @@ export class Device implements FrameHandler {
   onWritten (r: unknown, err: Error | null): void {
     const req = r as Request
     this.unfinished.delete(req)
-    if (err !== null) req._fail(peerLost(req._sendStatus!.source, this.lost.get(req._op as number) ?? err.message))
+    if (err !== null) req._fail(this.lossOf(req._sendStatus!.source, req._op as number, this.lost.get(req._op as number) ?? err.message))
     else req._complete(req._sendStatus!)
   }
 
   /** @internal see FrameHandler */
   onPayloadError (c: Conn, sink: unknown, err: Error): void {
-    (sink as RecvRec).req._fail(peerLost((sink as RecvRec).source, this.lost.get(c.peer) ?? err.message))
-  }
-
-  private protocolError (c: Conn, what: string): void {
-    this.lose(c.peer, `protocol error: ${what}`)
+    (sink as RecvRec).req._fail(this.lossOf((sink as RecvRec).source, c.peer, this.lost.get(c.peer) ?? err.message))
   }
 
   // ---- loss and shutdown ----------------------------------------------------------------------
@@ -463,44 +532,51 @@ export class Device implements FrameHandler {
    * Marks world rank `w` lost (idempotent) and fails everything pending that involves it.
    * `why` goes into the errors' messages.
    */
-  lose (w: number, why: string): void {
+  lose (w: number, why: string, protocol = false): void {
     if (this.closing || w === this.rank || this.lost.has(w)) return
     const c = this.conns[w]
-    if (c?.departed) return
+    if (c?.departed && !protocol) return
+    if (protocol) {
+      this.badPeers.add(w)
+      const e = protocolError(w, why)
+      process.emitWarning(`fastsock/mpi: world ${e.message}`, { code: e.code })
+    }
+    const gone = protocol ? protocolError : peerLost
     this.lost.set(w, why)
     const ws = this.lostWaiters
     this.lostWaiters = []
     for (const f of ws) f(w)
     if (c !== null) {
       c.lost = true
-      for (const s of c.sends.values()) (s as SendRec).req._fail(peerLost((s as SendRec).dest, why))
-      for (const r of c.recvs.values()) (r as RecvRec).req._fail(peerLost((r as RecvRec).source, why))
+      for (const s of c.sends.values()) (s as SendRec).req._fail(gone((s as SendRec).dest, why))
+      for (const r of c.recvs.values()) (r as RecvRec).req._fail(gone((r as RecvRec).source, why))
       c.sends.clear()
       c.recvs.clear()
       const sink = c.sink
       if (sink !== null) {
         const type = c.sinkType
-        if (type === SINK_POSTED) (sink as PostedRecv).req._fail(peerLost((sink as PostedRecv).source, why))
-        else if (type === SINK_RNDV) (sink as RecvRec).req._fail(peerLost((sink as RecvRec).source, why))
+        if (type === SINK_POSTED) (sink as PostedRecv).req._fail(gone((sink as PostedRecv).source, why))
+        else if (type === SINK_RNDV) (sink as RecvRec).req._fail(gone((sink as RecvRec).source, why))
         c.sink = null
       }
       c.socket?.destroy()
       this.dialing.get(w)?.destroy()
-      c.failQueued(new Error(why))
+      c.failQueued(gone(w, why))
+      c.release()
     }
     for (const p of this.matcher.allPosted()) {
       if (p.worldSource === w || (p.anyOf !== null && p.anyOf.includes(w))) {
         this.matcher.unpost(p)
-        p.req._fail(peerLost(p.worldSource === w ? p.source : (p.anyOf as number[]).indexOf(w), why))
+        p.req._fail(gone(p.worldSource === w ? p.source : (p.anyOf as number[]).indexOf(w), why))
       }
     }
     const probes = this.matcher.probes
     for (let i = 0; i < probes.length; i++) {
       const pr = probes[i]
-      if (pr.ranks.includes(w)) { probes.splice(i--, 1); pr.reject(peerLost(pr.source, why)) }
+      if (pr.ranks.includes(w)) { probes.splice(i--, 1); pr.reject(gone(pr.source, why)) }
     }
-    this.matcher.dropFrom(w)
-    for (const r of this.unfinished) if ((r._op as number | null) === w) r._fail(peerLost(w, why))
+    this.matcher.dropFrom(w, protocol)
+    for (const r of this.unfinished) if ((r._op as number | null) === w) r._fail(gone(w, why))
   }
 
   /**
@@ -535,7 +611,7 @@ export class Device implements FrameHandler {
     for (;;) {
       for (const c of conns) {
         const left = end - performance.now()
-        if (left <= 0) throw new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeoutMs} ms`)
+        if (left <= 0) throw timedOut(timeoutMs)
         // One connection: its window's spin, then asleep on its doorbell (slices of at most
         // BLOCK_SLICE_MS, so that a timeout is kept); several: a short spin on each in turn.
         if (this.pumped(c, req, one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000))) return
@@ -560,9 +636,9 @@ export class Device implements FrameHandler {
   /**
    * Comm.recvSync's fast path, for a receive from rank `source` (world rank `w`) with `tag` or
    * ANY_TAG: while no receive is posted, no probe waits and no unexpected message matches, the
-   * connection's next frames are read synchronously (Conn.recvEagerSync, waitSync's spin then
-   * doorbell) and the first matching eager message goes straight into `bytes`: no Request and
-   * no matching-engine records. Other frames are handled as the parser handles them. Returns the
+   * connection's next frames are read synchronously (Conn.nextHeaderSync, waitSync's spin then
+   * doorbell), matched here with match.ts's rule, and the first matching eager message goes
+   * straight into `bytes` (Conn.takeEagerSync): no Request and no matching-engine records. Other frames are handled as the parser handles them. Returns the
    * Status, or null when the general path (irecv, waitSync) must run: a matching message is
    * queued, the connection cannot be read synchronously now, or its stream ended.
    * `n`: bytes.length when the caller has it.
@@ -574,11 +650,13 @@ export class Device implements FrameHandler {
     if (this.dirty.length > 0) this.flushAll()
     for (;;) {
       if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
-      const got = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, BLOCK_SLICE_MS, n)
+      const head = c.nextHeaderSync(c.spinCapUs, BLOCK_SLICE_MS)
+      if (head === RECV_NONE) { if (c.atEof) return null; continue }
+      if (head === RECV_UNAVAILABLE) return null
+      // The held frame: this receive's (matched as the matching engine matches), or another's.
+      if (c.kind !== EAGER || !selects(ctx, source, tag, c.ctx, c.source, c.tag) || c.length > n) { c.handleHeld(); continue }
+      const got = c.takeEagerSync(bytes, n)
       if (got >= 0) return new Status(source, c.tag, got)
-      if (got === RECV_OTHER) continue
-      if (got === RECV_NONE) { if (c.atEof) return null; continue }
-      if (got === RECV_UNAVAILABLE) return null
       // RECV_PARTIAL: the payload's rest comes through the event loop, into a posted receive's
       // record (failed with the connection as any other); waitSync then throws WOULD_BLOCK, or
       // reports the loss when the stream ended.
@@ -633,6 +711,11 @@ export class Device implements FrameHandler {
   }
 }
 
+/** A frame kind's name, for messages. */
+function kindName (kind: number): string {
+  return kind === EAGER ? 'EAGER' : kind === RTS ? 'RTS' : kind === CTS ? 'CTS' : kind === DATA ? 'DATA' : kind === BYE ? 'BYE' : `kind ${kind}`
+}
+
 /** Request._spin of a receive on shm: the connection's receive fast path, until the request is done. */
 function spinFor (req: Request, limitUs: number): void {
   const c = req._conn as Conn
@@ -641,9 +724,8 @@ function spinFor (req: Request, limitUs: number): void {
 }
 
 /** MpiError ERR_MPI_TRUNCATE for a message of `length` bytes into `room` bytes. */
-function truncated (source: number, tag: number, length: number, room: number): MpiError {
-  return new MpiError('ERR_MPI_TRUNCATE', `message of ${length} bytes (source ${source}, tag ${tag}) does not fit the receive array of ${room} bytes; it stays matchable`,
-    { status: new Status(source, tag, length) })
+function truncatedAt (source: number, tag: number, length: number, room: number): MpiError {
+  return truncated(length, room, source, tag, new Status(source, tag, length))
 }
 
 /**

@@ -48,6 +48,14 @@ export function matches (rSource: number, rTag: number, mSource: number, mTag: n
   return (rSource === mSource || rSource === -1) && (rTag === mTag || rTag === -1)
 }
 
+/**
+ * Does a receive on context `rCtx` select a message on `mCtx` (the rule above, context included)?
+ * The record-less fast path of the blocking tier (Device.recvEagerSync) matches with it too.
+ */
+export function selects (rCtx: number, rSource: number, rTag: number, mCtx: number, mSource: number, mTag: number): boolean {
+  return rCtx === mCtx && matches(rSource, rTag, mSource, mTag)
+}
+
 /** The two queues of one context id. */
 class ContextQueues {
   posted: PostedRecv[] = []
@@ -168,8 +176,11 @@ export class Matcher {
     return out
   }
 
-  /** Drops the unexpected RTS of a lost sender (their payload can never come). */
-  dropFrom (worldRank: number): void {
-    for (const q of this.byCtx.values()) q.unexpected = q.unexpected.filter(u => !(u.worldSource === worldRank && u.data === null && u.selfReq === null))
+  /**
+   * Drops the unexpected RTS of a lost sender (their payload can never come); with `all`, its
+   * eager messages too (a sender lost for breaking the protocol: nothing it sent is trusted).
+   */
+  dropFrom (worldRank: number, all = false): void {
+    for (const q of this.byCtx.values()) q.unexpected = q.unexpected.filter(u => !(u.worldSource === worldRank && (all || u.data === null) && u.selfReq === null))
   }
 }

@@ -25,8 +25,8 @@ import { candidateNames } from './names'
 import type { ReplyWindow } from './framed-read'
 import { readFrames } from './framed-read'
 import { originals } from '../originals'
-import type { AttemptContext, Channel, Connector, ConnectRequest, EarlyClientSetup, EarlyOffer, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../transports/contract'
-import { socketGone } from '../transports/contract'
+import type { AttemptContext, Channel, Connector, ConnectRequest, EarlyClientSetup, EarlyOffer, KernelHandle, Rung, SideChannelClientEnd, SideChannelOffer } from '../contract'
+import { socketGone } from '../contract'
 
 const { ECONNREFUSED, ENOENT, EPROTO } = ERRNO
 

@@ -7,7 +7,7 @@
  * bounds the handshake by the attempt's time, and listens once per server for all its rungs
  * (./serve.ts). Its rungs are endpoint factories: a `sideChannel` offer and `connector: sideChannel`.
  */
-import type { AttemptContext, Channel, Connector, ConnectRequest, ListenRequest, Rung, RungListener } from '../transports/contract'
+import type { AttemptContext, Channel, Connector, ConnectRequest, ListenRequest, Rung, RungListener } from '../contract'
 import { connectSideChannel, skipSideChannel, EarlyServers, ClientMemory } from './client'
 import { ClientPorts } from './listener'
 import { ReplyWindow } from './framed-read'

@@ -8,7 +8,7 @@
 import { debug } from '../debug'
 import { SideChannelListener, ClientPorts } from './listener'
 import { dispatchToWorkers, serveFromPrimary, keyOf } from '../cluster'
-import type { Connector, ListenRequest, RungListener } from '../transports/contract'
+import type { Connector, ListenRequest, RungListener } from '../contract'
 
 /** The side-channel listener for this server's TCP listener, offering the rungs of `connector`, or null. */
 export function listenSideChannel (req: ListenRequest, connector: Connector, clientPorts: ClientPorts): RungListener | null {

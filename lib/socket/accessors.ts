@@ -3,7 +3,7 @@
  */
 import type * as net from 'net'
 import { originals } from '../originals'
-import type { KernelHandle, TcpView } from '../transports/contract'
+import type { KernelHandle, TcpView } from '../contract'
 import type { EndpointStream } from '../stream/endpoint-stream'
 import { kState, SocketState } from './state'
 import { nodeSymbol } from './adopt'

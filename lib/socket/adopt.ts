@@ -5,7 +5,7 @@
  * resolved), 'connect', 'ready'.
  */
 import type * as net from 'net'
-import { discardChannel, Channel } from '../transports/contract'
+import { discardChannel, Channel } from '../contract'
 import { EndpointStream } from '../stream/endpoint-stream'
 import { DEFAULT_POLL_WINDOW_US } from '../config'
 import { kState, SocketState, applyChannel } from './state'

@@ -4,7 +4,7 @@
  */
 import type * as net from 'net'
 import { parseTransports, defaultTransports, TransportName } from '../transports/names'
-import type { Channel } from '../transports/contract'
+import type { Channel } from '../contract'
 import { outOfRange } from '../errors'
 import { configuredPollUs, configuredRingBytes, validRingBytes } from '../config'
 import { onreadSpec } from '../stream/onread'

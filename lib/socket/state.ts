@@ -4,7 +4,7 @@
  * hooks, the stream core of a handle-less channel, and the read-side requests it serves.
  */
 import type { TransportName } from '../transports/names'
-import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel, ResetFlag } from '../transports/contract'
+import { NO_CAPABILITIES, Capabilities, ChannelHooks, TcpView, Channel, ResetFlag } from '../contract'
 import type { EndpointStream, StreamState } from '../stream/endpoint-stream'
 import type { OnreadSpec } from '../stream/onread'
 import type { LifetimeHistory } from '../lifetime'

@@ -98,7 +98,7 @@ export function rewrapOnConnect (socket: net.Socket, tlssock: tls.TLSSocket, bef
       debug('tls', 'client on %s (no kernel handle): TLS runs through Node\'s JSStreamSocket', rung)
       return
     }
-    // Only where it is tested (Rung.tlsOnHandle, lib/transports/contract.ts).
+    // Only where it is tested (Rung.tlsOnHandle, lib/contract.ts).
     if (!tlsOnHandle(s.transport)) {
       debug('tls', 'client on %s: TLS stays on JSStreamSocket (the rung does not take TLS on its handle)', rung)
       return

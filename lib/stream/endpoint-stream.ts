@@ -2,7 +2,7 @@
  * L2, the stream core for handle-less endpoints (see EndpointStream). A socket on shm or verbs
  * has no kernel handle (`_handle` is null; docs/design.md, "The stream core"); its Duplex hooks
  * (`_read`, `_writeGeneric`, `_final`, `_destroy`, ref/unref, the byte counters) call one EndpointStream,
- * which moves bytes between the endpoint (lib/transports/contract.ts StreamEndpoint) and the
+ * which moves bytes between the endpoint (lib/contract.ts StreamEndpoint) and the
  * socket's stream: pending readInto requests first, then `onread`, then 'data'.
  *
  * Event-loop integration: the endpoint calls `onevent` from its uv_polls (doorbells, liveness);
@@ -13,7 +13,7 @@
  */
 import { native } from '../native'
 import { StaleLoanError, errnoError, outOfRange, ERRNO } from '../errors'
-import type { StreamEndpoint } from '../transports/contract'
+import type { StreamEndpoint } from '../contract'
 import { ReadIntoRequest, settleFull } from './readinto'
 import type { OnreadSpec } from './onread'
 import { debug } from '../debug'

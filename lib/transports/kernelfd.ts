@@ -11,7 +11,7 @@ import { handleOverFd } from '../handles'
 import { addressBytes } from '../address'
 import { errnoError, ERRNO, unserved, AttemptTimeoutError, NotOfferedError } from '../errors'
 import { debug } from '../debug'
-import type { Availability, ConnectRequest, KernelHandle } from './contract'
+import type { Availability, ConnectRequest, KernelHandle } from '../contract'
 
 const { ETIMEDOUT, ECONNREFUSED } = ERRNO
 

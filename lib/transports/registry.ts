@@ -5,7 +5,7 @@
  * (docs/design.md, "Adding a rung"). `tcp` stays last: it is always available, so a fastsock
  * endpoint still talks to a plain `net` peer byte for byte.
  */
-import type { Rung } from './contract'
+import type { Rung } from '../contract'
 import { shm } from './shm'
 import { unix } from './unix'
 import { verbs } from './verbs'

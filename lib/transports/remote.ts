@@ -5,7 +5,7 @@
  */
 import * as os from 'os'
 import { unmapV4 } from '../address'
-import type { ListenRequest } from './contract'
+import type { ListenRequest } from '../contract'
 
 /** 127.0.0.0/8 (plain or ::ffff:-mapped) or ::1: no RDMA device serves these (except rxe on lo). */
 export function isLoopback (ip: string): boolean {

@@ -21,7 +21,7 @@ import { errnoError, ERRNO, AttemptTimeoutError, NotOfferedError, unserved } fro
 import { familyName, unmapV4, TcpView } from '../address'
 import { handleOverFd } from '../handles'
 import { isLoopback, crossHostListenAddresses } from './remote'
-import { channel, Capabilities, Channel, ConnectRequest, KernelHandle, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from './contract'
+import { channel, Capabilities, Channel, ConnectRequest, KernelHandle, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from '../contract'
 import { rdma, rdmaMissing, activeDevices } from './rdma'
 
 /** The bridge's JS end is a UNIX stream socket standing in for TCP. */

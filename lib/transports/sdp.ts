@@ -6,7 +6,7 @@
  * cost. No listener: an SDP server is whatever listens with AF_INET_SDP on that port (with
  * OFED's libsdp, any TCP server run under it).
  */
-import { AF_INET_SDP, channel, Rung } from './contract'
+import { AF_INET_SDP, channel, Rung } from '../contract'
 import { connectKernelFd, familyAvailability, KernelFamily } from './kernelfd'
 
 const SDP: KernelFamily = { rung: 'sdp', label: 'AF_INET_SDP', family: AF_INET_SDP, protocol: f => f === 4 ? 0 : null, bufferBytes: 0 }

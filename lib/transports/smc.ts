@@ -17,11 +17,11 @@
 import type * as net from 'net'
 import { native } from '../native'
 import { debug, debugEnabled } from '../debug'
-import { AF_SMC, channel, Capabilities, Channel, KernelHandle, NO_CAPABILITIES, Rung, SmcInfo } from './contract'
+import { AF_SMC, channel, Capabilities, Channel, KernelHandle, NO_CAPABILITIES, Rung, SmcInfo } from '../contract'
 import { connectKernelFd, bindKernelFd, familyAvailability, KernelFamily } from './kernelfd'
 import { rdma } from './rdma'
 
-export type { SmcInfo } from './contract'
+export type { SmcInfo } from '../contract'
 
 const SMCPROTO_SMC = 0
 const SMCPROTO_SMC6 = 1

@@ -3,7 +3,7 @@
  * still talks to a plain `net` peer byte for byte. The chain hands the socket to Node's own
  * connect (its DNS, happy eyeballs, 'lookup' and errors); the server's TCP listener is Node's.
  */
-import type { Rung } from './contract'
+import type { Rung } from '../contract'
 
 export const tcp: Rung<'tcp'> = {
   name: 'tcp',

@@ -6,7 +6,7 @@
  */
 import { native, nativeMissingReason } from '../native'
 import * as wire from '../wire'
-import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle, ResetFlag } from './contract'
+import { channel, Channel, Capabilities, NO_CAPABILITIES, Rung, KernelHandle, ResetFlag } from '../contract'
 import { sideChannel } from '../sidechannel/connector'
 import { detachHandle } from '../handles'
 import { HandshakeError } from '../errors'

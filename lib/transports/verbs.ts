@@ -22,7 +22,7 @@
 import * as net from 'net'
 import { native, nativeMissingReason, VerbsEndpointNative, VerbsInfo } from '../native'
 import { isLoopback, crossHostListenAddresses } from './remote'
-import { channel, Capabilities, Channel, ConnectRequest, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from './contract'
+import { channel, Capabilities, Channel, ConnectRequest, ListenRequest, RungListener, Rung, NO_CAPABILITIES, LISTEN_BACKLOG } from '../contract'
 import { NotOfferedError, UnservedError } from '../errors'
 import { debug } from '../debug'
 import { familyName } from '../address'

@@ -11,7 +11,7 @@ const net = require('net')
 const { fastsock, rungs } = require('../helpers/rungs')
 const { listen, once, within, sleep, quiet } = require('../helpers/util')
 const { rungOf } = require('../../dist/transports/registry')
-const { channel } = require('../../dist/transports/contract')
+const { channel } = require('../../dist/contract')
 
 const skip = rungs.includes('unix') ? false : 'the unix rung is not available here'
 

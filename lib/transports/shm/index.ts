@@ -11,7 +11,7 @@
 import { native, nativeMissingReason } from '../../native'
 import { errnoError, ERRNO, ServerBusyError } from '../../errors'
 import * as wire from '../../wire'
-import { channel, Capabilities, Channel, NO_CAPABILITIES, Rung, TcpView } from '../contract'
+import { channel, Capabilities, Channel, NO_CAPABILITIES, Rung, TcpView } from '../../contract'
 import { sideChannel } from '../../sidechannel/connector'
 import { step } from '../../debug'
 import { clientSetup, serverSetup, clientSegment, clientFinish, serverEarlySetup } from './setup'
