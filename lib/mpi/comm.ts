@@ -245,6 +245,13 @@ export class Comm {
     return this._shared.device.recvEagerSync(this.collCtx, source, this._ranks[source], tag, bytesOf(view), n)
   }
 
+  /**
+   * @internal bounds this process's blocking waits until performance.now() time `t` (Infinity:
+   * unbounded): the awaited collectives run the blocking tier's code under it (coll/tier.ts,
+   * Device.blockUntil).
+   */
+  _collBlockUntil (t: number): void { this._shared.device.blockUntil = t }
+
   /** @internal the next collective sequence number (same on every rank). */
   _collSeq (): number { return this.seq++ }
 

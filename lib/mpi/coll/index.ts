@@ -15,7 +15,7 @@
  * CheckedComm (check.ts) wrapping `comm`, which adds and checks the descriptors.
  * Algorithms and thresholds: select.ts and docs/mpi-collectives.md.
  */
-import { MpiError, invalidArgType, outOfRange, wouldBlock } from '../errors'
+import { MpiError, invalidArgType, outOfRange } from '../errors'
 import { Request } from '../request'
 import { Status } from '../status'
 import { CollError, IN_PLACE, UNDEFINED } from './types'
@@ -24,10 +24,11 @@ import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINL
 import type { UserOpFunction } from './ops'
 import { algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, keepable, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDissemination, barrierDisseminationSteps, barrierLinear, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
+import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
 import type { TreeShape } from './bcast'
-import { runAsync, runSync } from './drive'
-import type { CollSteps } from './drive'
+import { later, runAsync, runSync } from './drive'
+import type { CollSteps, Later } from './drive'
+import { bound, unbound } from './tier'
 import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
@@ -89,15 +90,15 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
- * A direct path's answer: false when it sent nothing (run the steps), else true once its rest, if
- * any, was driven. `last` (null for a call with opts) keeps the call's shape, on array `v`, when
- * it completed right there.
+ * A direct path's answer as the tiers take it: false when it sent nothing (run the steps), null
+ * when the call completed right there (`last`, null for a call with opts, keeps its shape, on
+ * array `v`), else its rest driven by runSync (null: done; a Later: going on in the event loop).
  */
-function pairRan (r: true | CollSteps | null, count: number, last: LastShape | null, cc: CheckedComm, v: ArrayBufferView): boolean {
+function ran (r: true | CollSteps | null, last: LastShape | null, cc: CheckedComm, v: ArrayBufferView): Later | null | false {
   if (r === null) return false
-  if (r !== true) drive(r, count)
-  else if (last !== null) last.keep(cc, v)
-  return true
+  if (r !== true) return runSync(r)
+  if (last !== null) last.keep(cc, v)
+  return null
 }
 
 /**
@@ -156,17 +157,9 @@ const lastBcast = new LastShape()
 const lastAllreduce = new LastShape()
 /** The barrier's stand-in view for LastShape (a barrier has no array). */
 const EMPTY_VIEW = new Uint8Array(0)
-/** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
-function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
-  throw wouldBlock(new CollectiveRequest(rest, count), why)
-}
-/**
- * Runs `steps` in the blocking tier; when a step needs the event loop, throws its
- * ERR_MPI_WOULD_BLOCK message with the collective's rest as the Request.
- */
-function drive (steps: CollSteps, count: number): void {
-  const r = runSync(steps)
-  if (!('done' in r)) throw new MpiError('ERR_MPI_WOULD_BLOCK', r.cause.message, { request: new CollectiveRequest(r.rest, count) })
+/** The blocking tier's answer to a Later: ERR_MPI_WOULD_BLOCK, its message the Later's cause's, with the rest as a Request (`count`: bytes, for its Status). */
+function blocked (l: Later, count: number): never {
+  throw new MpiError('ERR_MPI_WOULD_BLOCK', l.cause.message, { request: new CollectiveRequest(l.rest as Promise<unknown>, count) })
 }
 let checkEnv: boolean | undefined
 /** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1 (read once). */
@@ -206,20 +199,45 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
   if (dst !== src) typedArraySet.call(dst, src)
 }
 
-/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. */
+/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. On shm the barrier runs as barrierSync's code under the awaited tier's bound (tier.ts). */
 export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
   if (comm.size === 1) return
   if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  const alg = barrierAlgorithm(comm, opts)
-  const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-  if (alg === 'tree') await barrierTree(cc, seq)
-  else if (alg === 'linear') await barrierLinear(cc, seq)
-  else await barrierDissemination(cc, seq)
+  const cc = barrierPrep(comm, opts)
+  if (cc.algorithm === 'tree') { await barrierTree(cc, seq); return }
+  await null // the caller's synchronous code first (as Request.wait's spin)
+  if (!bound(comm)) { await runAsync(barrierSteps(cc, seq)); return }
+  let l: Later | null
+  try { l = barrierRun(cc, seq, opts === undefined ? lastBarrier : null) } finally { unbound(comm) }
+  if (l !== null) await l.rest
 }
 
 function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
   return choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+}
+
+/** The barrier's CheckedComm: the last call's (LastShape) when this one, without opts, has its shape. */
+function barrierPrep (comm: CollComm, opts: CollOptions | undefined): CheckedComm {
+  const cc = opts === undefined ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null
+  return cc ?? new CheckedComm(comm, 'barrier', barrierAlgorithm(comm, opts), 0, 0, 0, 0)
+}
+
+function barrierSteps (cc: CheckedComm, seq: number): CollSteps {
+  return cc.algorithm === 'linear' ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq)
+}
+
+/**
+ * The dissemination or linear barrier with blocking waits: the direct paths (the linear barrier
+ * at any P, the dissemination barrier's one exchange at P = 2), else the steps.
+ */
+function barrierRun (cc: CheckedComm, seq: number, last: LastShape | null): Later | null {
+  const linear = cc.algorithm === 'linear'
+  if (PAIR_PATH && (linear || cc.size === 2)) {
+    const r = ran(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), last, cc, EMPTY_VIEW)
+    if (r !== false) return r
+  }
+  return runSync(barrierSteps(cc, seq))
 }
 
 /**
@@ -230,42 +248,75 @@ function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): strin
  * tree algorithm, `opts.check`. Ranks may mix barrier() and barrierSync(): the messages are the same.
  */
 export function barrierSync (comm: CollComm, opts?: CollOptions): void {
-  if (checking(opts)) goOnAsync(barrier(comm, opts), 0, CHECK_ROUND)
+  if (checking(opts)) blocked(later(barrier(comm, opts), CHECK_ROUND), 0)
   const seq = comm._collSeq()
   if (comm.size === 1) return
-  const shaped = opts === undefined
-  let cc = shaped ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null
-  if (cc === null) {
-    const alg = barrierAlgorithm(comm, opts)
-    cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-    if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
-  }
-  // the direct paths: the linear barrier at any P, the dissemination barrier's one exchange at P = 2
-  const linear = cc.algorithm === 'linear'
-  if (PAIR_PATH && (linear || comm.size === 2) && pairRan(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc, EMPTY_VIEW)) return
-  drive(linear ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq), 0)
+  const cc = barrierPrep(comm, opts)
+  if (cc.algorithm === 'tree') blocked(later(barrierTree(cc, seq), 'the tree barrier runs in the awaited tier only'), 0)
+  const l = barrierRun(cc, seq, opts === undefined ? lastBarrier : null)
+  if (l !== null) blocked(l, 0)
 }
 
 /** The tree of each one-segment tree broadcast (select.ts names). */
 const BCAST_TREES: Record<string, TreeShape> = { binomial: binomialShape, linear: linearShape }
 
-/** MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with buf. Algorithms: binomial, scatterAllgather, linear. */
+/**
+ * MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with
+ * buf. Algorithms: binomial, scatterAllgather, linear. On shm a one-segment tree broadcast runs
+ * as bcastSync's code under the awaited tier's bound (tier.ts).
+ */
 export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-  if (comm.size === 1) return buf
-  const b = bytes(buf)
-  if (cseq >= 0) await agree(comm, cseq, 'bcast', b.byteLength, root, 0, 0)
-  const alg = bcastAlgorithm(comm, b, opts)
-  const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-  if (alg === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
-  else if (alg === 'binomial') await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-  else await runAsync(bcastTreeSteps(cc, b, root, seq, 0, BCAST_TREES[alg]))
+  if (cseq >= 0) {
+    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+    if (comm.size === 1) return buf
+    await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
+  }
+  const len = buf?.byteLength
+  const cc = bcastPrep(comm, buf, root, opts, len)
+  if (cc === null) return buf
+  if (!bcastSyncable(cc, len, opts)) { await bcastAsync(cc, bytes(buf), root, seq, opts); return buf }
+  await null // the caller's synchronous code first (as Request.wait's spin)
+  if (!bound(comm)) { await runAsync(bcastTreeSteps(cc, bytes(buf), root, seq, 0, BCAST_TREES[cc.algorithm])); return buf }
+  let l: Later | null
+  try { l = bcastRun(cc, buf, root, seq, len, opts === undefined ? lastBcast : null) } finally { unbound(comm) }
+  if (l !== null) await l.rest
   return buf
 }
 
 function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | undefined): string {
   return choose('bcast', { bytes: b.byteLength, total: b.byteLength, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+}
+
+/** The bcast's arguments checked and its CheckedComm (the last call's when this one has its shape: LastShape); null at P = 1. `len`: buf.byteLength. */
+function bcastPrep (comm: CollComm, buf: ArrayBufferView, root: number, opts: CollOptions | undefined, len: number): CheckedComm | null {
+  const cc = opts === undefined ? lastBcast.hit(comm, buf, len, null, root) : null
+  if (cc !== null) return cc
+  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+  if (comm.size === 1) return null
+  return new CheckedComm(comm, 'bcast', bcastAlgorithm(comm, bytes(buf), opts), root, 0, 0, len)
+}
+
+/** Whether the blocking tier runs this bcast: a tree broadcast of one segment. */
+function bcastSyncable (cc: CheckedComm, n: number, opts: CollOptions | undefined): boolean {
+  return cc.algorithm !== 'scatterAllgather' && !(cc.algorithm === 'binomial' && n > segBytes(opts))
+}
+
+/** The awaited tier's bcast: every algorithm, segmented included. */
+async function bcastAsync (cc: CheckedComm, b: Uint8Array, root: number, seq: number, opts: CollOptions | undefined): Promise<void> {
+  if (cc.algorithm === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
+  else if (cc.algorithm === 'binomial') await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
+  else await runAsync(bcastTreeSteps(cc, b, root, seq, 0, BCAST_TREES[cc.algorithm]))
+}
+
+/** A one-segment tree broadcast with blocking waits: the direct path for what the small path carries, else the steps. `n`: buf.byteLength. */
+function bcastRun (cc: CheckedComm, buf: ArrayBufferView, root: number, seq: number, n: number, last: LastShape | null): Later | null {
+  const tree = BCAST_TREES[cc.algorithm]
+  if (PAIR_PATH && n <= SYNC_INLINE_MAX) {
+    const r = ran(bcastTreeNow(cc, buf, root, seq, tree, n), last, cc, buf)
+    if (r !== false) return r
+  }
+  return runSync(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree))
 }
 
 /**
@@ -276,26 +327,14 @@ function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | unde
  * written without the event loop (larger than the room in the shm ring).
  */
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
-  if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
+  if (checking(opts)) blocked(later(bcast(comm, buf, root, opts), CHECK_ROUND), buf?.byteLength ?? 0)
   const seq = comm._collSeq()
-  const shaped = opts === undefined
   const len = buf?.byteLength
-  let cc = shaped ? lastBcast.hit(comm, buf, len, null, root) : null
-  if (cc === null) {
-    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-    if (comm.size === 1) return buf
-    const b = bytes(buf)
-    const alg = bcastAlgorithm(comm, b, opts)
-    cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-    if (alg === 'scatterAllgather' || (alg === 'binomial' && b.byteLength > segBytes(opts))) {
-      const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-      goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
-    }
-  }
-  const n = len as number // (a view: checked above, or the last call's shape)
-  const tree = BCAST_TREES[cc.algorithm]
-  if (PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastTreeNow(cc, buf, root, seq, tree, n), n, shaped ? lastBcast : null, cc, buf)) return buf
-  drive(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree), n)
+  const cc = bcastPrep(comm, buf, root, opts, len)
+  if (cc === null) return buf
+  if (!bcastSyncable(cc, len, opts)) blocked(later(bcastAsync(cc, bytes(buf), root, seq, opts), `${cc.algorithm} bcast of ${len} bytes runs in the awaited tier only`), len)
+  const l = bcastRun(cc, buf, root, seq, len, opts === undefined ? lastBcast : null)
+  if (l !== null) blocked(l, len)
   return buf
 }
 
@@ -353,16 +392,27 @@ export async function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, r
 /**
  * MPI_Allreduce: the op over every rank's sendbuf (rank order) into every recvbuf (same kind and
  * length; IN_PLACE takes the input from recvbuf); resolves with recvbuf.
- * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast.
+ * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast. On shm recursive doubling and a
+ * one-segment Rabenseifner run as allreduceSync's code under the awaited tier's bound (tier.ts).
  */
 export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  allreduceInput(sendbuf, recvbuf, op)
-  const P = comm.size
-  if (P === 1) return recvbuf
-  if (cseq >= 0) await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
-  const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
-  await allreduceRun(new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length), alg, recvbuf, op, seq, opts)
+  let cc: CheckedComm | null
+  if (cseq >= 0) {
+    allreduceInput(sendbuf, recvbuf, op)
+    if (comm.size === 1) return recvbuf
+    await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
+    cc = new CheckedComm(comm, 'allreduce', allreduceAlgorithm(comm, recvbuf, op, opts), 0, op.id, kindOf(recvbuf), recvbuf.length)
+  } else {
+    cc = allreducePrep(comm, sendbuf, recvbuf, op, opts, recvbuf?.length)
+    if (cc === null) return recvbuf
+  }
+  if (!allreduceSyncable(cc, recvbuf, opts)) { await allreduceAsync(cc, recvbuf, op, seq, opts); return recvbuf }
+  await null // the caller's synchronous code first (as Request.wait's spin)
+  if (!bound(comm)) { await allreduceAsync(cc, recvbuf, op, seq, opts); return recvbuf }
+  let l: Later | null
+  try { l = allreduceRun(cc, recvbuf, op, seq, opts === undefined ? lastAllreduce : null) } finally { unbound(comm) }
+  if (l !== null) await l.rest
   return recvbuf
 }
 
@@ -384,8 +434,31 @@ function allreduceAlgorithm (comm: CollComm, recvbuf: NumericArray, op: Op, opts
   return choose('allreduce', { bytes: recvbuf.byteLength, total: recvbuf.byteLength, P: comm.size, commute: op.commute, items: recvbuf.length / op.unit }, opts?.algorithm)
 }
 
-async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray, op: Op, seq: number, opts: CollOptions | undefined): Promise<void> {
-  switch (alg) {
+/**
+ * The allreduce's arguments checked, recvbuf holding this rank's input, and its CheckedComm (the
+ * last call's when this one, without opts, has its shape: LastShape, and then only the send
+ * buffer is new: anything but its kind and length throws); null at P = 1. `len`: recvbuf.length.
+ */
+function allreducePrep<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, len: number): CheckedComm | null {
+  const cc = opts === undefined ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
+  if (cc !== null) {
+    if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
+    else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
+    return cc
+  }
+  allreduceInput(sendbuf, recvbuf, op)
+  if (comm.size === 1) return null
+  return new CheckedComm(comm, 'allreduce', allreduceAlgorithm(comm, recvbuf, op, opts), 0, op.id, kindOf(recvbuf), recvbuf.length)
+}
+
+/** Whether the blocking tier runs this allreduce: recursive doubling, or Rabenseifner's in one segment. */
+function allreduceSyncable (cc: CheckedComm, recvbuf: NumericArray, opts: CollOptions | undefined): boolean {
+  return cc.algorithm === 'recursiveDoubling' || (cc.algorithm === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts))
+}
+
+/** The awaited tier's allreduce: every algorithm, segmented included. */
+async function allreduceAsync (cc: CheckedComm, recvbuf: NumericArray, op: Op, seq: number, opts: CollOptions | undefined): Promise<void> {
+  switch (cc.algorithm) {
     case 'rabenseifner': await allreduceRabenseifner(cc, recvbuf, op, seq, segBytes(opts)); break
     case 'ring': await allreduceRing(cc, recvbuf, op, seq, segBytes(opts)); break
     case 'reduceBcast':
@@ -394,6 +467,17 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
       break
     default: await allreduceRecursiveDoubling(cc, recvbuf, op, seq)
   }
+}
+
+/** Recursive doubling (at P = 2 its direct path for what the small path carries) or a one-segment Rabenseifner, with blocking waits. */
+function allreduceRun (cc: CheckedComm, recvbuf: NumericArray, op: Op, seq: number, last: LastShape | null): Later | null {
+  if (cc.algorithm === 'rabenseifner') return runSync(allreduceRabenseifnerSteps(cc, recvbuf, op, seq))
+  const nb = recvbuf.byteLength
+  if (cc.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX) {
+    const r = ran(allreducePairSync(cc, recvbuf, op, seq, nb), last, cc, recvbuf)
+    if (r !== false) return r
+  }
+  return runSync(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq))
 }
 
 /**
@@ -405,31 +489,15 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
  * than the room in the shm ring).
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
-  if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
+  if (checking(opts)) blocked(later(allreduce(comm, sendbuf, recvbuf, op, opts), CHECK_ROUND), recvbuf?.byteLength ?? 0)
   const seq = comm._collSeq()
-  const shaped = opts === undefined
-  const len = recvbuf?.length
-  let cc = shaped ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
-  if (cc !== null) {
-    // The last call's shape: only the send buffer is new (anything but its kind and length throws).
-    if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
-    else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
-  } else {
-    allreduceInput(sendbuf, recvbuf, op)
-    if (comm.size === 1) return recvbuf
-    const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
-    cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
-    if (alg === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts)) {
-      drive(allreduceRabenseifnerSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
-      return recvbuf
-    }
-    if (alg !== 'recursiveDoubling') {
-      goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
-    }
+  const cc = allreducePrep(comm, sendbuf, recvbuf, op, opts, recvbuf?.length)
+  if (cc === null) return recvbuf
+  if (!allreduceSyncable(cc, recvbuf, opts)) {
+    blocked(later(allreduceAsync(cc, recvbuf, op, seq, opts), `${cc.algorithm} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`), recvbuf.byteLength)
   }
-  const nb = recvbuf.byteLength
-  if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb, len), nb, shaped ? lastAllreduce : null, cc, recvbuf)) return recvbuf
-  drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), nb)
+  const l = allreduceRun(cc, recvbuf, op, seq, opts === undefined ? lastAllreduce : null)
+  if (l !== null) blocked(l, recvbuf.byteLength)
   return recvbuf
 }
 

@@ -65,6 +65,13 @@ export interface CollComm {
    * the rest. Absent: always _collIrecv. `n`: view.byteLength when the caller knows it.
    */
   _collRecvNow? (view: ArrayBufferView, source: number, tag: number, n?: number): CollStatus | null
+  /**
+   * Bounds the blocking waits (waitSync, _collRecvNow) of this process until performance.now()
+   * time `t`, Infinity to lift the bound: past it they give up as ERR_MPI_WOULD_BLOCK / null.
+   * The awaited tier runs the blocking tier's code under it (tier.ts). Absent: the awaited tier
+   * runs its steps with wait() only.
+   */
+  _collBlockUntil? (t: number): void
   _collSeq (): number
   _derive (worldRanks: number[], contextId: number): CollComm
   _worldRankOf (rank: number): number
