@@ -27,7 +27,12 @@
  */
 import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
-import { BytesOf, EMPTY, copyDisjoint, mismatch, release, scratch } from './util'
+import { BytesOf, EMPTY, SYNC_INLINE_MAX, copyDisjoint, mismatch, release, scratch } from './util'
+import { COLLECTIVE_IDS, algorithmOf, wireOf } from './select'
+import type { Algorithm } from './select'
+import type { Op } from './ops'
+
+export { SYNC_INLINE_MAX }
 
 const HDR = 16
 /**
@@ -41,28 +46,16 @@ const MAGIC = 0xc5
 const ABORT = 1
 /** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
 const MIN_RECV = 256
-/**
- * The blocking tier's small path (_collSendNow, _collRecvNow): its staging and receive scratch,
- * and the largest payload it carries, bytes. Up to it a step's message is written and read as
- * sendSync/recvSync's are (no Request), and at P = 2 barrier, bcast and allreduce skip the steps.
- */
-export const SYNC_INLINE_MAX = 4096
 const SYNC_SCRATCH = SYNC_INLINE_MAX + HDR
 /** Field codes an abort notice carries (flag bits 1..3): what its sender found differing. */
 const FIELDS = ['', 'collective', 'root', 'op', 'element kind', 'count', 'algorithm', 'message size']
 
-/** Collective ids of the descriptor (and of the opt-in argument check). */
-export const COLLECTIVE_IDS: Record<string, number> = {
-  barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
-}
 const COLLECTIVE_NAMES: string[] = []
 for (const [k, v] of Object.entries(COLLECTIVE_IDS)) COLLECTIVE_NAMES[v] = k
 /** Element kinds (1-based index in the descriptor; 0 = bytes, not checked). */
 export const KIND_NAMES = ['bytes', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
   'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']
 const OP_NAMES = ['none', 'SUM', 'PROD', 'MIN', 'MAX', 'LAND', 'LOR', 'LXOR', 'BAND', 'BOR', 'BXOR', 'MAXLOC', 'MINLOC']
-const ALGORITHMS = ['dissemination', 'tree', 'binomial', 'scatterAllgather', 'linear', 'rabenseifner', 'recursiveDoubling', 'ring',
-  'reduceBcast', 'bruck', 'pairwise', 'reduceThenScatter']
 
 /** The global typed array constructors → their element-kind id (a Map lookup per call, no name read). */
 const KIND_BY_CTOR = new Map<unknown, number>(KIND_NAMES.slice(1).map((n, i) => [(globalThis as Record<string, unknown>)[n], i + 1]))
@@ -132,10 +125,29 @@ const sendBytes = new BytesOf()
 const recvBytes = new BytesOf()
 
 
-/** A collective call's descriptor, and a CollComm whose messages carry and check it. */
+/**
+ * A collective call: its descriptor, and a CollComm whose messages carry and check it; for the
+ * collectives whose algorithms are records with steps (select.ts: barrier, bcast, allreduce), also
+ * the call's arguments the record's functions read (`rec`, `seq`, `buf`, `op`, `seg`), so a
+ * call is this one object (kept for the next call of the same shape: index.ts LastShape).
+ */
 export class CheckedComm implements CollComm {
   readonly rank: number
   readonly size: number
+  /** The algorithm's record (select.ts). */
+  readonly rec: Algorithm
+  /** The call's root (0 where there is none). */
+  readonly root: number
+  /** The call's sequence number (set per call). */
+  seq = 0
+  /** The call's array: bcast's buf, allreduce's recvbuf holding this rank's input (set per call). */
+  buf: ArrayBufferView = EMPTY
+  /** The call's op (allreduce; null elsewhere). */
+  op: Op | null = null
+  /** The pipeline segment, bytes (opts.segmentBytes). */
+  seg = 0
+  /** buf's bytes. */
+  n = 0
   /** The communicator the messages travel on (scratch pools are keyed on it). */
   readonly _base: CollComm
   readonly what: string
@@ -150,7 +162,9 @@ export class CheckedComm implements CollComm {
     this.rank = comm.rank; this.size = comm.size
     this.what = what
     this.algorithm = algorithm
-    const alg = ALGORITHMS.indexOf(algorithm) + 1
+    this.rec = algorithmOf(what, algorithm)
+    this.root = root
+    const alg = wireOf(what, algorithm)
     this.w0 = ((MAGIC << 24) | ((COLLECTIVE_IDS[what] ?? 0) << 8) | (kind & 0xff)) >>> 0
     this.w1 = (((alg & 0xff) << 24) | (opId & 0xffffff)) >>> 0
     this.w2 = root >>> 0
@@ -301,7 +315,7 @@ export class CheckedComm implements CollComm {
     const f = (name: string, mine: string | number, theirs: string | number): string => `${name} differs: this rank ${String(mine)}, rank ${s} ${String(theirs)}`
     const coll = (x: number): string => COLLECTIVE_NAMES[(x >>> 8) & 0xff] ?? `#${(x >>> 8) & 0xff}`
     const op = (x: number): string => { const i = x & 0xffffff; return OP_NAMES[i] ?? `USER${i}` }
-    const alg = (x: number): string => ALGORITHMS[(x >>> 24) - 1] ?? 'default'
+    const alg = (x: number): string => algorithmOf(this.what, x >>> 24)?.name ?? `#${x >>> 24}`
     if (((w0 >>> 8) & 0xff) !== ((this.w0 >>> 8) & 0xff)) return f('collective', coll(this.w0), coll(w0))
     if (w2 !== this.w2) return f('root', this.w2, w2)
     if ((w1 & 0xffffff) !== (this.w1 & 0xffffff)) return f('op', op(this.w1), op(w1))

@@ -22,17 +22,15 @@ import { CollError, IN_PLACE, UNDEFINED } from './types'
 import type { CollComm, CollHandle, CollOptions, InPlace, NumericArray } from './types'
 import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC } from './ops'
 import type { UserOpFunction } from './ops'
-import { algorithmTable, choose, envName, THRESHOLDS } from './select'
+import { COLLECTIVE_IDS, algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, keepable, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
-import type { TreeShape } from './bcast'
 import { later, runAsync, runSync } from './drive'
 import type { CollSteps, Later } from './drive'
 import { bound, unbound } from './tier'
-import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
+import { allreduceRecursiveDoubling, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
-import { CheckedComm, COLLECTIVE_IDS, kindOf, SYNC_INLINE_MAX } from './check'
+import { CheckedComm, kindOf } from './check'
 
 export { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC, IN_PLACE, UNDEFINED, CollError, algorithmTable, envName, THRESHOLDS }
 export type { CollComm, CollHandle, CollOptions, InPlace, NumericArray, UserOpFunction }
@@ -90,15 +88,42 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
- * A direct path's answer as the tiers take it: false when it sent nothing (run the steps), null
- * when the call completed right there (`last`, null for a call with opts, keeps its shape, on
- * array `v`), else its rest driven by runSync (null: done; a Later: going on in the event loop).
+ * A call of barrier, bcast or allreduce in the blocking tier, its preamble done (`call`: its
+ * record, arguments and descriptor): its record's direct path (PAIR_PATH), else its steps, driven
+ * with blocking waits (runSync). Null when the call completed (`last`, null for a call with opts,
+ * then keeps its shape when it completed in the direct path), else the Later of its rest (the
+ * event loop's: a wait that needs it, a record whose steps do not serve the call).
  */
-function ran (r: true | CollSteps | null, last: LastShape | null, cc: CheckedComm, v: ArrayBufferView): Later | null | false {
-  if (r === null) return false
-  if (r !== true) return runSync(r)
-  if (last !== null) last.keep(cc, v)
-  return null
+function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | null {
+  const rec = call.rec
+  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) {
+    return later((rec.awaited as (c: CheckedComm) => Promise<void>)(call), `the ${rec.name} ${rec.collective}${call.n > 0 ? ` of ${call.n} bytes` : ''} runs in the awaited tier only`)
+  }
+  if (PAIR_PATH && rec.direct !== undefined) {
+    const r = rec.direct(call)
+    if (r === true) { if (last !== null) last.keep(call, call.buf); return null }
+    if (r !== null) return runSync(r)
+  }
+  return runSync(rec.steps(call))
+}
+
+/**
+ * The same call in the awaited tier: the record's own run where its steps do not serve the call;
+ * else, after the caller's synchronous code (one microtask, as Request.wait's spin), the blocking
+ * tier's run (invokeBlocking) under the awaited tier's bound (tier.ts), its rest (if any) awaited;
+ * where the bound cannot apply (no hook, FASTSOCK_MPI_AWAIT_BLOCK_MS=0), the steps with wait().
+ */
+async function invokeAwaited (call: CheckedComm, last: LastShape | null): Promise<void> {
+  const rec = call.rec
+  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) {
+    await (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
+    return
+  }
+  await null
+  if (!bound(call)) { await runAsync(rec.steps(call)); return }
+  let l: Later | null
+  try { l = invokeBlocking(call, last) } finally { unbound(call) }
+  if (l !== null) await l.rest
 }
 
 /**
@@ -199,45 +224,20 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
   if (dst !== src) typedArraySet.call(dst, src)
 }
 
-/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. On shm the barrier runs as barrierSync's code under the awaited tier's bound (tier.ts). */
+/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. On shm the barrier runs as barrierSync's code under the awaited tier's bound (invokeAwaited). */
 export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
   if (comm.size === 1) return
   if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  const cc = barrierPrep(comm, opts)
-  if (cc.algorithm === 'tree') { await barrierTree(cc, seq); return }
-  await null // the caller's synchronous code first (as Request.wait's spin)
-  if (!bound(comm)) { await runAsync(barrierSteps(cc, seq)); return }
-  let l: Later | null
-  try { l = barrierRun(cc, seq, opts === undefined ? lastBarrier : null) } finally { unbound(comm) }
-  if (l !== null) await l.rest
+  await invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier : null)
 }
 
-function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
-  return choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
-}
-
-/** The barrier's CheckedComm: the last call's (LastShape) when this one, without opts, has its shape. */
-function barrierPrep (comm: CollComm, opts: CollOptions | undefined): CheckedComm {
-  const cc = opts === undefined ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null
-  return cc ?? new CheckedComm(comm, 'barrier', barrierAlgorithm(comm, opts), 0, 0, 0, 0)
-}
-
-function barrierSteps (cc: CheckedComm, seq: number): CollSteps {
-  return cc.algorithm === 'linear' ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq)
-}
-
-/**
- * The dissemination or linear barrier with blocking waits: the direct paths (the linear barrier
- * at any P, the dissemination barrier's one exchange at P = 2), else the steps.
- */
-function barrierRun (cc: CheckedComm, seq: number, last: LastShape | null): Later | null {
-  const linear = cc.algorithm === 'linear'
-  if (PAIR_PATH && (linear || cc.size === 2)) {
-    const r = ran(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), last, cc, EMPTY_VIEW)
-    if (r !== false) return r
-  }
-  return runSync(barrierSteps(cc, seq))
+/** The barrier's call (the last one's when this one, without opts, has its shape: LastShape). */
+function barrierCall (comm: CollComm, opts: CollOptions | undefined, seq: number): CheckedComm {
+  const call = (opts === undefined ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null) ??
+    new CheckedComm(comm, 'barrier', choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm), 0, 0, 0, 0)
+  call.seq = seq
+  return call
 }
 
 /**
@@ -251,19 +251,14 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   if (checking(opts)) blocked(later(barrier(comm, opts), CHECK_ROUND), 0)
   const seq = comm._collSeq()
   if (comm.size === 1) return
-  const cc = barrierPrep(comm, opts)
-  if (cc.algorithm === 'tree') blocked(later(barrierTree(cc, seq), 'the tree barrier runs in the awaited tier only'), 0)
-  const l = barrierRun(cc, seq, opts === undefined ? lastBarrier : null)
+  const l = invokeBlocking(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier : null)
   if (l !== null) blocked(l, 0)
 }
-
-/** The tree of each one-segment tree broadcast (select.ts names). */
-const BCAST_TREES: Record<string, TreeShape> = { binomial: binomialShape, linear: linearShape }
 
 /**
  * MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with
  * buf. Algorithms: binomial, scatterAllgather, linear. On shm a one-segment tree broadcast runs
- * as bcastSync's code under the awaited tier's bound (tier.ts).
+ * as bcastSync's code under the awaited tier's bound (invokeAwaited).
  */
 export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
@@ -272,51 +267,23 @@ export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, 
     if (comm.size === 1) return buf
     await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
   }
-  const len = buf?.byteLength
-  const cc = bcastPrep(comm, buf, root, opts, len)
-  if (cc === null) return buf
-  if (!bcastSyncable(cc, len, opts)) { await bcastAsync(cc, bytes(buf), root, seq, opts); return buf }
-  await null // the caller's synchronous code first (as Request.wait's spin)
-  if (!bound(comm)) { await runAsync(bcastTreeSteps(cc, bytes(buf), root, seq, 0, BCAST_TREES[cc.algorithm])); return buf }
-  let l: Later | null
-  try { l = bcastRun(cc, buf, root, seq, len, opts === undefined ? lastBcast : null) } finally { unbound(comm) }
-  if (l !== null) await l.rest
+  const call = bcastCall(comm, buf, root, opts, seq)
+  if (call !== null) await invokeAwaited(call, opts === undefined ? lastBcast : null)
   return buf
 }
 
-function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | undefined): string {
-  return choose('bcast', { bytes: b.byteLength, total: b.byteLength, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
-}
-
-/** The bcast's arguments checked and its CheckedComm (the last call's when this one has its shape: LastShape); null at P = 1. `len`: buf.byteLength. */
-function bcastPrep (comm: CollComm, buf: ArrayBufferView, root: number, opts: CollOptions | undefined, len: number): CheckedComm | null {
-  const cc = opts === undefined ? lastBcast.hit(comm, buf, len, null, root) : null
-  if (cc !== null) return cc
-  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-  if (comm.size === 1) return null
-  return new CheckedComm(comm, 'bcast', bcastAlgorithm(comm, bytes(buf), opts), root, 0, 0, len)
-}
-
-/** Whether the blocking tier runs this bcast: a tree broadcast of one segment. */
-function bcastSyncable (cc: CheckedComm, n: number, opts: CollOptions | undefined): boolean {
-  return cc.algorithm !== 'scatterAllgather' && !(cc.algorithm === 'binomial' && n > segBytes(opts))
-}
-
-/** The awaited tier's bcast: every algorithm, segmented included. */
-async function bcastAsync (cc: CheckedComm, b: Uint8Array, root: number, seq: number, opts: CollOptions | undefined): Promise<void> {
-  if (cc.algorithm === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
-  else if (cc.algorithm === 'binomial') await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-  else await runAsync(bcastTreeSteps(cc, b, root, seq, 0, BCAST_TREES[cc.algorithm]))
-}
-
-/** A one-segment tree broadcast with blocking waits: the direct path for what the small path carries, else the steps. `n`: buf.byteLength. */
-function bcastRun (cc: CheckedComm, buf: ArrayBufferView, root: number, seq: number, n: number, last: LastShape | null): Later | null {
-  const tree = BCAST_TREES[cc.algorithm]
-  if (PAIR_PATH && n <= SYNC_INLINE_MAX) {
-    const r = ran(bcastTreeNow(cc, buf, root, seq, tree, n), last, cc, buf)
-    if (r !== false) return r
+/** The bcast's arguments checked and its call (the last one's when this one has its shape: LastShape); null at P = 1. */
+function bcastCall (comm: CollComm, buf: ArrayBufferView, root: number, opts: CollOptions | undefined, seq: number): CheckedComm | null {
+  const len = buf?.byteLength
+  let call = opts === undefined ? lastBcast.hit(comm, buf, len, null, root) : null
+  if (call === null) {
+    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+    if (comm.size === 1) return null
+    call = new CheckedComm(comm, 'bcast', choose('bcast', { bytes: len, total: len, P: comm.size, commute: true, items: 0 }, opts?.algorithm), root, 0, 0, len)
+    call.n = len; call.seg = segBytes(opts)
   }
-  return runSync(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree))
+  call.seq = seq; call.buf = buf
+  return call
 }
 
 /**
@@ -328,13 +295,10 @@ function bcastRun (cc: CheckedComm, buf: ArrayBufferView, root: number, seq: num
  */
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
   if (checking(opts)) blocked(later(bcast(comm, buf, root, opts), CHECK_ROUND), buf?.byteLength ?? 0)
-  const seq = comm._collSeq()
-  const len = buf?.byteLength
-  const cc = bcastPrep(comm, buf, root, opts, len)
-  if (cc === null) return buf
-  if (!bcastSyncable(cc, len, opts)) blocked(later(bcastAsync(cc, bytes(buf), root, seq, opts), `${cc.algorithm} bcast of ${len} bytes runs in the awaited tier only`), len)
-  const l = bcastRun(cc, buf, root, seq, len, opts === undefined ? lastBcast : null)
-  if (l !== null) blocked(l, len)
+  const call = bcastCall(comm, buf, root, opts, comm._collSeq())
+  if (call === null) return buf
+  const l = invokeBlocking(call, opts === undefined ? lastBcast : null)
+  if (l !== null) blocked(l, call.n)
   return buf
 }
 
@@ -393,26 +357,17 @@ export async function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, r
  * MPI_Allreduce: the op over every rank's sendbuf (rank order) into every recvbuf (same kind and
  * length; IN_PLACE takes the input from recvbuf); resolves with recvbuf.
  * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast. On shm recursive doubling and a
- * one-segment Rabenseifner run as allreduceSync's code under the awaited tier's bound (tier.ts).
+ * one-segment Rabenseifner run as allreduceSync's code under the awaited tier's bound (invokeAwaited).
  */
 export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  let cc: CheckedComm | null
   if (cseq >= 0) {
     allreduceInput(sendbuf, recvbuf, op)
     if (comm.size === 1) return recvbuf
     await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
-    cc = new CheckedComm(comm, 'allreduce', allreduceAlgorithm(comm, recvbuf, op, opts), 0, op.id, kindOf(recvbuf), recvbuf.length)
-  } else {
-    cc = allreducePrep(comm, sendbuf, recvbuf, op, opts, recvbuf?.length)
-    if (cc === null) return recvbuf
   }
-  if (!allreduceSyncable(cc, recvbuf, opts)) { await allreduceAsync(cc, recvbuf, op, seq, opts); return recvbuf }
-  await null // the caller's synchronous code first (as Request.wait's spin)
-  if (!bound(comm)) { await allreduceAsync(cc, recvbuf, op, seq, opts); return recvbuf }
-  let l: Later | null
-  try { l = allreduceRun(cc, recvbuf, op, seq, opts === undefined ? lastAllreduce : null) } finally { unbound(comm) }
-  if (l !== null) await l.rest
+  const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
+  if (call !== null) await invokeAwaited(call, opts === undefined ? lastAllreduce : null)
   return recvbuf
 }
 
@@ -430,54 +385,27 @@ function allreduceInput<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: 
   }
 }
 
-function allreduceAlgorithm (comm: CollComm, recvbuf: NumericArray, op: Op, opts: CollOptions | undefined): string {
-  return choose('allreduce', { bytes: recvbuf.byteLength, total: recvbuf.byteLength, P: comm.size, commute: op.commute, items: recvbuf.length / op.unit }, opts?.algorithm)
-}
-
 /**
- * The allreduce's arguments checked, recvbuf holding this rank's input, and its CheckedComm (the
- * last call's when this one, without opts, has its shape: LastShape, and then only the send
- * buffer is new: anything but its kind and length throws); null at P = 1. `len`: recvbuf.length.
+ * The allreduce's arguments checked, recvbuf holding this rank's input, and its call (the last
+ * one's when this one, without opts, has its shape: LastShape, and then only the send buffer is
+ * new: anything but its kind and length throws); null at P = 1.
  */
-function allreducePrep<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, len: number): CheckedComm | null {
-  const cc = opts === undefined ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
-  if (cc !== null) {
+function allreduceCall<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, seq: number): CheckedComm | null {
+  const len = recvbuf?.length
+  let call = opts === undefined ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
+  if (call !== null) {
     if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
     else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
-    return cc
+  } else {
+    allreduceInput(sendbuf, recvbuf, op)
+    if (comm.size === 1) return null
+    const nb = recvbuf.byteLength
+    const alg = choose('allreduce', { bytes: nb, total: nb, P: comm.size, commute: op.commute, items: len / op.unit }, opts?.algorithm)
+    call = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), len)
+    call.op = op; call.n = nb; call.seg = segBytes(opts)
   }
-  allreduceInput(sendbuf, recvbuf, op)
-  if (comm.size === 1) return null
-  return new CheckedComm(comm, 'allreduce', allreduceAlgorithm(comm, recvbuf, op, opts), 0, op.id, kindOf(recvbuf), recvbuf.length)
-}
-
-/** Whether the blocking tier runs this allreduce: recursive doubling, or Rabenseifner's in one segment. */
-function allreduceSyncable (cc: CheckedComm, recvbuf: NumericArray, opts: CollOptions | undefined): boolean {
-  return cc.algorithm === 'recursiveDoubling' || (cc.algorithm === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts))
-}
-
-/** The awaited tier's allreduce: every algorithm, segmented included. */
-async function allreduceAsync (cc: CheckedComm, recvbuf: NumericArray, op: Op, seq: number, opts: CollOptions | undefined): Promise<void> {
-  switch (cc.algorithm) {
-    case 'rabenseifner': await allreduceRabenseifner(cc, recvbuf, op, seq, segBytes(opts)); break
-    case 'ring': await allreduceRing(cc, recvbuf, op, seq, segBytes(opts)); break
-    case 'reduceBcast':
-      await reduceBinomial(cc, recvbuf, op, 0, seq, 0, segBytes(opts))
-      await bcastBinomial(cc, bytes(recvbuf), 0, seq, 1, segBytes(opts))
-      break
-    default: await allreduceRecursiveDoubling(cc, recvbuf, op, seq)
-  }
-}
-
-/** Recursive doubling (at P = 2 its direct path for what the small path carries) or a one-segment Rabenseifner, with blocking waits. */
-function allreduceRun (cc: CheckedComm, recvbuf: NumericArray, op: Op, seq: number, last: LastShape | null): Later | null {
-  if (cc.algorithm === 'rabenseifner') return runSync(allreduceRabenseifnerSteps(cc, recvbuf, op, seq))
-  const nb = recvbuf.byteLength
-  if (cc.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX) {
-    const r = ran(allreducePairSync(cc, recvbuf, op, seq, nb), last, cc, recvbuf)
-    if (r !== false) return r
-  }
-  return runSync(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq))
+  call.seq = seq; call.buf = recvbuf
+  return call
 }
 
 /**
@@ -490,14 +418,10 @@ function allreduceRun (cc: CheckedComm, recvbuf: NumericArray, op: Op, seq: numb
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
   if (checking(opts)) blocked(later(allreduce(comm, sendbuf, recvbuf, op, opts), CHECK_ROUND), recvbuf?.byteLength ?? 0)
-  const seq = comm._collSeq()
-  const cc = allreducePrep(comm, sendbuf, recvbuf, op, opts, recvbuf?.length)
-  if (cc === null) return recvbuf
-  if (!allreduceSyncable(cc, recvbuf, opts)) {
-    blocked(later(allreduceAsync(cc, recvbuf, op, seq, opts), `${cc.algorithm} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`), recvbuf.byteLength)
-  }
-  const l = allreduceRun(cc, recvbuf, op, seq, opts === undefined ? lastAllreduce : null)
-  if (l !== null) blocked(l, recvbuf.byteLength)
+  const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, comm._collSeq())
+  if (call === null) return recvbuf
+  const l = invokeBlocking(call, opts === undefined ? lastAllreduce : null)
+  if (l !== null) blocked(l, call.n)
   return recvbuf
 }
 

@@ -14,9 +14,8 @@
 import type { Op } from './ops'
 import type { CollComm, NumericArray } from './types'
 import { runAsync } from './drive'
-import { SYNC_INLINE_MAX } from './check'
 import type { CollSteps } from './drive'
-import { all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { SYNC_INLINE_MAX, all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {

@@ -45,6 +45,14 @@ export function keepable (v: ArrayBufferView): boolean {
   return v.buffer.byteLength <= KEEP_BUFFER
 }
 
+/**
+ * The blocking tier's small path (check.ts _collSendNow, _collRecvNow): its staging and receive
+ * scratch, and the largest payload it carries, bytes. Up to it a step's message is written and
+ * read as sendSync/recvSync's are (no Request), and barrier, bcast and allreduce take their
+ * direct paths (select.ts records' `direct`).
+ */
+export const SYNC_INLINE_MAX = 4096
+
 /** An empty byte view. */
 export const EMPTY = new Uint8Array(0)
 /**
@@ -310,13 +318,6 @@ export function sendrecv (comm: CollComm, sv: ArrayBufferView, dest: number, rv:
 export async function all (ps: Array<Promise<unknown>>): Promise<void> {
   for (const p of ps) p.catch(noop)
   await Promise.all(ps)
-}
-
-/** Segment boundaries: [start, end) pieces of `n` units of `unitBytes` bytes, each ≤ segBytes. */
-export function segments (n: number, unitBytes: number, segBytes: number): number {
-  if (n <= 0) return 1
-  const per = Math.max(1, Math.floor(segBytes / unitBytes))
-  return Math.ceil(n / per)
 }
 
 /**
