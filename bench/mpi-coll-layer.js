@@ -2,7 +2,7 @@
 'use strict'
 /**
  * What fastsock/mpi's collective layer costs per blocking call, without the point-to-point layer
- * under it (docs/mpi-collectives.md, "A typed array's length is a call on Node 20"): in one
+ * under it (docs/mpi-benchmarks.md, "The collectives' tiers", "A typed array's length is a call on Node 20"): in one
  * process, `allreduceSync` of one float64 (SUM) over a stand-in 2-rank communicator whose
  * `_collSendNow` keeps the message and whose `_collRecvNow` hands the same bytes back (the
  * partner "sends" what this rank sent: its descriptor matches). Beside it the stand-in's own send

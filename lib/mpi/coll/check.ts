@@ -29,6 +29,8 @@ import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus } from './types'
 import { BytesOf, EMPTY, SYNC_INLINE_MAX, copyDisjoint, mismatch, release, scratch } from './util'
 import { COLLECTIVE_IDS, algorithmOf, wireOf } from './select'
+import { stateOf } from './state'
+import type { CollState } from './state'
 import type { Algorithm } from './select'
 import type { Op } from './ops'
 
@@ -68,15 +70,13 @@ export function kindOf (v: unknown): number {
 
 function noop (): void {}
 
-/** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
-const recvPool: Buffer[] = []
 /**
  * A staging buffer (MIN_RECV or SYNC_SCRATCH bytes) with views of its first n bytes, made once per length, and its
  * descriptor as four 32-bit words (`words`: host order, little-endian on every platform fastsock
  * builds for, as the device's frame header): staging and checking a descriptor are four stores
  * and four loads, not sixteen bytes shifted.
  */
-class Scratch {
+export class Scratch {
   private readonly b: Buffer
   private readonly views: Buffer[] = []
   /** The descriptor's four 32-bit words. */
@@ -88,18 +88,9 @@ class Scratch {
   view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
 }
 /**
- * The send staging of messages of ≤ MIN_RECV bytes (_collIsend), null while taken: taken while
- * a send is in flight, given back when the point-to-point layer reports the send complete at
- * once (shm batches eager frames by copying them: the array may be reused); otherwise that send
- * keeps it and the next one makes a new one.
- */
-let isendStage: Scratch | null = null
-/** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
-const syncSendStage = new Scratch(SYNC_SCRATCH)
-/** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
-let syncRecv: Scratch | null = null
-/**
- * A receive buffer of `bytes` for an inline message: up to MIN_RECV from the pool above; larger
+ * A receive buffer of `bytes` for an inline message: up to MIN_RECV from the communicator's
+ * receive pool (state.ts `recvPool`: an inline receive of ≤ MIN_RECV - 16 bytes takes one and
+ * gives it back once copied out); larger
  * ones (up to INLINE_MAX + HDR) over a buffer of the communicator's scratch pool (util.ts
  * `scratch`), given back with `release` once copied out, as the staging of a larger inline send
  * is once the send completed at once. A new buffer per message (as until 2026-11-28) made
@@ -108,7 +99,7 @@ let syncRecv: Scratch | null = null
  */
 function recvBuffer (comm: CollComm, bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.from(scratch(comm, bytes), 0, bytes)
-  return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
+  return stateOf(comm).recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
 }
 
 /** Little-endian 32-bit word at `o` of `b` (bytewise: no Buffer method's checks, any alignment). */
@@ -121,8 +112,6 @@ function putU32 (b: Uint8Array, o: number, w: number): void {
   b[o] = w; b[o + 1] = w >>> 8; b[o + 2] = w >>> 16; b[o + 3] = w >>> 24
 }
 
-const sendBytes = new BytesOf()
-const recvBytes = new BytesOf()
 
 
 /**
@@ -153,6 +142,11 @@ export class CheckedComm implements CollComm {
   readonly what: string
   /** The algorithm's name, as select.ts gives it. */
   readonly algorithm: string
+  /** The communicator's collective state (state.ts): staging, scratch. */
+  readonly state: CollState
+  /** Its bytes of the last small arrays staged and filled (state.ts). */
+  private readonly sendBytes: BytesOf
+  private readonly recvBytes: BytesOf
   private d: Buffer | null = null
   private readonly w0: number; private readonly w1: number; private readonly w2: number; private readonly w3: number
   private aborted = false
@@ -163,6 +157,9 @@ export class CheckedComm implements CollComm {
     this.what = what
     this.algorithm = algorithm
     this.rec = algorithmOf(what, algorithm)
+    const st = this.state = stateOf(comm)
+    this.sendBytes = st.sendBytes ??= new BytesOf()
+    this.recvBytes = st.recvBytes ??= new BytesOf()
     this.root = root
     const alg = wireOf(what, algorithm)
     this.w0 = ((MAGIC << 24) | ((COLLECTIVE_IDS[what] ?? 0) << 8) | (kind & 0xff)) >>> 0
@@ -186,20 +183,25 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
+    copyDisjoint(b, HDR, this.sendBytes.of(view, n), 0, n)
   }
 
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n + HDR <= MIN_RECV) {
-      const stage = isendStage ?? new Scratch(MIN_RECV)
-      isendStage = null
+      // the send staging (state.ts isendStage), null while taken: taken while a send is in
+      // flight, given back when the point-to-point layer reports the send complete at once (shm
+      // batches eager frames by copying them: the array may be reused); otherwise that send
+      // keeps it and the next one makes a new one
+      const st = this.state
+      const stage = st.isendStage ?? new Scratch(MIN_RECV)
+      st.isendStage = null
       const b = stage.view(n + HDR)
       this.stage(b, view)
       const req = this._base._collIsend(b, dest, tag)
       let done: unknown = null
       try { done = req.test() } catch { /* failed: its wait() reports it */ }
-      if (done !== null && done !== false && isendStage === null) isendStage = stage
+      if (done !== null && done !== false && st.isendStage === null) st.isendStage = stage
       return req
     }
     if (n <= INLINE_MAX) {
@@ -236,12 +238,12 @@ export class CheckedComm implements CollComm {
   _collSendNow (view: ArrayBufferView, dest: number, tag: number, n = view.byteLength): boolean {
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
-    const st = syncSendStage
+    const st = this.state.syncSend ??= new Scratch(SYNC_SCRATCH)
     const w = st.words
     w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3
     const b = st.view(n + HDR)
     // Bytes, not elements: a float element copy may quiet a signalling NaN (bcast delivers bytes).
-    if (n > 0) copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
+    if (n > 0) copyDisjoint(b, HDR, this.sendBytes.of(view, n), 0, n)
     return base._collSendNow(b, dest, tag, n + HDR)
   }
 
@@ -257,29 +259,33 @@ export class CheckedComm implements CollComm {
     // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
     // whole view: a longer one would be cut per call); taken for the call, kept by an
     // InlineRecv that finishes it later (a new scratch is made for the next call then).
-    const scratch = syncRecv ?? new Scratch(SYNC_SCRATCH)
-    syncRecv = null
+    const state = this.state
+    const scratch = state.syncRecv ?? new Scratch(SYNC_SCRATCH)
+    state.syncRecv = null
     const b = scratch.view(n + HDR)
     let s: CollStatus | null
     try {
       s = base._collRecvNow(b, source, tag, n + HDR)
     } catch (e) {
-      if (!wouldBlock(e)) { syncRecv = scratch; throw e }
+      if (!wouldBlock(e)) { state.syncRecv = scratch; throw e }
       const err = e as Error & { request: CollRequest }
       err.request = new InlineRecv(this, err.request, b, view, source, tag)
       throw err
     }
-    if (s === null) { syncRecv = scratch; return null }
+    if (s === null) { state.syncRecv = scratch; return null }
     try {
       const w = scratch.words
       if (s.count !== n + HDR || w[0] !== this.w0 || w[1] !== this.w1 || w[2] !== this.w2 || w[3] !== this.w3) {
         return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
       }
-      if (n > 0) copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
+      if (n > 0) copyDisjoint(this.recvBytes.of(view, n), 0, b, HDR, n)
       s.count = n // the point-to-point layer's Status is this call's own: no second object per message
       return s
-    } finally { syncRecv = scratch }
+    } finally { state.syncRecv = scratch }
   }
+
+  /** The bytes of `view` (n bytes) to receive into (the last small array's kept: state.ts). */
+  bytesOf (view: ArrayBufferView, n: number): Uint8Array { return this.recvBytes.of(view, n) }
 
   _collSeq (): number { return this._base._collSeq() }
   _derive (worldRanks: number[], contextId: number): CollComm { return this._base._derive(worldRanks, contextId) }
@@ -376,9 +382,9 @@ function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBuf
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
+    copyDisjoint(cc.bytesOf(view, n), 0, b, HDR, n)
   }
-  if (pooled) { if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b); else if (b.byteLength > MIN_RECV) release(cc, b.buffer as ArrayBuffer) }
+  if (pooled) { if (b.byteLength === MIN_RECV && cc.state.recvPool.length < 32) cc.state.recvPool.push(b); else if (b.byteLength > MIN_RECV) release(cc, b.buffer as ArrayBuffer) }
   return { source: s.source, tag: s.tag, count: n }
 }
 

@@ -13,7 +13,11 @@
  * op, element kind, count) or size differs from its own, or another rank's abort notice; the
  * point-to-point layer's errors (ERR_MPI_PEER_LOST, ...) pass through. Every algorithm runs on a
  * CheckedComm (check.ts) wrapping `comm`, which adds and checks the descriptors.
- * Algorithms and thresholds: select.ts and docs/mpi-collectives.md.
+ * Algorithms (one record each, with their wire ids, steps and direct paths) and thresholds:
+ * select.ts and docs/mpi-collectives.md ("The records"). Barrier, bcast and allreduce have two
+ * tiers, run by invokeBlocking / invokeAwaited from one preamble per collective
+ * (barrierCall, bcastCall, allreduceCall); what a call keeps for the next one is on the
+ * communicator (state.ts).
  */
 import { MpiError, invalidArgType, outOfRange } from '../errors'
 import { Request } from '../request'
@@ -27,6 +31,7 @@ import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, keepable, mismatch, r
 import { later, runAsync, runSync } from './drive'
 import type { CollSteps, Later } from './drive'
 import { bound, unbound } from './tier'
+import { stateOf } from './state'
 import { allreduceRecursiveDoubling, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
@@ -83,7 +88,7 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  * The blocking barrier (P = 2; the linear one at any P), the blocking bcast of a small array
  * (one segment, any P) and the blocking allreduce of a small array at P = 2 run their messages
  * directly (barrierPairSync, barrierLinearNow, bcastTreeNow, allreducePairSync;
- * docs/mpi-collectives.md, "No steps"); FASTSOCK_MPI_PAIR=0 runs the steps instead
+ * docs/mpi-collectives.md, "Direct paths"); FASTSOCK_MPI_PAIR=0 runs the steps instead
  * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
@@ -137,7 +142,7 @@ async function invokeAwaited (call: CheckedComm, last: LastShape | null): Promis
  * there, so a CheckedComm that a rest in the awaited tier still holds, or one that sent an abort
  * notice, is never reused.
  */
-class LastShape {
+export class LastShape {
   private comm: CollComm | null = null
   private ctor: unknown = null
   private length = -1
@@ -177,21 +182,21 @@ class LastShape {
     return true
   }
 }
-const lastBarrier = new LastShape()
-const lastBcast = new LastShape()
-const lastAllreduce = new LastShape()
+/** The communicator's LastShape of barrier, bcast, allreduce (state.ts), made at its first use. */
+const lastBarrier = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastBarrier ??= new LastShape() }
+const lastBcast = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastBcast ??= new LastShape() }
+const lastAllreduce = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastAllreduce ??= new LastShape() }
 /** The barrier's stand-in view for LastShape (a barrier has no array). */
 const EMPTY_VIEW = new Uint8Array(0)
 /** The blocking tier's answer to a Later: ERR_MPI_WOULD_BLOCK, its message the Later's cause's, with the rest as a Request (`count`: bytes, for its Status). */
 function blocked (l: Later, count: number): never {
   throw new MpiError('ERR_MPI_WOULD_BLOCK', l.cause.message, { request: new CollectiveRequest(l.rest as Promise<unknown>, count) })
 }
-let checkEnv: boolean | undefined
-/** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1 (read once). */
+/** FASTSOCK_MPI_COLL_CHECK=1, read when the module loads. */
+const CHECK_ENV = process.env.FASTSOCK_MPI_COLL_CHECK === '1'
+/** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1. */
 function checking (opts: CollOptions | undefined): boolean {
-  if (opts?.check !== undefined) return opts.check
-  if (checkEnv === undefined) checkEnv = process.env.FASTSOCK_MPI_COLL_CHECK === '1'
-  return checkEnv
+  return opts?.check ?? CHECK_ENV
 }
 const kindId = (v: unknown): number => v === null || v === undefined || v === IN_PLACE ? -1 : [...NUMERIC].indexOf((v as object).constructor.name) + 1
 
@@ -229,12 +234,12 @@ export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void
   const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
   if (comm.size === 1) return
   if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  await invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier : null)
+  await invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null)
 }
 
 /** The barrier's call (the last one's when this one, without opts, has its shape: LastShape). */
 function barrierCall (comm: CollComm, opts: CollOptions | undefined, seq: number): CheckedComm {
-  const call = (opts === undefined ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null) ??
+  const call = (opts === undefined ? lastBarrier(comm).hit(comm, EMPTY_VIEW, 0, null, 0) : null) ??
     new CheckedComm(comm, 'barrier', choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm), 0, 0, 0, 0)
   call.seq = seq
   return call
@@ -251,7 +256,7 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
   if (checking(opts)) blocked(later(barrier(comm, opts), CHECK_ROUND), 0)
   const seq = comm._collSeq()
   if (comm.size === 1) return
-  const l = invokeBlocking(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier : null)
+  const l = invokeBlocking(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null)
   if (l !== null) blocked(l, 0)
 }
 
@@ -268,14 +273,14 @@ export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, 
     await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
   }
   const call = bcastCall(comm, buf, root, opts, seq)
-  if (call !== null) await invokeAwaited(call, opts === undefined ? lastBcast : null)
+  if (call !== null) await invokeAwaited(call, opts === undefined ? lastBcast(comm) : null)
   return buf
 }
 
 /** The bcast's arguments checked and its call (the last one's when this one has its shape: LastShape); null at P = 1. */
 function bcastCall (comm: CollComm, buf: ArrayBufferView, root: number, opts: CollOptions | undefined, seq: number): CheckedComm | null {
   const len = buf?.byteLength
-  let call = opts === undefined ? lastBcast.hit(comm, buf, len, null, root) : null
+  let call = opts === undefined ? lastBcast(comm).hit(comm, buf, len, null, root) : null
   if (call === null) {
     view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
     if (comm.size === 1) return null
@@ -297,7 +302,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
   if (checking(opts)) blocked(later(bcast(comm, buf, root, opts), CHECK_ROUND), buf?.byteLength ?? 0)
   const call = bcastCall(comm, buf, root, opts, comm._collSeq())
   if (call === null) return buf
-  const l = invokeBlocking(call, opts === undefined ? lastBcast : null)
+  const l = invokeBlocking(call, opts === undefined ? lastBcast(comm) : null)
   if (l !== null) blocked(l, call.n)
   return buf
 }
@@ -367,7 +372,7 @@ export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf
     await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
   }
   const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
-  if (call !== null) await invokeAwaited(call, opts === undefined ? lastAllreduce : null)
+  if (call !== null) await invokeAwaited(call, opts === undefined ? lastAllreduce(comm) : null)
   return recvbuf
 }
 
@@ -392,9 +397,10 @@ function allreduceInput<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: 
  */
 function allreduceCall<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, seq: number): CheckedComm | null {
   const len = recvbuf?.length
-  let call = opts === undefined ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
+  const last = opts === undefined ? lastAllreduce(comm) : null
+  let call = last !== null ? last.hit(comm, recvbuf, len, op, 0) : null
   if (call !== null) {
-    if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
+    if (sendbuf !== IN_PLACE && !(last as LastShape).sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
     else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
   } else {
     allreduceInput(sendbuf, recvbuf, op)
@@ -420,7 +426,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
   if (checking(opts)) blocked(later(allreduce(comm, sendbuf, recvbuf, op, opts), CHECK_ROUND), recvbuf?.byteLength ?? 0)
   const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, comm._collSeq())
   if (call === null) return recvbuf
-  const l = invokeBlocking(call, opts === undefined ? lastAllreduce : null)
+  const l = invokeBlocking(call, opts === undefined ? lastAllreduce(comm) : null)
   if (l !== null) blocked(l, call.n)
   return recvbuf
 }

@@ -9,7 +9,7 @@
  *
  * Forcing: per call `{ algorithm }` or by environment `FASTSOCK_MPI_COLL_<COLLECTIVE>=<algorithm>`
  * (collective in upper snake case: ALLREDUCE, REDUCE_SCATTER_BLOCK, ...; ibcast/iallreduce/ibarrier
- * read BCAST/ALLREDUCE/BARRIER; read once per process, at the collective's first call). An unknown name throws ERR_MPI_COLL_ALGORITHM. A forced algorithm
+ * read BCAST/ALLREDUCE/BARRIER; read once per process, when this module loads). An unknown name throws ERR_MPI_COLL_ALGORITHM. A forced algorithm
  * that cannot serve the call (e.g. a ring allreduce with a non-commutative op, recursive-doubling
  * allgather on 6 ranks): forced per call → throws ERR_MPI_COLL_ALGORITHM naming the reason; forced
  * by the environment (which applies to every call) → the default selection serves that call.
@@ -44,7 +44,7 @@ export const THRESHOLDS = {
   /**
    * Open MPI 4.1's coll/tuned fixed decision: the linear barrier for 4 <= P < 8 (else recursive
    * doubling; here dissemination, which is recursive doubling for any P). Measured here at P = 4
-   * (docs/mpi-collectives.md, "The barrier at 4 to 7 ranks").
+   * (docs/mpi-benchmarks.md, "Selection thresholds", "The barrier at 4 to 7 ranks").
    */
   BARRIER_LINEAR_MIN_P: 4,
   BARRIER_LINEAR_MAX_P: 7,
@@ -57,8 +57,8 @@ export const THRESHOLDS = {
   /**
    * Up to it, recursive-doubling allreduce. MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE is 2048,
    * which assumes a per-message cost of a few µs; fastsock/mpi's messages cost more (event-loop
-   * turns), which moves the crossover up. Measured on this 2-vCPU VM at P = 4 (best of 5):
-   * 16 KiB RD 703 µs vs Rabenseifner 909 µs; 128 KiB RD 2111 µs vs Rabenseifner 1293 µs.
+   * turns), which moves the crossover up. Measured on this 2-vCPU VM at P = 4 (`fastsock osu allreduce --np 4
+   * --algorithm <name>`, best of 5): 16 KiB RD 703 µs vs Rabenseifner 909 µs; 128 KiB RD 2111 µs vs Rabenseifner 1293 µs.
    */
   ALLREDUCE_SHORT_MSG_SIZE: 32768,
   /**
@@ -76,19 +76,19 @@ export const THRESHOLDS = {
    * At P = 2, above it recursive doubling again: a Rabenseifner allreduce of more than one
    * pipeline segment (DEFAULT_SEGMENT_BYTES, 1 MiB) runs in the awaited tier only, RD's one
    * exchange in the blocking tier at any size. Measured as above (p50 of 200 allreduceSync calls
-   * with a barrier between): 2 MiB RD 0.29 ms vs Rabenseifner 1.41 ms; 4 MiB 0.79-0.89 vs 2.2-2.6.
+   * with a barrier between, `node bench/mpi-exchange.js`): 2 MiB RD 0.29 ms vs Rabenseifner 1.41 ms; 4 MiB 0.79-0.89 vs 2.2-2.6.
    */
   ALLREDUCE_PAIR_LONG_MSG_SIZE: 1024 * 1024,
   /**
    * With at most this many ranks, binomial reduce at every size: fewer messages than
-   * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (best of 4): 16 KiB
+   * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (`fastsock osu reduce --np 4 --algorithm <name>`, best of 4): 16 KiB
    * binomial 651 µs vs Rabenseifner 2014 µs; 128 KiB 2291 vs 3477 µs; 1 MiB 7081 vs 11821 µs.
    */
   REDUCE_BINOMIAL_MAX_P: 4,
   /**
    * Total below it on power-of-two P: recursive-doubling allgather. MPICH's
    * MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE is 81920 (the ring avoids network contention at large
-   * sizes, which shared memory does not have); measured here at P = 4 (best of 4): 128 KiB total
+   * sizes, which shared memory does not have); measured here at P = 4 (`fastsock osu allgather --np 4 --algorithm <name>`, best of 4): 128 KiB total
    * RD 770 µs, ring 1129 µs, Bruck 1646 µs; 1 MiB RD 3537 µs, ring 5647 µs, Bruck 4066 µs.
    */
   ALLGATHER_SHORT_MSG_SIZE: 4 * 1024 * 1024,
@@ -134,7 +134,7 @@ export interface Algorithm {
   /** Whether the steps serve this call (default: yes); else the awaited tier runs `awaited` (e.g. a pipeline of several segments). */
   readonly stepsServe?: (call: Call) => boolean
   /**
-   * The blocking tier's direct path (docs/mpi-collectives.md, "No steps"): the steps' messages
+   * The blocking tier's direct path (docs/mpi-collectives.md, "Direct paths"): the steps' messages
    * without their machinery. Null: nothing sent (run the steps); true: done; else the rest as steps.
    */
   readonly direct?: (call: Call) => true | CollSteps | null
@@ -233,18 +233,14 @@ export function envName (collective: string): string {
   return 'FASTSOCK_MPI_COLL_' + collective.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
 }
 
-/** Per collective: the variable's value, '' when unset (one lookup per call). */
-const envCache = new Map<string, string>()
 /**
- * FASTSOCK_MPI_COLL_<NAME> from process.env, read at the collective's first call in this process
- * and cached (process.env lookups cost about a microsecond: too much for the 8-byte path).
+ * FASTSOCK_MPI_COLL_<NAME> of every collective with records, '' when unset, read from
+ * process.env when this module loads (a process.env lookup costs about a microsecond: too much
+ * for the 8-byte path) and never written after.
  */
+const FORCED: ReadonlyMap<string, string> = new Map(ALGORITHMS.map(r => [r.collective, process.env[envName(r.collective)] ?? '']))
 function fromProcessEnv (collective: string): string {
-  const cached = envCache.get(collective)
-  if (cached !== undefined) return cached
-  const v = process.env[envName(collective)] ?? ''
-  envCache.set(collective, v)
-  return v
+  return FORCED.get(collective) ?? ''
 }
 
 const names = new Map<string, Algorithm[]>()

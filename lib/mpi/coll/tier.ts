@@ -14,7 +14,7 @@ import type { CollSteps } from './drive'
 
 /**
  * The bound, ms: FASTSOCK_MPI_AWAIT_BLOCK_MS (0: the awaited tier never blocks; for measurement:
- * bench/mpi-small.js), else 10. A wait on a peer that is merely descheduled (P > CPUs) is
+ * bench/mpi-await.js), else 10. A wait on a peer that is merely descheduled (P > CPUs) is
  * within it; a peer that computes longer finds this rank in the event loop.
  */
 export const AWAIT_BLOCK_MS = awaitBlockMs(process.env.FASTSOCK_MPI_AWAIT_BLOCK_MS)

@@ -7,6 +7,7 @@
  * lib/mpi/comm.ts can import it without a cycle (lib/mpi/coll never imports comm.ts).
  */
 import { MpiError } from '../errors'
+import type { CollState } from './state'
 
 /** What a finished point-to-point request reports (H1's Status satisfies it). `count` in bytes. */
 export interface CollStatus {
@@ -72,6 +73,8 @@ export interface CollComm {
    * runs its steps with wait() only.
    */
   _collBlockUntil? (t: number): void
+  /** The collectives' state of this communicator (state.ts), made at its first collective. */
+  _coll?: CollState
   _collSeq (): number
   _derive (worldRanks: number[], contextId: number): CollComm
   _worldRankOf (rank: number): number

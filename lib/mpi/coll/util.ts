@@ -12,6 +12,7 @@ import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
 import { runAsync } from './drive'
 import { wouldBlock } from '../errors'
 import type { CollSteps } from './drive'
+import { stateOf } from './state'
 
 /**
  * The tag of a collective's messages: (seq mod 2^15) << 16, non-negative. `round` is NOT in the
@@ -57,7 +58,7 @@ export const SYNC_INLINE_MAX = 4096
 export const EMPTY = new Uint8Array(0)
 /**
  * The bytes of the last small array staged (or filled), kept for the next call: making a
- * Uint8Array view costs ~40 ns, and the blocking tier's loops pass the same arrays call after
+ * Uint8Array view costs ~40 ns (`node bench/mpi-coll-layer.js`), and the blocking tier's loops pass the same arrays call after
  * call. Only views of keepable() buffers are kept; a view whose length changed (a resizable
  * buffer) gets a new one.
  */
@@ -323,7 +324,8 @@ export async function all (ps: Array<Promise<unknown>>): Promise<void> {
 /**
  * Default pipeline segment (bytes) of the segmented algorithms (binomial bcast/reduce, ring and
  * Rabenseifner exchanges): 1 MiB. Measured on this 2-vCPU VM (P = 2, 1 MiB Rabenseifner allreduce,
- * best of 5): 64 KiB segments 6.5 ms, 256 KiB 7.0 ms, 1 MiB (unsegmented) 4.2 ms. The point-to-point
+ * best of 5; a loop of `allreduce(..., { segmentBytes })` calls that no bench script keeps: re-measure
+ * with one before moving it): 64 KiB segments 6.5 ms, 256 KiB 7.0 ms, 1 MiB (unsegmented) 4.2 ms. The point-to-point
  * layer's progress runs on the same JS thread as the reduction, so segments inside one exchange add
  * per-message cost without overlap; across tree levels (binomial bcast/reduce, P ≥ 3) different
  * processes do overlap, which pays from a few MiB. Override per call with `segmentBytes`.
@@ -344,21 +346,15 @@ export function blockStart (n: number, p: number, i: number): number {
   return i * q + Math.min(i, r)
 }
 
-const pools = new WeakMap<CollComm, ArrayBuffer[]>()
-/** The communicator under a checking wrapper (check.ts CheckedComm `_base`), so pools are per communicator. */
-const baseOf = (c: CollComm): CollComm => (c as { _base?: CollComm })._base ?? c
-
 /**
  * A scratch buffer of at least `n` bytes from this communicator's pool (reused across calls, so
  * the small path does not allocate); give it back with `release`. Concurrent collectives on one
  * communicator each get their own buffer.
  */
 export function scratch (comm: CollComm, n: number): ArrayBuffer {
-  const pool = pools.get(baseOf(comm))
-  if (pool !== undefined) {
-    for (let i = pool.length - 1; i >= 0; i--) {
-      if (pool[i].byteLength >= n) { const b = pool[i]; pool[i] = pool[pool.length - 1]; pool.pop(); return b }
-    }
+  const pool = stateOf(comm).pool
+  for (let i = pool.length - 1; i >= 0; i--) {
+    if (pool[i].byteLength >= n) { const b = pool[i]; pool[i] = pool[pool.length - 1]; pool.pop(); return b }
   }
   let size = 256
   while (size < n) size *= 2
@@ -374,17 +370,12 @@ export function scratch (comm: CollComm, n: number): ArrayBuffer {
  */
 export function release (comm: CollComm, b: ArrayBuffer): void {
   if (b.byteLength > 64 * 1024 * 1024) return
-  const c = baseOf(comm)
-  let pool = pools.get(c)
-  if (pool === undefined) { pool = []; pools.set(c, pool) }
+  const pool = stateOf(comm).pool
   if (pool.length < 4) { pool.push(b); return }
   let min = 0
   for (let i = 1; i < pool.length; i++) if (pool[i].byteLength < pool[min].byteLength) min = i
   if (pool[min].byteLength < b.byteLength) pool[min] = b
 }
-
-/** Drop the communicator's scratch pool (free). */
-export function dropScratch (comm: CollComm): void { pools.delete(comm) }
 
 /**
  * `n` bytes from src[sOff..] to dst[dOff..] of two arrays that do not overlap: a loop up to 64
