@@ -247,11 +247,10 @@ export class Comm {
   }
 
   /**
-   * @internal bounds this process's blocking waits until performance.now() time `t` (Infinity:
-   * unbounded): the awaited collectives run the blocking tier's code under it (coll/tier.ts,
-   * Device.blockUntil).
+   * @internal bounds each of this process's blocking waits to `ms` (Infinity: unbounded): the
+   * awaited collectives run the blocking tier's code under it (coll/tier.ts, Device.blockMs).
    */
-  _collBlockUntil (t: number): void { this._shared.device.blockUntil = t }
+  _collBlockFor (ms: number): void { this._shared.device.blockMs = ms }
 
   /** @internal the next collective sequence number (same on every rank). */
   _collSeq (): number { return this.seq++ }

@@ -70,13 +70,14 @@ export class Device implements FrameHandler {
   private readonly transports: TransportName[] | undefined
   private closing = false
   /**
-   * The awaited collectives' bound on this device's blocking waits (lib/mpi/coll/tier.ts, set
-   * through Comm._collBlockUntil): a performance.now() time after which waitSync throws
-   * ERR_MPI_WOULD_BLOCK (the request goes on) and recvEagerSync returns null (nothing read), so
-   * that an awaited collective that finds its peers late goes back to the event loop; Infinity
-   * (no bound) outside such a call.
+   * The awaited collectives' bound on each of this device's blocking waits, ms (lib/mpi/coll/tier.ts,
+   * set through Comm._collBlockFor): a waitSync that has not completed after it throws
+   * ERR_MPI_WOULD_BLOCK (the request goes on) and a recvEagerSync that has read nothing after one
+   * spin and sleep of at most it returns null, so that an awaited collective that finds its peers
+   * late goes back to the event loop; Infinity (no bound) outside such a call. No clock is read
+   * unless a wait runs past its spin.
    */
-  blockUntil = Infinity
+  blockMs = Infinity
 
   constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, yieldSpin?: boolean, transports?: TransportName[] }) {
     this.rank = opts.rank
@@ -520,23 +521,17 @@ export class Device implements FrameHandler {
    * stream ended is reported lost (the request then fails with ERR_MPI_PEER_LOST).
    */
   waitSync (req: Request, timeoutMs: number): void {
-    const until = this.blockUntil
-    if (until !== Infinity) {
-      const left = until - performance.now()
-      if (left < timeoutMs) {
-        try {
-          this.waitSyncFor(req, Math.max(0, left))
-        } catch (e) {
-          if ((e as { code?: string }).code === 'ERR_MPI_TIMEOUT') throw wouldBlock(req, 'the awaited call\'s blocking budget is spent')
-          throw e
-        }
-        return
-      }
+    const bound = this.blockMs
+    if (bound >= timeoutMs) { this.waitSyncFor(req, timeoutMs); return }
+    try {
+      this.waitSyncFor(req, bound)
+    } catch (e) {
+      if ((e as { code?: string }).code === 'ERR_MPI_TIMEOUT') throw wouldBlock(req, `the awaited collective's bound on a wait (${bound} ms) is spent`)
+      throw e
     }
-    this.waitSyncFor(req, timeoutMs)
   }
 
-  /** waitSync without the awaited collectives' bound (blockUntil). */
+  /** waitSync without the awaited collectives' bound (blockMs). */
   private waitSyncFor (req: Request, timeoutMs: number): void {
     this.flushAll()
     if (req._sendStatus !== null && !req.done) throw wouldBlock(req, 'its bytes are being written asynchronously')
@@ -600,11 +595,11 @@ export class Device implements FrameHandler {
     if (this.dirty.length > 0) this.flushAll()
     for (;;) {
       if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
-      const until = this.blockUntil
-      const got = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, until === Infinity ? BLOCK_SLICE_MS : Math.max(0, Math.min(BLOCK_SLICE_MS, until - performance.now())), n)
+      const bound = this.blockMs
+      const got = c.recvEagerSync(ctx, tag, bytes, c.spinCapUs, bound < BLOCK_SLICE_MS ? bound : BLOCK_SLICE_MS, n)
       if (got >= 0) return new Status(source, c.tag, got)
       if (got === RECV_OTHER) continue
-      if (got === RECV_NONE) { if (c.atEof || (until !== Infinity && performance.now() >= until)) return null; continue }
+      if (got === RECV_NONE) { if (c.atEof || bound !== Infinity) return null; continue }
       if (got === RECV_UNAVAILABLE) return null
       // RECV_PARTIAL: the payload's rest comes through the event loop, into a posted receive's
       // record (failed with the connection as any other); waitSync then throws WOULD_BLOCK, or

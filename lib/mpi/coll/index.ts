@@ -114,21 +114,28 @@ function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | nul
 
 /**
  * The same call in the awaited tier: the record's own run where its steps do not serve the call;
- * else, after the caller's synchronous code (one microtask, as Request.wait's spin), the blocking
- * tier's run (invokeBlocking) under the awaited tier's bound (tier.ts), its rest (if any) awaited;
- * where the bound cannot apply (no hook, FASTSOCK_MPI_AWAIT_BLOCK_MS=0), the steps with wait().
+ * else the blocking tier's run (invokeBlocking) at once, under the awaited tier's bound on each
+ * wait (tier.ts), its rest (if any) awaited; where the bound cannot apply (no hook,
+ * FASTSOCK_MPI_AWAIT_BLOCK_MS=0), the steps with wait(). (Not deferred to a microtask as
+ * Request.wait's spin is: that costs ~0.2 µs per call, and a call started before the caller's
+ * own send that its peer waits for costs at most the bound per wait, then goes on.)
  */
-async function invokeAwaited (call: CheckedComm, last: LastShape | null): Promise<void> {
+function invokeAwaited (call: CheckedComm, last: LastShape | null): Promise<void> | null {
   const rec = call.rec
-  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) {
-    await (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
-    return
-  }
-  await null
-  if (!bound(call)) { await runAsync(rec.steps(call)); return }
+  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) return (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
+  if (!bound(call)) return runAsync(rec.steps(call))
   let l: Later | null
   try { l = invokeBlocking(call, last) } finally { unbound(call) }
-  if (l !== null) await l.rest
+  return l === null ? null : l.rest as Promise<void>
+}
+
+/**
+ * An awaited call's promise: resolved with `v` at once when the call completed (`p` null), else
+ * once `p` resolves. (The awaited entry points are not async functions: a promise per frame costs
+ * ~0.2 µs each, and the 8-byte call is about 1 µs.)
+ */
+function settled<T> (p: Promise<void> | null, v: T): Promise<T> {
+  return p === null ? Promise.resolve(v) : p.then(() => v)
 }
 
 /**
@@ -230,11 +237,19 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
 }
 
 /** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. On shm the barrier runs as barrierSync's code under the awaited tier's bound (invokeAwaited). */
-export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  if (comm.size === 1) return
-  if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  await invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null)
+export function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (comm.size === 1) return Promise.resolve()
+    if (cseq >= 0) return barrierChecked(comm, opts, seq, cseq)
+    return settled(invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null), undefined)
+  } catch (e) { return Promise.reject(e) }
+}
+
+/** The barrier with the argument check (opts.check) first. */
+async function barrierChecked (comm: CollComm, opts: CollOptions | undefined, seq: number, cseq: number): Promise<void> {
+  await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
+  await invokeAwaited(barrierCall(comm, opts, seq), null)
 }
 
 /** The barrier's call (the last one's when this one, without opts, has its shape: LastShape). */
@@ -265,15 +280,22 @@ export function barrierSync (comm: CollComm, opts?: CollOptions): void {
  * buf. Algorithms: binomial, scatterAllgather, linear. On shm a one-segment tree broadcast runs
  * as bcastSync's code under the awaited tier's bound (invokeAwaited).
  */
-export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  if (cseq >= 0) {
-    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-    if (comm.size === 1) return buf
-    await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
-  }
+export function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (cseq >= 0) return bcastChecked(comm, buf, root, opts, seq, cseq)
+    const call = bcastCall(comm, buf, root, opts, seq)
+    return settled(call === null ? null : invokeAwaited(call, opts === undefined ? lastBcast(comm) : null), buf)
+  } catch (e) { return Promise.reject(e) }
+}
+
+/** The bcast with the argument check (opts.check) first. */
+async function bcastChecked<T extends ArrayBufferView> (comm: CollComm, buf: T, root: number, opts: CollOptions | undefined, seq: number, cseq: number): Promise<T> {
+  view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+  if (comm.size === 1) return buf
+  await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
   const call = bcastCall(comm, buf, root, opts, seq)
-  if (call !== null) await invokeAwaited(call, opts === undefined ? lastBcast(comm) : null)
+  if (call !== null) await invokeAwaited(call, null)
   return buf
 }
 
@@ -364,15 +386,22 @@ export async function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, r
  * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast. On shm recursive doubling and a
  * one-segment Rabenseifner run as allreduceSync's code under the awaited tier's bound (invokeAwaited).
  */
-export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  if (cseq >= 0) {
-    allreduceInput(sendbuf, recvbuf, op)
-    if (comm.size === 1) return recvbuf
-    await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
-  }
+export function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (cseq >= 0) return allreduceChecked(comm, sendbuf, recvbuf, op, opts, seq, cseq)
+    const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
+    return settled(call === null ? null : invokeAwaited(call, opts === undefined ? lastAllreduce(comm) : null), recvbuf)
+  } catch (e) { return Promise.reject(e) }
+}
+
+/** The allreduce with the argument check (opts.check) first. */
+async function allreduceChecked<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, seq: number, cseq: number): Promise<T> {
+  allreduceInput(sendbuf, recvbuf, op)
+  if (comm.size === 1) return recvbuf
+  await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
   const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
-  if (call !== null) await invokeAwaited(call, opts === undefined ? lastAllreduce(comm) : null)
+  if (call !== null) await invokeAwaited(call, null)
   return recvbuf
 }
 

@@ -1,8 +1,8 @@
 /**
  * The awaited tier on shm (issue 32): an awaited collective (comm.allreduce, bcast, barrier, ...)
- * runs the blocking tier's code, its blocking waits bounded for the call (Device.blockUntil,
- * through CollComm._collBlockUntil), as point-to-point's wait() spins before it leaves for the
- * event loop: no event-loop turn per step. Past the bound a wait gives up with
+ * runs the blocking tier's code, each of its blocking waits bounded (Device.blockMs, through
+ * CollComm._collBlockFor), as point-to-point's wait() spins before it leaves for the event
+ * loop: no event-loop turn per step. Past the bound a wait gives up with
  * ERR_MPI_WOULD_BLOCK and the rest of the call goes on in the event loop (drive.ts runAsync),
  * so an awaited call whose peers are late (or that waits on another call of this process, e.g.
  * two awaited collectives on two communicators started in opposite orders on two ranks) does not
@@ -13,7 +13,7 @@ import { runAsync, runSync } from './drive'
 import type { CollSteps } from './drive'
 
 /**
- * The bound, ms: FASTSOCK_MPI_AWAIT_BLOCK_MS (0: the awaited tier never blocks; for measurement:
+ * The bound of each blocking wait, ms: FASTSOCK_MPI_AWAIT_BLOCK_MS (0: the awaited tier never blocks; for measurement:
  * bench/mpi-await.js), else 10. A wait on a peer that is merely descheduled (P > CPUs) is
  * within it; a peer that computes longer finds this rank in the event loop.
  */
@@ -35,14 +35,14 @@ function baseOf (c: CollComm): CollComm {
  */
 export function bound (comm: CollComm): boolean {
   const base = baseOf(comm)
-  if (AWAIT_BLOCK_MS <= 0 || base._collBlockUntil === undefined) return false
-  base._collBlockUntil(performance.now() + AWAIT_BLOCK_MS)
+  if (AWAIT_BLOCK_MS <= 0 || base._collBlockFor === undefined) return false
+  base._collBlockFor(AWAIT_BLOCK_MS)
   return true
 }
 
 /** Lifts the bound `bound(comm)` set. */
 export function unbound (comm: CollComm): void {
-  (baseOf(comm)._collBlockUntil as (t: number) => void)(Infinity)
+  (baseOf(comm)._collBlockFor as (ms: number) => void)(Infinity)
 }
 
 /** Runs `steps` in the awaited tier: blocking waits under the bound first, the rest (if any) with wait(). */

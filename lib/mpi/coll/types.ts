@@ -67,12 +67,11 @@ export interface CollComm {
    */
   _collRecvNow? (view: ArrayBufferView, source: number, tag: number, n?: number): CollStatus | null
   /**
-   * Bounds the blocking waits (waitSync, _collRecvNow) of this process until performance.now()
-   * time `t`, Infinity to lift the bound: past it they give up as ERR_MPI_WOULD_BLOCK / null.
-   * The awaited tier runs the blocking tier's code under it (tier.ts). Absent: the awaited tier
-   * runs its steps with wait() only.
+   * Bounds each blocking wait (waitSync, _collRecvNow) of this process to `ms`, Infinity to lift
+   * the bound: past it a wait gives up as ERR_MPI_WOULD_BLOCK / null. The awaited tier runs the
+   * blocking tier's code under it (tier.ts). Absent: the awaited tier runs its steps with wait() only.
    */
-  _collBlockUntil? (t: number): void
+  _collBlockFor? (ms: number): void
   /** The collectives' state of this communicator (state.ts), made at its first collective. */
   _coll?: CollState
   _collSeq (): number
