@@ -25,7 +25,8 @@
  * even when a peer rejects; ranks that all only wait on one another (e.g. bcast where no rank
  * names itself root) exchange nothing and wait as in MPI. `{ check: true }` covers both.
  */
-import { CollError } from './types'
+import { isMpiError, wouldBlock as wouldBlockError } from '../errors'
+import type { MpiError } from '../errors'
 import type { CollComm, CollRequest, CollStatus } from './types'
 import { BytesOf, EMPTY, SYNC_INLINE_MAX, copyDisjoint, mismatch, release, scratch } from './util'
 import { COLLECTIVE_IDS, algorithmOf, wireOf } from './select'
@@ -297,11 +298,11 @@ export class CheckedComm implements CollComm {
    * Check a received descriptor (`b` at `off`) from `source`; null if it matches this call's,
    * else the error (and the abort notice goes out to every other rank, once per call).
    */
-  check (b: Buffer, source: number, tag: number): CollError | null {
+  check (b: Buffer, source: number, tag: number): MpiError | null {
     const w0 = u32At(b, 0); const w1 = u32At(b, 4); const w2 = u32At(b, 8); const w3 = u32At(b, 12)
     const abort = ((w0 >>> 16) & 0xff & ABORT) !== 0
     if (!abort && ((w0 & 0xff00ffff) >>> 0) === this.w0 && w1 === this.w1 && w2 === this.w2 && w3 === this.w3) return null
-    let err: CollError
+    let err: MpiError
     if ((w0 >>> 24) !== MAGIC) err = mismatch(this.what, `rank ${source} sent a message that is not part of a ${this.what}`)
     else {
       const diff = this.describe(w0, w1, w2, w3, source)
@@ -365,7 +366,7 @@ function diff0 (message: string): number {
 }
 
 /** Size mismatch of a checked message. */
-function sizeError (cc: CheckedComm, source: number, got: number, want: number): CollError {
+function sizeError (cc: CheckedComm, source: number, got: number, want: number): MpiError {
   return mismatch(cc.what, `rank ${source} sent ${got} bytes, ${want} expected`)
 }
 
@@ -407,7 +408,7 @@ class InlineRecv implements CollRequest {
   }
 
   private failed (e: unknown): never {
-    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+    if (isMpiError(e, 'ERR_MPI_TRUNCATE')) {
       this.err = mismatch(this.cc.what, `rank ${this.source} sent more than the ${this.view.byteLength} bytes expected`)
       this.cc.abort(this.tag, 7)
     } else this.err = e
@@ -465,7 +466,7 @@ class LargeRecv implements CollRequest {
   }
 
   private descFailed (e: unknown): never {
-    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+    if (isMpiError(e, 'ERR_MPI_TRUNCATE')) {
       this.err = mismatch(this.cc.what, `rank ${this.source} sent a larger message where a collective descriptor was expected (sizes differ)`)
       this.cc.abort(this.tag, 7)
     } else this.err = e
@@ -522,11 +523,11 @@ class PairSend implements CollRequest {
 
 /** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK when it has none (the blocking tier then awaits). */
 function blockOn (r: CollRequest): CollStatus {
-  if (r.waitSync === undefined) throw new CollError('ERR_MPI_WOULD_BLOCK', 'a request without a blocking wait')
+  if (r.waitSync === undefined) throw wouldBlockError(r, 'a request without a blocking wait')
   return r.waitSync()
 }
 
 /** True for MpiError ERR_MPI_WOULD_BLOCK (it passes through the checked requests unchanged). */
 function wouldBlock (e: unknown): boolean {
-  return (e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK'
+  return isMpiError(e, 'ERR_MPI_WOULD_BLOCK')
 }

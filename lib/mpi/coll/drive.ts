@@ -9,7 +9,7 @@
  * spent) runSync hands the rest of the same steps, that request first, to runAsync and says so
  * with a `Later`. Both tiers send the same messages in the same order, so ranks may mix them.
  */
-import { wouldBlock } from '../errors'
+import { isMpiError, wouldBlock } from '../errors'
 import type { CollRequest, CollStatus } from './types'
 
 /** A collective's steps: yields the requests to wait for, one at a time; returns its result. */
@@ -63,7 +63,7 @@ export function runSync (steps: CollSteps): Later | null {
     try {
       st = req.waitSync()
     } catch (err) {
-      if ((err as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK') return { rest: runAsync(steps, req), cause: err as Error }
+      if (isMpiError(err, 'ERR_MPI_WOULD_BLOCK')) return { rest: runAsync(steps, req), cause: err as Error }
       next = steps.throw(err)
       continue
     }

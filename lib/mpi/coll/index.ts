@@ -19,7 +19,7 @@
  * (barrierCall, bcastCall, allreduceCall); what a call keeps for the next one is on the
  * communicator (state.ts).
  */
-import { MpiError, invalidArgType, outOfRange } from '../errors'
+import { invalidArgType, outOfRange } from '../errors'
 import { Request } from '../request'
 import { Status } from '../status'
 import { CollError, IN_PLACE, UNDEFINED } from './types'
@@ -197,7 +197,9 @@ const lastAllreduce = (comm: CollComm): LastShape => { const st = stateOf(comm);
 const EMPTY_VIEW = new Uint8Array(0)
 /** The blocking tier's answer to a Later: ERR_MPI_WOULD_BLOCK, its message the Later's cause's, with the rest as a Request (`count`: bytes, for its Status). */
 function blocked (l: Later, count: number): never {
-  throw new MpiError('ERR_MPI_WOULD_BLOCK', l.cause.message, { request: new CollectiveRequest(l.rest as Promise<unknown>, count) })
+  const e = l.cause
+  Object.defineProperty(e, 'request', { value: new CollectiveRequest(l.rest as Promise<unknown>, count), writable: true, configurable: true, enumerable: false })
+  throw e
 }
 /** FASTSOCK_MPI_COLL_CHECK=1, read when the module loads. */
 const CHECK_ENV = process.env.FASTSOCK_MPI_COLL_CHECK === '1'

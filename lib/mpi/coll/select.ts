@@ -14,7 +14,7 @@
  * allgather on 6 ranks): forced per call → throws ERR_MPI_COLL_ALGORITHM naming the reason; forced
  * by the environment (which applies to every call) → the default selection serves that call.
  */
-import { CollError } from './types'
+import { mpiError } from '../errors'
 import type { NumericArray } from './types'
 import type { CheckedComm } from './check'
 import type { Op } from './ops'
@@ -246,8 +246,8 @@ function fromProcessEnv (collective: string): string {
 const names = new Map<string, Algorithm[]>()
 for (const r of ALGORITHMS) { const a = names.get(r.collective) ?? []; a.push(r); names.set(r.collective, a) }
 for (const [c, a] of names) {
-  if (COLLECTIVE_IDS[c] === undefined) throw new Error(`select.ts: collective ${c} has no id`)
-  if (new Set(a.map(r => r.wire)).size !== a.length || a.some(r => !(r.wire >= 1 && r.wire <= 255))) throw new Error(`select.ts: ${c}'s wire ids are not distinct bytes`)
+  if (COLLECTIVE_IDS[c] === undefined) throw mpiError('ERR_MPI_COLL_ALGORITHM', `select.ts: collective ${c} has no id`)
+  if (new Set(a.map(r => r.wire)).size !== a.length || a.some(r => !(r.wire >= 1 && r.wire <= 255))) throw mpiError('ERR_MPI_COLL_ALGORITHM', `select.ts: ${c}'s wire ids are not distinct bytes`)
 }
 
 /** The record of `collective`'s algorithm `name` (an Error when there is none: a call names only records), else (`wire` a number) the one with that wire id, undefined when none. */
@@ -257,7 +257,7 @@ export function algorithmOf (collective: string, key: string | number): Algorith
   const rows = names.get(collective)
   if (typeof key === 'number') return rows?.find(r => r.wire === key)
   const r = rows?.find(r => r.name === key)
-  if (r === undefined) throw new Error(`select.ts: no record of ${collective}'s algorithm '${key}'`)
+  if (r === undefined) throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: no record of algorithm '${key}'`)
   return r
 }
 
@@ -279,12 +279,12 @@ export function choose (collective: string, c: Case, forced?: string, env?: Node
   const rows = names.get(collective) ?? []
   const row = rows.find(r => r.name === name)
   if (row === undefined) {
-    throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.name).join(', ')}`)
+    throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.name).join(', ')}`)
   }
   const why = row.cannot?.(c) ?? null
   if (why === null) return name
   if (fromEnv) return byDefault(collective, c)
-  throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: algorithm '${name}' cannot serve this call: ${why}`)
+  throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: algorithm '${name}' cannot serve this call: ${why}`)
 }
 
 /** The selection table (one row per collective × algorithm), for `fastsock osu --algorithms` and docs. */

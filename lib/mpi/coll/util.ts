@@ -7,10 +7,10 @@
  * once, so a rejection (ERR_MPI_PEER_LOST from the point-to-point layer) propagates to the
  * collective's promise and never becomes an unhandled rejection or a dangling wait.
  */
-import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
 import { runAsync } from './drive'
-import { wouldBlock } from '../errors'
+import { isMpiError, mpiError, wouldBlock } from '../errors'
+import type { MpiError } from '../errors'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'
 
@@ -86,13 +86,13 @@ export function viewLike<T extends NumericArray> (like: T, ab: ArrayBufferLike, 
 function noop (): void {}
 
 /** A mismatch error naming what this rank expected. */
-export function mismatch (what: string, detail: string): CollError {
-  return new CollError('ERR_MPI_COLL_MISMATCH', `${what}: arguments differ between ranks (${detail}); every rank must pass matching counts, root and op`)
+export function mismatch (what: string, detail: string): MpiError {
+  return mpiError('ERR_MPI_COLL_MISMATCH', `${what}: arguments differ between ranks (${detail}); every rank must pass matching counts, root and op`)
 }
 
 /** The mismatch a receive's ERR_MPI_TRUNCATE means here, or the error itself. */
 function recvError (err: unknown, expect: number, what: string, source: number): unknown {
-  if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') return mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
+  if (isMpiError(err, 'ERR_MPI_TRUNCATE')) return mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
   return err
 }
 
@@ -197,7 +197,7 @@ export class Exchange implements CollRequest {
           this.rst = comm._collRecvNow !== undefined ? comm._collRecvNow(this.rv, this.source, this.tag) : null
         } catch (e) {
           const r = (e as { code?: string, request?: CollRequest }).request
-          if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) this.rreq = r
+          if (isMpiError(e, 'ERR_MPI_WOULD_BLOCK') && r !== undefined) this.rreq = r
           throw e
         }
         if (this.rst === null) this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
@@ -283,7 +283,7 @@ export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, ta
     st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag, n) : null
   } catch (e) {
     const r = (e as { request?: CollRequest }).request
-    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, n, what, source)
+    if (isMpiError(e, 'ERR_MPI_WOULD_BLOCK') && r !== undefined) return received(r, n, what, source)
     throw recvError(e, n, what, source)
   }
   if (st === null) return recvSteps(comm, rv, source, tag, what)
