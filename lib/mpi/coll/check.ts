@@ -138,6 +138,10 @@ export class CheckedComm implements CollComm {
   seg = 0
   /** buf's bytes. */
   n = 0
+  /** The descriptor's count (allreduce: recvbuf's elements). */
+  readonly count: number
+  /** Whether the record's steps serve this call (select.ts `stepsServe`), once known: a call of the last shape has the same n and seg. */
+  private serves: boolean | null = null
   /** The communicator the messages travel on (scratch pools are keyed on it). */
   readonly _base: CollComm
   readonly what: string
@@ -167,6 +171,7 @@ export class CheckedComm implements CollComm {
     this.w1 = (((alg & 0xff) << 24) | (opId & 0xffffff)) >>> 0
     this.w2 = root >>> 0
     this.w3 = count >>> 0
+    this.count = count
   }
 
   /** The descriptor as sent (16 bytes; made on first use: the small path writes the words directly). */
@@ -283,6 +288,16 @@ export class CheckedComm implements CollComm {
       s.count = n // the point-to-point layer's Status is this call's own: no second object per message
       return s
     } finally { state.syncRecv = scratch }
+  }
+
+  /** Whether the record's steps serve this call (it has steps, and its `stepsServe` says yes), worked out once per call object. */
+  stepsServe (): boolean {
+    let v = this.serves
+    if (v === null) {
+      const rec = this.rec
+      v = this.serves = rec.steps !== undefined && (rec.stepsServe === undefined || rec.stepsServe(this))
+    }
+    return v
   }
 
   /** The bytes of `view` (n bytes) to receive into (the last small array's kept: state.ts). */

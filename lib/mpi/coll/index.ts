@@ -101,7 +101,7 @@ const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
  */
 function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | null {
   const rec = call.rec
-  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) {
+  if (!call.stepsServe()) {
     return later((rec.awaited as (c: CheckedComm) => Promise<void>)(call), `the ${rec.name} ${rec.collective}${call.n > 0 ? ` of ${call.n} bytes` : ''} runs in the awaited tier only`)
   }
   if (PAIR_PATH && rec.direct !== undefined) {
@@ -109,7 +109,7 @@ function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | nul
     if (r === true) { if (last !== null) last.keep(call, call.buf); return null }
     if (r !== null) return runSync(r)
   }
-  return runSync(rec.steps(call))
+  return runSync((rec.steps as (c: CheckedComm) => CollSteps)(call))
 }
 
 /**
@@ -122,8 +122,8 @@ function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | nul
  */
 function invokeAwaited (call: CheckedComm, last: LastShape | null): Promise<void> | null {
   const rec = call.rec
-  if (rec.steps === undefined || (rec.stepsServe !== undefined && !rec.stepsServe(call))) return (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
-  if (!bound(call)) return runAsync(rec.steps(call))
+  if (!call.stepsServe()) return (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
+  if (!bound(call)) return runAsync((rec.steps as (c: CheckedComm) => CollSteps)(call))
   let l: Later | null
   try { l = invokeBlocking(call, last) } finally { unbound(call) }
   return l === null ? null : l.rest as Promise<void>
