@@ -2,7 +2,7 @@
 'use strict'
 /**
  * What fastsock/mpi's layers cost above the channel for a 2-rank blocking collective on one small
- * array (docs/mpi-collectives.md, "What the 8-byte call costs"). One job of two ranks on this host
+ * array (docs/mpi-benchmarks.md, "The collectives' tiers", "What the 8-byte call costs"). One job of two ranks on this host
  * (shm), each pattern called back to back (no barrier between calls: an iteration is one rank's
  * work plus the partner's message), patterns interleaved over `--rounds` rounds; ns per
  * iteration, the median of the rounds:

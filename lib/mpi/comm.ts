@@ -16,6 +16,7 @@ import { bytesOf, checkRank, checkTag } from './views'
 import { invalidArgType } from './errors'
 import * as collModule from './coll'
 import type { CollOptions, CollHandle, InPlace, NumericArray, Op } from './coll'
+import type { CollState } from './coll/state'
 
 /**
  * The collectives' entry points as a plain object, copied once: coll/index's own exports object is
@@ -246,6 +247,12 @@ export class Comm {
     return this._shared.device.recvEagerSync(this.collCtx, source, this._ranks[source], tag, bytesOf(view), n)
   }
 
+  /**
+   * @internal bounds each of this process's blocking waits to `ms` (Infinity: unbounded): the
+   * awaited collectives run the blocking tier's code under it (coll/tier.ts, Device.blockMs).
+   */
+  _collBlockFor (ms: number): void { this._shared.device.blockMs = ms }
+
   /** @internal the next collective sequence number (same on every rank). */
   _collSeq (): number { return this.seq++ }
 
@@ -284,6 +291,9 @@ export class Comm {
 
   // ---- collectives (lib/mpi/coll) -------------------------------------------------------------
 
+  /** @internal the collectives' state of this communicator (coll/state.ts: Open MPI's c_coll), made at its first collective. */
+  _coll: CollState | undefined = undefined
+
   /** MPI_Barrier. */
   barrier (opts?: CollOptions): Promise<void> { return coll.barrier(this, opts) }
   /** MPI_Bcast of `buf` from `root`; resolves with `buf`. */
@@ -317,7 +327,7 @@ export class Comm {
   /**
    * MPI_Barrier, blocking (as C's): returns once every rank has entered, without the event loop.
    * Throws MpiError ERR_MPI_WOULD_BLOCK, the barrier going on, when it cannot finish without the
-   * event loop now (`await err.request.wait()`); see docs/mpi-collectives.md, "Blocking collectives".
+   * event loop now (`await err.request.wait()`); see docs/mpi-collectives.md, "The tiers".
    */
   barrierSync (opts?: CollOptions): void { coll.barrierSync(this, opts) }
   /** MPI_Bcast, blocking: returns `buf` holding the root's bytes. Throws ERR_MPI_WOULD_BLOCK as barrierSync (larger messages always). */

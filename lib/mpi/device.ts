@@ -71,6 +71,15 @@ export class Device implements FrameHandler {
   private readonly jobKey: number
   private readonly transports: TransportName[] | undefined
   private closing = false
+  /**
+   * The awaited collectives' bound on each of this device's blocking waits, ms (lib/mpi/coll/tier.ts,
+   * set through Comm._collBlockFor): a waitSync that has not completed after it throws
+   * ERR_MPI_WOULD_BLOCK (the request goes on) and a recvEagerSync that has read nothing after one
+   * spin and sleep of at most it returns null, so that an awaited collective that finds its peers
+   * late goes back to the event loop; Infinity (no bound) outside such a call. No clock is read
+   * unless a wait runs past its spin.
+   */
+  blockMs = Infinity
 
   constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, yieldSpin?: boolean, transports?: TransportName[] }) {
     this.rank = opts.rank
@@ -588,6 +597,18 @@ export class Device implements FrameHandler {
    * stream ended is reported lost (the request then fails with ERR_MPI_PEER_LOST).
    */
   waitSync (req: Request, timeoutMs: number): void {
+    const bound = this.blockMs
+    if (bound >= timeoutMs) { this.waitSyncFor(req, timeoutMs); return }
+    try {
+      this.waitSyncFor(req, bound)
+    } catch (e) {
+      if ((e as { code?: string }).code === 'ERR_MPI_TIMEOUT') throw wouldBlock(req, `the awaited collective's bound on a wait (${bound} ms) is spent`)
+      throw e
+    }
+  }
+
+  /** waitSync without the awaited collectives' bound (blockMs). */
+  private waitSyncFor (req: Request, timeoutMs: number): void {
     this.flushAll()
     if (req._sendStatus !== null && !req.done) throw wouldBlock(req, 'its bytes are being written asynchronously')
     const own = req._conn as Conn | null
@@ -650,8 +671,9 @@ export class Device implements FrameHandler {
     if (this.dirty.length > 0) this.flushAll()
     for (;;) {
       if (matcher.anyPosted || matcher.probes.length > 0 || this.lost.has(w) || matcher.peekUnexpected(ctx, source, tag) !== null) return null
-      const head = c.nextHeaderSync(c.spinCapUs, BLOCK_SLICE_MS)
-      if (head === RECV_NONE) { if (c.atEof) return null; continue }
+      const bound = this.blockMs
+      const head = c.nextHeaderSync(c.spinCapUs, bound < BLOCK_SLICE_MS ? bound : BLOCK_SLICE_MS)
+      if (head === RECV_NONE) { if (c.atEof || bound !== Infinity) return null; continue }
       if (head === RECV_UNAVAILABLE) return null
       // The held frame: this receive's (matched as the matching engine matches), or another's.
       if (c.kind !== EAGER || !selects(ctx, source, tag, c.ctx, c.source, c.tag) || c.length > n) { c.handleHeld(); continue }

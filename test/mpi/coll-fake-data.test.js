@@ -281,7 +281,10 @@ t.test('selection table: rows, defaults, environment forcing and its fallback', 
   t.ok(table.length >= 25)
   for (const row of table) t.ok(row.collective && row.algorithm && row.when && row.source, `${row.collective}/${row.algorithm} has when and source`)
   t.equal(coll.envName('reduceScatterBlock'), 'FASTSOCK_MPI_COLL_REDUCE_SCATTER_BLOCK')
-  const { choose } = require('../../dist/mpi/coll/select')
+  const { choose, algorithmOf, wireOf } = require('../../dist/mpi/coll/select')
+  // the descriptor's algorithm id comes from the record: each one names its own record back
+  for (const row of table) t.equal(algorithmOf(row.collective, wireOf(row.collective, row.algorithm)).name, row.algorithm, `${row.collective}/${row.algorithm}: its wire id is its own`)
+  t.throws(() => wireOf('allreduce', 'nosuch'), /no record/, 'an algorithm without a record has no wire id (never 0)')
   const c = (bytes, P, commute = true) => ({ bytes, total: bytes * P, P, commute, items: bytes / 8 })
   t.equal(choose('allreduce', c(8, 4)), 'recursiveDoubling')
   t.equal(choose('allreduce', c(1 << 20, 4)), 'rabenseifner')

@@ -8,7 +8,12 @@
 // world.kill(rank) makes every pending and later operation on communicators containing that rank
 // reject with ERR_MPI_PEER_LOST (as H1's layer does), after `lossDelayMs`.
 
-function mpiError (code, message) { const e = new Error(message); e.name = 'MpiError'; e.code = code; return e }
+// the point-to-point layer's errors are MpiErrors (lib/mpi/errors.ts): the collectives tell them apart with isMpiError
+const { mpiError: realMpiError, isMpiErrorCode } = require('../../dist/mpi/errors')
+function mpiError (code, message) {
+  if (isMpiErrorCode(code)) return realMpiError(code, message)
+  const e = new Error(message); e.name = 'MpiError'; e.code = code; return e
+}
 
 class FakeRequest {
   constructor () {

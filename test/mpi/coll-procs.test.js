@@ -21,6 +21,15 @@ t.test('the blocking collectives (barrierSync, bcastSync, allreduceSync), mixed 
   for (const np of [1, 2, 3, 4, 5]) await run(t, 'blocking', np)
 })
 
+t.test('the awaited collectives on shm: within the turn when the peers are there, and bounded (two communicators in opposite orders complete), P = 1..5', async t => {
+  for (const np of [1, 2, 3, 4, 5]) await run(t, 'awaited', np)
+})
+
+t.test('the awaited collectives without the blocking waits (FASTSOCK_MPI_AWAIT_BLOCK_MS=0) and over tcp', async t => {
+  await runScenario(t, FIXTURE, 'awaited', 3, { timeoutMs: 60000, env: { FASTSOCK_MPI_AWAIT_BLOCK_MS: '0', AWAITED_ANY_TURN: '1' } })
+  await runScenario(t, FIXTURE, 'awaited', 3, { timeoutMs: 60000, env: { COLL_TRANSPORTS: 'tcp' } })
+})
+
 t.test('over tcp the blocking collectives hand over to the awaited tier and complete', async t => {
   await runScenario(t, FIXTURE, 'blocking', 3, { timeoutMs: 60000, env: { COLL_TRANSPORTS: 'tcp' } })
 })

@@ -40,7 +40,7 @@ export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps 
  * tag: a rank's arrival and its release travel opposite ways. 2(P-1) messages, two on the
  * critical path. Open MPI's basic_linear barrier (its default for 4 <= P < 8): rank 0 leaves
  * first, so a collective rooted there right after (OSU's bcast loop) has sent its message before
- * the others are out (docs/mpi-collectives.md, "The barrier at 4 to 7 ranks").
+ * the others are out (docs/mpi-benchmarks.md, "Selection thresholds", "The barrier at 4 to 7 ranks").
  */
 export function * barrierLinearSteps (comm: CollComm, seq: number): CollSteps {
   const P = comm.size
@@ -63,7 +63,7 @@ function * linearRootRest (comm: CollComm, first: CollSteps | null, recvFrom: nu
 
 /**
  * The linear barrier in the blocking tier without the steps' machinery (docs/mpi-collectives.md,
- * "No steps"): a rank other than 0 runs its exchange with rank 0 directly (exchangeNow); rank 0
+ * "Direct paths"): a rank other than 0 runs its exchange with rank 0 directly (exchangeNow); rank 0
  * reads each arrival now (recvNow) and writes each release now (comm._collSendNow). The same
  * messages and tag as barrierLinearSteps. Null when nothing was sent (run the steps), true when
  * done, else the rest as steps.
@@ -161,7 +161,7 @@ export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number,
 
 /**
  * A one-segment tree broadcast in the blocking tier without the steps' machinery, for buffers
- * the small path carries (docs/mpi-collectives.md, "No steps"): the parent's message read now
+ * the small path carries (docs/mpi-collectives.md, "Direct paths"): the parent's message read now
  * (recvNow), then each child's written now (comm._collSendNow); the same messages, tag and
  * descriptor as bcastTreeSteps. Null when nothing was done (the root's first send could not go
  * out now: run the steps), true when done, else the rest as steps. `n`: buf.byteLength.

@@ -25,9 +25,17 @@
  * even when a peer rejects; ranks that all only wait on one another (e.g. bcast where no rank
  * names itself root) exchange nothing and wait as in MPI. `{ check: true }` covers both.
  */
-import { CollError } from './types'
+import { isMpiError, wouldBlock as wouldBlockError } from '../errors'
+import type { MpiError } from '../errors'
 import type { CollComm, CollRequest, CollStatus } from './types'
-import { BytesOf, EMPTY, copyDisjoint, mismatch, release, scratch } from './util'
+import { BytesOf, EMPTY, SYNC_INLINE_MAX, copyDisjoint, mismatch, release, scratch } from './util'
+import { COLLECTIVE_IDS, algorithmOf, wireOf } from './select'
+import { stateOf } from './state'
+import type { CollState } from './state'
+import type { Algorithm } from './select'
+import type { Op } from './ops'
+
+export { SYNC_INLINE_MAX }
 
 const HDR = 16
 /**
@@ -41,28 +49,16 @@ const MAGIC = 0xc5
 const ABORT = 1
 /** Inline receives take at least this many bytes, so a somewhat larger message's descriptor can still be read (and named). */
 const MIN_RECV = 256
-/**
- * The blocking tier's small path (_collSendNow, _collRecvNow): its staging and receive scratch,
- * and the largest payload it carries, bytes. Up to it a step's message is written and read as
- * sendSync/recvSync's are (no Request), and at P = 2 barrier, bcast and allreduce skip the steps.
- */
-export const SYNC_INLINE_MAX = 4096
 const SYNC_SCRATCH = SYNC_INLINE_MAX + HDR
 /** Field codes an abort notice carries (flag bits 1..3): what its sender found differing. */
 const FIELDS = ['', 'collective', 'root', 'op', 'element kind', 'count', 'algorithm', 'message size']
 
-/** Collective ids of the descriptor (and of the opt-in argument check). */
-export const COLLECTIVE_IDS: Record<string, number> = {
-  barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
-}
 const COLLECTIVE_NAMES: string[] = []
 for (const [k, v] of Object.entries(COLLECTIVE_IDS)) COLLECTIVE_NAMES[v] = k
 /** Element kinds (1-based index in the descriptor; 0 = bytes, not checked). */
 export const KIND_NAMES = ['bytes', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
   'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']
 const OP_NAMES = ['none', 'SUM', 'PROD', 'MIN', 'MAX', 'LAND', 'LOR', 'LXOR', 'BAND', 'BOR', 'BXOR', 'MAXLOC', 'MINLOC']
-const ALGORITHMS = ['dissemination', 'tree', 'binomial', 'scatterAllgather', 'linear', 'rabenseifner', 'recursiveDoubling', 'ring',
-  'reduceBcast', 'bruck', 'pairwise', 'reduceThenScatter']
 
 /** The global typed array constructors → their element-kind id (a Map lookup per call, no name read). */
 const KIND_BY_CTOR = new Map<unknown, number>(KIND_NAMES.slice(1).map((n, i) => [(globalThis as Record<string, unknown>)[n], i + 1]))
@@ -75,15 +71,13 @@ export function kindOf (v: unknown): number {
 
 function noop (): void {}
 
-/** Free MIN_RECV-byte receive buffers (an inline receive of ≤ MIN_RECV - 16 bytes takes one and gives it back once copied out). */
-const recvPool: Buffer[] = []
 /**
  * A staging buffer (MIN_RECV or SYNC_SCRATCH bytes) with views of its first n bytes, made once per length, and its
  * descriptor as four 32-bit words (`words`: host order, little-endian on every platform fastsock
  * builds for, as the device's frame header): staging and checking a descriptor are four stores
  * and four loads, not sixteen bytes shifted.
  */
-class Scratch {
+export class Scratch {
   private readonly b: Buffer
   private readonly views: Buffer[] = []
   /** The descriptor's four 32-bit words. */
@@ -95,18 +89,9 @@ class Scratch {
   view (n: number): Buffer { return (this.views[n] ??= this.b.subarray(0, n)) }
 }
 /**
- * The send staging of messages of ≤ MIN_RECV bytes (_collIsend), null while taken: taken while
- * a send is in flight, given back when the point-to-point layer reports the send complete at
- * once (shm batches eager frames by copying them: the array may be reused); otherwise that send
- * keeps it and the next one makes a new one.
- */
-let isendStage: Scratch | null = null
-/** The blocking tier's send staging (CheckedComm._collSendNow): its bytes are copied before the call returns. */
-const syncSendStage = new Scratch(SYNC_SCRATCH)
-/** The blocking tier's receive scratch (CheckedComm._collRecvNow), null while a call holds it. */
-let syncRecv: Scratch | null = null
-/**
- * A receive buffer of `bytes` for an inline message: up to MIN_RECV from the pool above; larger
+ * A receive buffer of `bytes` for an inline message: up to MIN_RECV from the communicator's
+ * receive pool (state.ts `recvPool`: an inline receive of ≤ MIN_RECV - 16 bytes takes one and
+ * gives it back once copied out); larger
  * ones (up to INLINE_MAX + HDR) over a buffer of the communicator's scratch pool (util.ts
  * `scratch`), given back with `release` once copied out, as the staging of a larger inline send
  * is once the send completed at once. A new buffer per message (as until 2026-11-28) made
@@ -115,7 +100,7 @@ let syncRecv: Scratch | null = null
  */
 function recvBuffer (comm: CollComm, bytes: number): Buffer {
   if (bytes > MIN_RECV) return Buffer.from(scratch(comm, bytes), 0, bytes)
-  return recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
+  return stateOf(comm).recvPool.pop() ?? Buffer.allocUnsafeSlow(MIN_RECV)
 }
 
 /** Little-endian 32-bit word at `o` of `b` (bytewise: no Buffer method's checks, any alignment). */
@@ -128,19 +113,45 @@ function putU32 (b: Uint8Array, o: number, w: number): void {
   b[o] = w; b[o + 1] = w >>> 8; b[o + 2] = w >>> 16; b[o + 3] = w >>> 24
 }
 
-const sendBytes = new BytesOf()
-const recvBytes = new BytesOf()
 
 
-/** A collective call's descriptor, and a CollComm whose messages carry and check it. */
+/**
+ * A collective call: its descriptor, and a CollComm whose messages carry and check it; for the
+ * collectives whose algorithms are records with steps (select.ts: barrier, bcast, allreduce), also
+ * the call's arguments the record's functions read (`rec`, `seq`, `buf`, `op`, `seg`), so a
+ * call is this one object (kept for the next call of the same shape: index.ts LastShape).
+ */
 export class CheckedComm implements CollComm {
   readonly rank: number
   readonly size: number
+  /** The algorithm's record (select.ts). */
+  readonly rec: Algorithm
+  /** The call's root (0 where there is none). */
+  readonly root: number
+  /** The call's sequence number (set per call). */
+  seq = 0
+  /** The call's array: bcast's buf, allreduce's recvbuf holding this rank's input (set per call). */
+  buf: ArrayBufferView = EMPTY
+  /** The call's op (allreduce; null elsewhere). */
+  op: Op | null = null
+  /** The pipeline segment, bytes (opts.segmentBytes). */
+  seg = 0
+  /** buf's bytes. */
+  n = 0
+  /** The descriptor's count (allreduce: recvbuf's elements). */
+  readonly count: number
+  /** Whether the record's steps serve this call (select.ts `stepsServe`), once known: a call of the last shape has the same n and seg. */
+  private serves: boolean | null = null
   /** The communicator the messages travel on (scratch pools are keyed on it). */
   readonly _base: CollComm
   readonly what: string
   /** The algorithm's name, as select.ts gives it. */
   readonly algorithm: string
+  /** The communicator's collective state (state.ts): staging, scratch. */
+  readonly state: CollState
+  /** Its bytes of the last small arrays staged and filled (state.ts). */
+  private readonly sendBytes: BytesOf
+  private readonly recvBytes: BytesOf
   private d: Buffer | null = null
   private readonly w0: number; private readonly w1: number; private readonly w2: number; private readonly w3: number
   private aborted = false
@@ -150,11 +161,17 @@ export class CheckedComm implements CollComm {
     this.rank = comm.rank; this.size = comm.size
     this.what = what
     this.algorithm = algorithm
-    const alg = ALGORITHMS.indexOf(algorithm) + 1
+    this.rec = algorithmOf(what, algorithm)
+    const st = this.state = stateOf(comm)
+    this.sendBytes = st.sendBytes ??= new BytesOf()
+    this.recvBytes = st.recvBytes ??= new BytesOf()
+    this.root = root
+    const alg = wireOf(what, algorithm)
     this.w0 = ((MAGIC << 24) | ((COLLECTIVE_IDS[what] ?? 0) << 8) | (kind & 0xff)) >>> 0
     this.w1 = (((alg & 0xff) << 24) | (opId & 0xffffff)) >>> 0
     this.w2 = root >>> 0
     this.w3 = count >>> 0
+    this.count = count
   }
 
   /** The descriptor as sent (16 bytes; made on first use: the small path writes the words directly). */
@@ -172,20 +189,25 @@ export class CheckedComm implements CollComm {
     this.put(b)
     const n = view.byteLength
     if (n === 0) return
-    copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
+    copyDisjoint(b, HDR, this.sendBytes.of(view, n), 0, n)
   }
 
   _collIsend (view: ArrayBufferView, dest: number, tag: number): CollRequest {
     const n = view.byteLength
     if (n + HDR <= MIN_RECV) {
-      const stage = isendStage ?? new Scratch(MIN_RECV)
-      isendStage = null
+      // the send staging (state.ts isendStage), null while taken: taken while a send is in
+      // flight, given back when the point-to-point layer reports the send complete at once (shm
+      // batches eager frames by copying them: the array may be reused); otherwise that send
+      // keeps it and the next one makes a new one
+      const st = this.state
+      const stage = st.isendStage ?? new Scratch(MIN_RECV)
+      st.isendStage = null
       const b = stage.view(n + HDR)
       this.stage(b, view)
       const req = this._base._collIsend(b, dest, tag)
       let done: unknown = null
       try { done = req.test() } catch { /* failed: its wait() reports it */ }
-      if (done !== null && done !== false && isendStage === null) isendStage = stage
+      if (done !== null && done !== false && st.isendStage === null) st.isendStage = stage
       return req
     }
     if (n <= INLINE_MAX) {
@@ -222,12 +244,12 @@ export class CheckedComm implements CollComm {
   _collSendNow (view: ArrayBufferView, dest: number, tag: number, n = view.byteLength): boolean {
     const base = this._base
     if (n > SYNC_INLINE_MAX || base._collSendNow === undefined) return false
-    const st = syncSendStage
+    const st = this.state.syncSend ??= new Scratch(SYNC_SCRATCH)
     const w = st.words
     w[0] = this.w0; w[1] = this.w1; w[2] = this.w2; w[3] = this.w3
     const b = st.view(n + HDR)
     // Bytes, not elements: a float element copy may quiet a signalling NaN (bcast delivers bytes).
-    if (n > 0) copyDisjoint(b, HDR, sendBytes.of(view, n), 0, n)
+    if (n > 0) copyDisjoint(b, HDR, this.sendBytes.of(view, n), 0, n)
     return base._collSendNow(b, dest, tag, n + HDR)
   }
 
@@ -243,29 +265,43 @@ export class CheckedComm implements CollComm {
     // The sync scratch, exactly n + HDR bytes long (the point-to-point layer reads into the
     // whole view: a longer one would be cut per call); taken for the call, kept by an
     // InlineRecv that finishes it later (a new scratch is made for the next call then).
-    const scratch = syncRecv ?? new Scratch(SYNC_SCRATCH)
-    syncRecv = null
+    const state = this.state
+    const scratch = state.syncRecv ?? new Scratch(SYNC_SCRATCH)
+    state.syncRecv = null
     const b = scratch.view(n + HDR)
     let s: CollStatus | null
     try {
       s = base._collRecvNow(b, source, tag, n + HDR)
     } catch (e) {
-      if (!wouldBlock(e)) { syncRecv = scratch; throw e }
+      if (!wouldBlock(e)) { state.syncRecv = scratch; throw e }
       const err = e as Error & { request: CollRequest }
       err.request = new InlineRecv(this, err.request, b, view, source, tag)
       throw err
     }
-    if (s === null) { syncRecv = scratch; return null }
+    if (s === null) { state.syncRecv = scratch; return null }
     try {
       const w = scratch.words
       if (s.count !== n + HDR || w[0] !== this.w0 || w[1] !== this.w1 || w[2] !== this.w2 || w[3] !== this.w3) {
         return finishInline(this, s, b, view, source, tag, false) // throws the mismatch (or the size's)
       }
-      if (n > 0) copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
+      if (n > 0) copyDisjoint(this.recvBytes.of(view, n), 0, b, HDR, n)
       s.count = n // the point-to-point layer's Status is this call's own: no second object per message
       return s
-    } finally { syncRecv = scratch }
+    } finally { state.syncRecv = scratch }
   }
+
+  /** Whether the record's steps serve this call (it has steps, and its `stepsServe` says yes), worked out once per call object. */
+  stepsServe (): boolean {
+    let v = this.serves
+    if (v === null) {
+      const rec = this.rec
+      v = this.serves = rec.steps !== undefined && (rec.stepsServe === undefined || rec.stepsServe(this))
+    }
+    return v
+  }
+
+  /** The bytes of `view` (n bytes) to receive into (the last small array's kept: state.ts). */
+  bytesOf (view: ArrayBufferView, n: number): Uint8Array { return this.recvBytes.of(view, n) }
 
   _collSeq (): number { return this._base._collSeq() }
   _derive (worldRanks: number[], contextId: number): CollComm { return this._base._derive(worldRanks, contextId) }
@@ -277,11 +313,11 @@ export class CheckedComm implements CollComm {
    * Check a received descriptor (`b` at `off`) from `source`; null if it matches this call's,
    * else the error (and the abort notice goes out to every other rank, once per call).
    */
-  check (b: Buffer, source: number, tag: number): CollError | null {
+  check (b: Buffer, source: number, tag: number): MpiError | null {
     const w0 = u32At(b, 0); const w1 = u32At(b, 4); const w2 = u32At(b, 8); const w3 = u32At(b, 12)
     const abort = ((w0 >>> 16) & 0xff & ABORT) !== 0
     if (!abort && ((w0 & 0xff00ffff) >>> 0) === this.w0 && w1 === this.w1 && w2 === this.w2 && w3 === this.w3) return null
-    let err: CollError
+    let err: MpiError
     if ((w0 >>> 24) !== MAGIC) err = mismatch(this.what, `rank ${source} sent a message that is not part of a ${this.what}`)
     else {
       const diff = this.describe(w0, w1, w2, w3, source)
@@ -301,7 +337,7 @@ export class CheckedComm implements CollComm {
     const f = (name: string, mine: string | number, theirs: string | number): string => `${name} differs: this rank ${String(mine)}, rank ${s} ${String(theirs)}`
     const coll = (x: number): string => COLLECTIVE_NAMES[(x >>> 8) & 0xff] ?? `#${(x >>> 8) & 0xff}`
     const op = (x: number): string => { const i = x & 0xffffff; return OP_NAMES[i] ?? `USER${i}` }
-    const alg = (x: number): string => ALGORITHMS[(x >>> 24) - 1] ?? 'default'
+    const alg = (x: number): string => algorithmOf(this.what, x >>> 24)?.name ?? `#${x >>> 24}`
     if (((w0 >>> 8) & 0xff) !== ((this.w0 >>> 8) & 0xff)) return f('collective', coll(this.w0), coll(w0))
     if (w2 !== this.w2) return f('root', this.w2, w2)
     if ((w1 & 0xffffff) !== (this.w1 & 0xffffff)) return f('op', op(this.w1), op(w1))
@@ -345,7 +381,7 @@ function diff0 (message: string): number {
 }
 
 /** Size mismatch of a checked message. */
-function sizeError (cc: CheckedComm, source: number, got: number, want: number): CollError {
+function sizeError (cc: CheckedComm, source: number, got: number, want: number): MpiError {
   return mismatch(cc.what, `rank ${source} sent ${got} bytes, ${want} expected`)
 }
 
@@ -362,9 +398,9 @@ function finishInline (cc: CheckedComm, s: CollStatus, b: Buffer, view: ArrayBuf
   const n = s.count - HDR
   if (n !== view.byteLength) { const err = sizeError(cc, source, n, view.byteLength); cc.abort(tag, 7); throw err }
   if (n > 0) {
-    copyDisjoint(recvBytes.of(view, n), 0, b, HDR, n)
+    copyDisjoint(cc.bytesOf(view, n), 0, b, HDR, n)
   }
-  if (pooled) { if (b.byteLength === MIN_RECV && recvPool.length < 32) recvPool.push(b); else if (b.byteLength > MIN_RECV) release(cc, b.buffer as ArrayBuffer) }
+  if (pooled) { if (b.byteLength === MIN_RECV && cc.state.recvPool.length < 32) cc.state.recvPool.push(b); else if (b.byteLength > MIN_RECV) release(cc, b.buffer as ArrayBuffer) }
   return { source: s.source, tag: s.tag, count: n }
 }
 
@@ -387,7 +423,7 @@ class InlineRecv implements CollRequest {
   }
 
   private failed (e: unknown): never {
-    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+    if (isMpiError(e, 'ERR_MPI_TRUNCATE')) {
       this.err = mismatch(this.cc.what, `rank ${this.source} sent more than the ${this.view.byteLength} bytes expected`)
       this.cc.abort(this.tag, 7)
     } else this.err = e
@@ -445,7 +481,7 @@ class LargeRecv implements CollRequest {
   }
 
   private descFailed (e: unknown): never {
-    if ((e as { code?: string }).code === 'ERR_MPI_TRUNCATE') {
+    if (isMpiError(e, 'ERR_MPI_TRUNCATE')) {
       this.err = mismatch(this.cc.what, `rank ${this.source} sent a larger message where a collective descriptor was expected (sizes differ)`)
       this.cc.abort(this.tag, 7)
     } else this.err = e
@@ -502,11 +538,11 @@ class PairSend implements CollRequest {
 
 /** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK when it has none (the blocking tier then awaits). */
 function blockOn (r: CollRequest): CollStatus {
-  if (r.waitSync === undefined) throw new CollError('ERR_MPI_WOULD_BLOCK', 'a request without a blocking wait')
+  if (r.waitSync === undefined) throw wouldBlockError(r, 'a request without a blocking wait')
   return r.waitSync()
 }
 
 /** True for MpiError ERR_MPI_WOULD_BLOCK (it passes through the checked requests unchanged). */
 function wouldBlock (e: unknown): boolean {
-  return (e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK'
+  return isMpiError(e, 'ERR_MPI_WOULD_BLOCK')
 }

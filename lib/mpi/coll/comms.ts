@@ -17,7 +17,8 @@ import { MAX } from './ops'
 import { allgatherRing, gatherBinomial, gatherLinear } from './gather'
 import { bcastBinomial } from './bcast'
 import { allreduceRecursiveDoubling } from './reduce'
-import { DEFAULT_SEGMENT_BYTES, collTag, dropScratch } from './util'
+import { DEFAULT_SEGMENT_BYTES, collTag } from './util'
+import { dropState } from './state'
 import { CheckedComm } from './check'
 
 /**
@@ -130,7 +131,7 @@ export async function splitLocal<C extends CollComm> (comm: C): Promise<C> {
 
 /** MPI_Comm_free: drops the collectives' per-communicator scratch and calls comm._free() if it has one. */
 export async function free (comm: CollComm): Promise<void> {
-  dropScratch(comm)
+  dropState(comm)
   const f = (comm as unknown as { _free?: () => unknown })._free
   if (typeof f === 'function') await f.call(comm)
 }

@@ -13,25 +13,29 @@
  * op, element kind, count) or size differs from its own, or another rank's abort notice; the
  * point-to-point layer's errors (ERR_MPI_PEER_LOST, ...) pass through. Every algorithm runs on a
  * CheckedComm (check.ts) wrapping `comm`, which adds and checks the descriptors.
- * Algorithms and thresholds: select.ts and docs/mpi-collectives.md.
+ * Algorithms (one record each, with their wire ids, steps and direct paths) and thresholds:
+ * select.ts and docs/mpi-collectives.md ("The records"). Barrier, bcast and allreduce have two
+ * tiers, run by invokeBlocking / invokeAwaited from one preamble per collective
+ * (barrierCall, bcastCall, allreduceCall); what a call keeps for the next one is on the
+ * communicator (state.ts).
  */
-import { MpiError, invalidArgType, outOfRange, wouldBlock } from '../errors'
+import { invalidArgType, outOfRange } from '../errors'
 import { Request } from '../request'
 import { Status } from '../status'
 import { CollError, IN_PLACE, UNDEFINED } from './types'
 import type { CollComm, CollHandle, CollOptions, InPlace, NumericArray } from './types'
 import { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC } from './ops'
 import type { UserOpFunction } from './ops'
-import { algorithmTable, choose, envName, THRESHOLDS } from './select'
+import { COLLECTIVE_IDS, algorithmTable, choose, envName, THRESHOLDS } from './select'
 import { DEFAULT_SEGMENT_BYTES, bytes, collTag, copyBytes, keepable, mismatch, recv, release, scratch, send, viewLike } from './util'
-import { barrierDissemination, barrierDisseminationSteps, barrierLinear, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
-import type { TreeShape } from './bcast'
-import { runAsync, runSync } from './drive'
-import type { CollSteps } from './drive'
-import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoubling, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
+import { later, runAsync, runSync } from './drive'
+import type { CollSteps, Later } from './drive'
+import { bound, unbound } from './tier'
+import { stateOf } from './state'
+import { allreduceRecursiveDoubling, reduceBinomial, reduceRabenseifner, ringReduceScatter, scanLinear, scanRecursiveDoubling } from './reduce'
 import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
-import { CheckedComm, COLLECTIVE_IDS, kindOf, SYNC_INLINE_MAX } from './check'
+import { CheckedComm, kindOf } from './check'
 
 export { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC, IN_PLACE, UNDEFINED, CollError, algorithmTable, envName, THRESHOLDS }
 export type { CollComm, CollHandle, CollOptions, InPlace, NumericArray, UserOpFunction }
@@ -84,20 +88,54 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
  * The blocking barrier (P = 2; the linear one at any P), the blocking bcast of a small array
  * (one segment, any P) and the blocking allreduce of a small array at P = 2 run their messages
  * directly (barrierPairSync, barrierLinearNow, bcastTreeNow, allreducePairSync;
- * docs/mpi-collectives.md, "No steps"); FASTSOCK_MPI_PAIR=0 runs the steps instead
+ * docs/mpi-collectives.md, "Direct paths"); FASTSOCK_MPI_PAIR=0 runs the steps instead
  * (measurement: bench/mpi-waits.js's "shm, steps" rows).
  */
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 /**
- * A direct path's answer: false when it sent nothing (run the steps), else true once its rest, if
- * any, was driven. `last` (null for a call with opts) keeps the call's shape, on array `v`, when
- * it completed right there.
+ * A call of barrier, bcast or allreduce in the blocking tier, its preamble done (`call`: its
+ * record, arguments and descriptor): its record's direct path (PAIR_PATH), else its steps, driven
+ * with blocking waits (runSync). Null when the call completed (`last`, null for a call with opts,
+ * then keeps its shape when it completed in the direct path), else the Later of its rest (the
+ * event loop's: a wait that needs it, a record whose steps do not serve the call).
  */
-function pairRan (r: true | CollSteps | null, count: number, last: LastShape | null, cc: CheckedComm, v: ArrayBufferView): boolean {
-  if (r === null) return false
-  if (r !== true) drive(r, count)
-  else if (last !== null) last.keep(cc, v)
-  return true
+function invokeBlocking (call: CheckedComm, last: LastShape | null): Later | null {
+  const rec = call.rec
+  if (!call.stepsServe()) {
+    return later((rec.awaited as (c: CheckedComm) => Promise<void>)(call), `the ${rec.name} ${rec.collective}${call.n > 0 ? ` of ${call.n} bytes` : ''} runs in the awaited tier only`)
+  }
+  if (PAIR_PATH && rec.direct !== undefined) {
+    const r = rec.direct(call)
+    if (r === true) { if (last !== null) last.keep(call, call.buf); return null }
+    if (r !== null) return runSync(r)
+  }
+  return runSync((rec.steps as (c: CheckedComm) => CollSteps)(call))
+}
+
+/**
+ * The same call in the awaited tier: the record's own run where its steps do not serve the call;
+ * else the blocking tier's run (invokeBlocking) at once, under the awaited tier's bound on each
+ * wait (tier.ts), its rest (if any) awaited; where the bound cannot apply (no hook,
+ * FASTSOCK_MPI_AWAIT_BLOCK_MS=0), the steps with wait(). (Not deferred to a microtask as
+ * Request.wait's spin is: that costs ~0.2 µs per call, and a call started before the caller's
+ * own send that its peer waits for costs at most the bound per wait, then goes on.)
+ */
+function invokeAwaited (call: CheckedComm, last: LastShape | null): Promise<void> | null {
+  const rec = call.rec
+  if (!call.stepsServe()) return (rec.awaited as (c: CheckedComm) => Promise<void>)(call)
+  if (!bound(call)) return runAsync((rec.steps as (c: CheckedComm) => CollSteps)(call))
+  let l: Later | null
+  try { l = invokeBlocking(call, last) } finally { unbound(call) }
+  return l === null ? null : l.rest as Promise<void>
+}
+
+/**
+ * An awaited call's promise: resolved with `v` at once when the call completed (`p` null), else
+ * once `p` resolves. (The awaited entry points are not async functions: a promise per frame costs
+ * ~0.2 µs each, and the 8-byte call is about 1 µs.)
+ */
+function settled<T> (p: Promise<void> | null, v: T): Promise<T> {
+  return p === null ? Promise.resolve(v) : p.then(() => v)
 }
 
 /**
@@ -111,7 +149,7 @@ function pairRan (r: true | CollSteps | null, count: number, last: LastShape | n
  * there, so a CheckedComm that a rest in the awaited tier still holds, or one that sent an abort
  * notice, is never reused.
  */
-class LastShape {
+export class LastShape {
   private comm: CollComm | null = null
   private ctor: unknown = null
   private length = -1
@@ -151,29 +189,23 @@ class LastShape {
     return true
   }
 }
-const lastBarrier = new LastShape()
-const lastBcast = new LastShape()
-const lastAllreduce = new LastShape()
+/** The communicator's LastShape of barrier, bcast, allreduce (state.ts), made at its first use. */
+const lastBarrier = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastBarrier ??= new LastShape() }
+const lastBcast = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastBcast ??= new LastShape() }
+const lastAllreduce = (comm: CollComm): LastShape => { const st = stateOf(comm); return st.lastAllreduce ??= new LastShape() }
 /** The barrier's stand-in view for LastShape (a barrier has no array). */
 const EMPTY_VIEW = new Uint8Array(0)
-/** The blocking tier's answer when `rest` (already running) needs the event loop: ERR_MPI_WOULD_BLOCK with it as a Request. */
-function goOnAsync (rest: Promise<unknown>, count: number, why: string): never {
-  throw wouldBlock(new CollectiveRequest(rest, count), why)
+/** The blocking tier's answer to a Later: ERR_MPI_WOULD_BLOCK, its message the Later's cause's, with the rest as a Request (`count`: bytes, for its Status). */
+function blocked (l: Later, count: number): never {
+  const e = l.cause
+  Object.defineProperty(e, 'request', { value: new CollectiveRequest(l.rest as Promise<unknown>, count), writable: true, configurable: true, enumerable: false })
+  throw e
 }
-/**
- * Runs `steps` in the blocking tier; when a step needs the event loop, throws its
- * ERR_MPI_WOULD_BLOCK message with the collective's rest as the Request.
- */
-function drive (steps: CollSteps, count: number): void {
-  const r = runSync(steps)
-  if (!('done' in r)) throw new MpiError('ERR_MPI_WOULD_BLOCK', r.cause.message, { request: new CollectiveRequest(r.rest, count) })
-}
-let checkEnv: boolean | undefined
-/** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1 (read once). */
+/** FASTSOCK_MPI_COLL_CHECK=1, read when the module loads. */
+const CHECK_ENV = process.env.FASTSOCK_MPI_COLL_CHECK === '1'
+/** Whether this call agrees on its arguments first: opts.check, else FASTSOCK_MPI_COLL_CHECK=1. */
 function checking (opts: CollOptions | undefined): boolean {
-  if (opts?.check !== undefined) return opts.check
-  if (checkEnv === undefined) checkEnv = process.env.FASTSOCK_MPI_COLL_CHECK === '1'
-  return checkEnv
+  return opts?.check ?? CHECK_ENV
 }
 const kindId = (v: unknown): number => v === null || v === undefined || v === IN_PLACE ? -1 : [...NUMERIC].indexOf((v as object).constructor.name) + 1
 
@@ -206,20 +238,28 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
   if (dst !== src) typedArraySet.call(dst, src)
 }
 
-/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. */
-export async function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
-  if (comm.size === 1) return
-  if (cseq >= 0) await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
-  const alg = barrierAlgorithm(comm, opts)
-  const cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-  if (alg === 'tree') await barrierTree(cc, seq)
-  else if (alg === 'linear') await barrierLinear(cc, seq)
-  else await barrierDissemination(cc, seq)
+/** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. On shm the barrier runs as barrierSync's code under the awaited tier's bound (invokeAwaited). */
+export function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (comm.size === 1) return Promise.resolve()
+    if (cseq >= 0) return barrierChecked(comm, opts, seq, cseq)
+    return settled(invokeAwaited(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null), undefined)
+  } catch (e) { return Promise.reject(e) }
 }
 
-function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): string {
-  return choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+/** The barrier with the argument check (opts.check) first. */
+async function barrierChecked (comm: CollComm, opts: CollOptions | undefined, seq: number, cseq: number): Promise<void> {
+  await agree(comm, cseq, 'barrier', 0, 0, 0, 0)
+  await invokeAwaited(barrierCall(comm, opts, seq), null)
+}
+
+/** The barrier's call (the last one's when this one, without opts, has its shape: LastShape). */
+function barrierCall (comm: CollComm, opts: CollOptions | undefined, seq: number): CheckedComm {
+  const call = (opts === undefined ? lastBarrier(comm).hit(comm, EMPTY_VIEW, 0, null, 0) : null) ??
+    new CheckedComm(comm, 'barrier', choose('barrier', { bytes: 0, total: 0, P: comm.size, commute: true, items: 0 }, opts?.algorithm), 0, 0, 0, 0)
+  call.seq = seq
+  return call
 }
 
 /**
@@ -230,42 +270,49 @@ function barrierAlgorithm (comm: CollComm, opts: CollOptions | undefined): strin
  * tree algorithm, `opts.check`. Ranks may mix barrier() and barrierSync(): the messages are the same.
  */
 export function barrierSync (comm: CollComm, opts?: CollOptions): void {
-  if (checking(opts)) goOnAsync(barrier(comm, opts), 0, CHECK_ROUND)
+  if (checking(opts)) blocked(later(barrier(comm, opts), CHECK_ROUND), 0)
   const seq = comm._collSeq()
   if (comm.size === 1) return
-  const shaped = opts === undefined
-  let cc = shaped ? lastBarrier.hit(comm, EMPTY_VIEW, 0, null, 0) : null
-  if (cc === null) {
-    const alg = barrierAlgorithm(comm, opts)
-    cc = new CheckedComm(comm, 'barrier', alg, 0, 0, 0, 0)
-    if (alg === 'tree') goOnAsync(barrierTree(cc, seq), 0, 'the tree barrier runs in the awaited tier only')
-  }
-  // the direct paths: the linear barrier at any P, the dissemination barrier's one exchange at P = 2
-  const linear = cc.algorithm === 'linear'
-  if (PAIR_PATH && (linear || comm.size === 2) && pairRan(linear ? barrierLinearNow(cc, seq) : barrierPairSync(cc, seq), 0, shaped ? lastBarrier : null, cc, EMPTY_VIEW)) return
-  drive(linear ? barrierLinearSteps(cc, seq) : barrierDisseminationSteps(cc, seq), 0)
+  const l = invokeBlocking(barrierCall(comm, opts, seq), opts === undefined ? lastBarrier(comm) : null)
+  if (l !== null) blocked(l, 0)
 }
 
-/** The tree of each one-segment tree broadcast (select.ts names). */
-const BCAST_TREES: Record<string, TreeShape> = { binomial: binomialShape, linear: linearShape }
+/**
+ * MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with
+ * buf. Algorithms: binomial, scatterAllgather, linear. On shm a one-segment tree broadcast runs
+ * as bcastSync's code under the awaited tier's bound (invokeAwaited).
+ */
+export function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (cseq >= 0) return bcastChecked(comm, buf, root, opts, seq, cseq)
+    const call = bcastCall(comm, buf, root, opts, seq)
+    return settled(call === null ? null : invokeAwaited(call, opts === undefined ? lastBcast(comm) : null), buf)
+  } catch (e) { return Promise.reject(e) }
+}
 
-/** MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with buf. Algorithms: binomial, scatterAllgather, linear. */
-export async function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+/** The bcast with the argument check (opts.check) first. */
+async function bcastChecked<T extends ArrayBufferView> (comm: CollComm, buf: T, root: number, opts: CollOptions | undefined, seq: number, cseq: number): Promise<T> {
   view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
   if (comm.size === 1) return buf
-  const b = bytes(buf)
-  if (cseq >= 0) await agree(comm, cseq, 'bcast', b.byteLength, root, 0, 0)
-  const alg = bcastAlgorithm(comm, b, opts)
-  const cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-  if (alg === 'scatterAllgather') await bcastScatterAllgather(cc, b, root, seq)
-  else if (alg === 'binomial') await bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-  else await runAsync(bcastTreeSteps(cc, b, root, seq, 0, BCAST_TREES[alg]))
+  await agree(comm, cseq, 'bcast', buf.byteLength, root, 0, 0)
+  const call = bcastCall(comm, buf, root, opts, seq)
+  if (call !== null) await invokeAwaited(call, null)
   return buf
 }
 
-function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | undefined): string {
-  return choose('bcast', { bytes: b.byteLength, total: b.byteLength, P: comm.size, commute: true, items: 0 }, opts?.algorithm)
+/** The bcast's arguments checked and its call (the last one's when this one has its shape: LastShape); null at P = 1. */
+function bcastCall (comm: CollComm, buf: ArrayBufferView, root: number, opts: CollOptions | undefined, seq: number): CheckedComm | null {
+  const len = buf?.byteLength
+  let call = opts === undefined ? lastBcast(comm).hit(comm, buf, len, null, root) : null
+  if (call === null) {
+    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
+    if (comm.size === 1) return null
+    call = new CheckedComm(comm, 'bcast', choose('bcast', { bytes: len, total: len, P: comm.size, commute: true, items: 0 }, opts?.algorithm), root, 0, 0, len)
+    call.n = len; call.seg = segBytes(opts)
+  }
+  call.seq = seq; call.buf = buf
+  return call
 }
 
 /**
@@ -276,26 +323,11 @@ function bcastAlgorithm (comm: CollComm, b: Uint8Array, opts: CollOptions | unde
  * written without the event loop (larger than the room in the shm ring).
  */
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
-  if (checking(opts)) goOnAsync(bcast(comm, buf, root, opts), buf?.byteLength ?? 0, CHECK_ROUND)
-  const seq = comm._collSeq()
-  const shaped = opts === undefined
-  const len = buf?.byteLength
-  let cc = shaped ? lastBcast.hit(comm, buf, len, null, root) : null
-  if (cc === null) {
-    view(buf, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
-    if (comm.size === 1) return buf
-    const b = bytes(buf)
-    const alg = bcastAlgorithm(comm, b, opts)
-    cc = new CheckedComm(comm, 'bcast', alg, root, 0, 0, b.byteLength)
-    if (alg === 'scatterAllgather' || (alg === 'binomial' && b.byteLength > segBytes(opts))) {
-      const rest = alg === 'scatterAllgather' ? bcastScatterAllgather(cc, b, root, seq) : bcastBinomial(cc, b, root, seq, 0, segBytes(opts))
-      goOnAsync(rest, b.byteLength, `${alg} bcast of ${b.byteLength} bytes runs in the awaited tier only`)
-    }
-  }
-  const n = len as number // (a view: checked above, or the last call's shape)
-  const tree = BCAST_TREES[cc.algorithm]
-  if (PAIR_PATH && n <= SYNC_INLINE_MAX && pairRan(bcastTreeNow(cc, buf, root, seq, tree, n), n, shaped ? lastBcast : null, cc, buf)) return buf
-  drive(bcastTreeSteps(cc, bytes(buf), root, seq, 0, tree), n)
+  if (checking(opts)) blocked(later(bcast(comm, buf, root, opts), CHECK_ROUND), buf?.byteLength ?? 0)
+  const call = bcastCall(comm, buf, root, opts, comm._collSeq())
+  if (call === null) return buf
+  const l = invokeBlocking(call, opts === undefined ? lastBcast(comm) : null)
+  if (l !== null) blocked(l, call.n)
   return buf
 }
 
@@ -353,16 +385,25 @@ export async function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, r
 /**
  * MPI_Allreduce: the op over every rank's sendbuf (rank order) into every recvbuf (same kind and
  * length; IN_PLACE takes the input from recvbuf); resolves with recvbuf.
- * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast.
+ * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast. On shm recursive doubling and a
+ * one-segment Rabenseifner run as allreduceSync's code under the awaited tier's bound (invokeAwaited).
  */
-export async function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+export function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
+  try {
+    const seq = comm._collSeq(); const cseq = checking(opts) ? comm._collSeq() : -1
+    if (cseq >= 0) return allreduceChecked(comm, sendbuf, recvbuf, op, opts, seq, cseq)
+    const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
+    return settled(call === null ? null : invokeAwaited(call, opts === undefined ? lastAllreduce(comm) : null), recvbuf)
+  } catch (e) { return Promise.reject(e) }
+}
+
+/** The allreduce with the argument check (opts.check) first. */
+async function allreduceChecked<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, seq: number, cseq: number): Promise<T> {
   allreduceInput(sendbuf, recvbuf, op)
-  const P = comm.size
-  if (P === 1) return recvbuf
-  if (cseq >= 0) await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
-  const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
-  await allreduceRun(new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length), alg, recvbuf, op, seq, opts)
+  if (comm.size === 1) return recvbuf
+  await agree(comm, cseq, 'allreduce', recvbuf.length, 0, op.id, kindId(recvbuf))
+  const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, seq)
+  if (call !== null) await invokeAwaited(call, null)
   return recvbuf
 }
 
@@ -380,20 +421,28 @@ function allreduceInput<T extends NumericArray> (sendbuf: T | InPlace, recvbuf: 
   }
 }
 
-function allreduceAlgorithm (comm: CollComm, recvbuf: NumericArray, op: Op, opts: CollOptions | undefined): string {
-  return choose('allreduce', { bytes: recvbuf.byteLength, total: recvbuf.byteLength, P: comm.size, commute: op.commute, items: recvbuf.length / op.unit }, opts?.algorithm)
-}
-
-async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray, op: Op, seq: number, opts: CollOptions | undefined): Promise<void> {
-  switch (alg) {
-    case 'rabenseifner': await allreduceRabenseifner(cc, recvbuf, op, seq, segBytes(opts)); break
-    case 'ring': await allreduceRing(cc, recvbuf, op, seq, segBytes(opts)); break
-    case 'reduceBcast':
-      await reduceBinomial(cc, recvbuf, op, 0, seq, 0, segBytes(opts))
-      await bcastBinomial(cc, bytes(recvbuf), 0, seq, 1, segBytes(opts))
-      break
-    default: await allreduceRecursiveDoubling(cc, recvbuf, op, seq)
+/**
+ * The allreduce's arguments checked, recvbuf holding this rank's input, and its call (the last
+ * one's when this one, without opts, has its shape: LastShape, and then only the send buffer is
+ * new: anything but its kind and length throws); null at P = 1.
+ */
+function allreduceCall<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op, opts: CollOptions | undefined, seq: number): CheckedComm | null {
+  const len = recvbuf?.length
+  const last = opts === undefined ? lastAllreduce(comm) : null
+  let call = last !== null ? last.hit(comm, recvbuf, len, op, 0) : null
+  if (call !== null) {
+    if (sendbuf !== IN_PLACE && !(last as LastShape).sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
+    else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
+  } else {
+    allreduceInput(sendbuf, recvbuf, op)
+    if (comm.size === 1) return null
+    const nb = recvbuf.byteLength
+    const alg = choose('allreduce', { bytes: nb, total: nb, P: comm.size, commute: op.commute, items: len / op.unit }, opts?.algorithm)
+    call = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), len)
+    call.op = op; call.n = nb; call.seg = segBytes(opts)
   }
+  call.seq = seq; call.buf = recvbuf
+  return call
 }
 
 /**
@@ -405,31 +454,11 @@ async function allreduceRun (cc: CheckedComm, alg: string, recvbuf: NumericArray
  * than the room in the shm ring).
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
-  if (checking(opts)) goOnAsync(allreduce(comm, sendbuf, recvbuf, op, opts), recvbuf?.byteLength ?? 0, CHECK_ROUND)
-  const seq = comm._collSeq()
-  const shaped = opts === undefined
-  const len = recvbuf?.length
-  let cc = shaped ? lastAllreduce.hit(comm, recvbuf, len, op, 0) : null
-  if (cc !== null) {
-    // The last call's shape: only the send buffer is new (anything but its kind and length throws).
-    if (sendbuf !== IN_PLACE && !lastAllreduce.sendOk(sendbuf, len)) allreduceInput(sendbuf, recvbuf, op)
-    else if (sendbuf !== IN_PLACE) copyInto(recvbuf, sendbuf)
-  } else {
-    allreduceInput(sendbuf, recvbuf, op)
-    if (comm.size === 1) return recvbuf
-    const alg = allreduceAlgorithm(comm, recvbuf, op, opts)
-    cc = new CheckedComm(comm, 'allreduce', alg, 0, op.id, kindOf(recvbuf), recvbuf.length)
-    if (alg === 'rabenseifner' && recvbuf.byteLength <= segBytes(opts)) {
-      drive(allreduceRabenseifnerSteps(cc, recvbuf, op, seq), recvbuf.byteLength)
-      return recvbuf
-    }
-    if (alg !== 'recursiveDoubling') {
-      goOnAsync(allreduceRun(cc, alg, recvbuf, op, seq, opts), recvbuf.byteLength, `${alg} allreduce of ${recvbuf.byteLength} bytes runs in the awaited tier only`)
-    }
-  }
-  const nb = recvbuf.byteLength
-  if (comm.size === 2 && PAIR_PATH && nb <= SYNC_INLINE_MAX && pairRan(allreducePairSync(cc, recvbuf, op, seq, nb, len), nb, shaped ? lastAllreduce : null, cc, recvbuf)) return recvbuf
-  drive(allreduceRecursiveDoublingSteps(cc, recvbuf, op, seq), nb)
+  if (checking(opts)) blocked(later(allreduce(comm, sendbuf, recvbuf, op, opts), CHECK_ROUND), recvbuf?.byteLength ?? 0)
+  const call = allreduceCall(comm, sendbuf, recvbuf, op, opts, comm._collSeq())
+  if (call === null) return recvbuf
+  const l = invokeBlocking(call, opts === undefined ? lastAllreduce(comm) : null)
+  if (l !== null) blocked(l, call.n)
   return recvbuf
 }
 

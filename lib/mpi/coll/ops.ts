@@ -21,7 +21,8 @@
  * `inout[i] = inout[i] ∘ input[i]` for every i, `inout` holding the LEFT (lower-ranked) operand;
  * non-commutative ops are applied in rank order (result = a_0 ∘ a_1 ∘ ... ∘ a_{P-1}).
  */
-import { CollError, type NumericArray } from './types'
+import type { NumericArray } from './types'
+import { invalidArgType, mpiError } from '../errors'
 import { applyVector, SIMD_MIN_BYTES, vectorKernel } from './simd'
 import { keepable } from './util'
 
@@ -131,10 +132,10 @@ export class Op {
    * for every i, both views of the same kind and length, inout holding the lower-ranked operand.
    * `commute` (default true) says whether ∘ is commutative; if false, the collectives reduce in
    * rank order and use only order-preserving algorithms.
-   * @throws CollError ERR_INVALID_ARG_TYPE if fn is not a function.
+   * @throws TypeError ERR_INVALID_ARG_TYPE if fn is not a function.
    */
   static create (fn: UserOpFunction, options: { commute?: boolean } = {}): Op {
-    if (typeof fn !== 'function') throw new CollError('ERR_INVALID_ARG_TYPE', 'Op.create: fn must be a function (inout, input) => void')
+    if (typeof fn !== 'function') throw invalidArgType('Op.create: fn must be a function (inout, input) => void')
     return new Op(`USER${nextUserId}`, nextUserId++, options.commute !== false, fn)
   }
 
@@ -143,21 +144,21 @@ export class Op {
 
   /**
    * Throw unless this op applies to `arr` (kind; even length for MAXLOC/MINLOC).
-   * @throws CollError ERR_MPI_OP
+   * @throws MpiError ERR_MPI_OP
    */
   check (arr: ArrayBufferView): void {
     if (this.user !== null) {
       const kind = arr.constructor.name
-      if (!KINDS.includes(kind)) throw new CollError('ERR_MPI_OP', `${this.name}: reductions need a numeric typed array, got ${kind}`)
+      if (!KINDS.includes(kind)) throw mpiError('ERR_MPI_OP', `${this.name}: reductions need a numeric typed array, got ${kind}`)
       return
     }
     if (this.kernel(arr.constructor) === null) {
       const kind = arr.constructor.name
       const why = KINDS.includes(kind) ? `${this.name} is bitwise and does not apply to ${kind}` : `reductions need a numeric typed array, got ${kind}`
-      throw new CollError('ERR_MPI_OP', why)
+      throw mpiError('ERR_MPI_OP', why)
     }
     if (this.unit === 2 && ((arr as NumericArray).length & 1) !== 0) {
-      throw new CollError('ERR_MPI_OP', `${this.name} takes (value, index) pairs interleaved: the array length must be even, got ${(arr as NumericArray).length}`)
+      throw mpiError('ERR_MPI_OP', `${this.name} takes (value, index) pairs interleaved: the array length must be even, got ${(arr as NumericArray).length}`)
     }
   }
 

@@ -14,9 +14,9 @@
 import type { Op } from './ops'
 import type { CollComm, NumericArray } from './types'
 import { runAsync } from './drive'
-import { SYNC_INLINE_MAX } from './check'
 import type { CollSteps } from './drive'
-import { all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { stateOf } from './state'
+import { SYNC_INLINE_MAX, all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
@@ -178,27 +178,28 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
  * generators), then the reduction. Returns null when nothing was sent (run the steps instead),
  * true when the call completed here, else the rest (the receive, then the reduction) as steps to
  * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
- * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "No steps").
+ * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Direct paths").
  * `nb`, `count`: acc.byteLength and acc.length (the caller's; on Node 20 each typed array length
  * read is a call).
  */
 export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength, count = acc.length): true | CollSteps | null {
   const partner = comm.rank ^ 1
-  const ps = pairScratch ?? new PairScratch()
-  pairScratch = null
+  const st = stateOf(comm)
+  const ps = st.pair ?? new PairScratch()
+  st.pair = null
   const tv = ps.like(acc, count)
   let r: true | CollSteps | null
   try {
     r = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce', nb, nb)
   } catch (e) {
-    pairScratch = ps
+    st.pair = ps
     throw e
   }
-  if (r === null) { pairScratch = ps; return null }
+  if (r === null) { st.pair = ps; return null }
   if (r !== true) return pairRest(r, acc, ps, tv, op, comm, partner)
   try {
     op.apply(acc, 0, tv, 0, count, partner > comm.rank)
-  } finally { pairScratch = ps }
+  } finally { st.pair = ps }
   return true
 }
 
@@ -208,7 +209,7 @@ export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, se
  * time (`pairScratch`); a call that finds it taken (a rest still running in the awaited tier)
  * makes its own.
  */
-class PairScratch {
+export class PairScratch {
   private readonly ab = new ArrayBuffer(SYNC_INLINE_MAX)
   private readonly views = new Map<unknown, NumericArray[]>()
   /** The last view handed out, for the loop's next call of the same kind and length (no Map lookup). */
@@ -228,14 +229,13 @@ class PairScratch {
     return v as T
   }
 }
-let pairScratch: PairScratch | null = null
 
 /** allreducePairSync's rest as steps: the receive `recv`, then the reduction. */
 function * pairRest (recv: CollSteps, acc: NumericArray, ps: PairScratch, tv: NumericArray, op: Op, comm: CollComm, partner: number): CollSteps {
   try {
     yield * recv
     op.apply(acc, 0, tv, 0, acc.length, partner > comm.rank)
-  } finally { pairScratch = ps }
+  } finally { stateOf(comm).pair = ps }
 }
 
 /** The recursive-doubling allreduce in the awaited tier. */

@@ -1,16 +1,27 @@
 /**
- * The selection table of the collectives: for each collective, its algorithms, when each is the
- * default (message size, P, op), and where that rule comes from. One place, printed by
- * `fastsock osu --algorithms` through `algorithmTable()`.
+ * The collectives' algorithms, one record each (as Open MPI's coll/tuned keeps them): the
+ * collective, the name, the id the descriptor carries on the wire (check.ts), when it is the
+ * default (message size, P, op) and where that rule comes from, when it cannot serve a call, and
+ * for barrier, bcast and allreduce how it runs: its steps (drive.ts), which both tiers drive, an
+ * optional direct path of the blocking tier, and the awaited tier's own run where the steps do not
+ * serve the call (index.ts invokeBlocking, invokeAwaited). A new algorithm is one record here.
+ * Printed by `fastsock osu --algorithms` through `algorithmTable()`.
  *
  * Forcing: per call `{ algorithm }` or by environment `FASTSOCK_MPI_COLL_<COLLECTIVE>=<algorithm>`
  * (collective in upper snake case: ALLREDUCE, REDUCE_SCATTER_BLOCK, ...; ibcast/iallreduce/ibarrier
- * read BCAST/ALLREDUCE/BARRIER; read once per process, at the collective's first call). An unknown name throws ERR_MPI_COLL_ALGORITHM. A forced algorithm
+ * read BCAST/ALLREDUCE/BARRIER; read once per process, when this module loads). An unknown name throws ERR_MPI_COLL_ALGORITHM. A forced algorithm
  * that cannot serve the call (e.g. a ring allreduce with a non-commutative op, recursive-doubling
  * allgather on 6 ranks): forced per call → throws ERR_MPI_COLL_ALGORITHM naming the reason; forced
  * by the environment (which applies to every call) → the default selection serves that call.
  */
-import { CollError } from './types'
+import { mpiError } from '../errors'
+import type { NumericArray } from './types'
+import type { CheckedComm } from './check'
+import type { Op } from './ops'
+import type { CollSteps } from './drive'
+import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
+import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial } from './reduce'
+import { SYNC_INLINE_MAX, bytes } from './util'
 
 /** What selection looks at. `bytes`: the message of one rank (allgather/alltoall: one block). */
 export interface Case {
@@ -33,7 +44,7 @@ export const THRESHOLDS = {
   /**
    * Open MPI 4.1's coll/tuned fixed decision: the linear barrier for 4 <= P < 8 (else recursive
    * doubling; here dissemination, which is recursive doubling for any P). Measured here at P = 4
-   * (docs/mpi-collectives.md, "The barrier at 4 to 7 ranks").
+   * (docs/mpi-benchmarks.md, "Selection thresholds", "The barrier at 4 to 7 ranks").
    */
   BARRIER_LINEAR_MIN_P: 4,
   BARRIER_LINEAR_MAX_P: 7,
@@ -46,8 +57,8 @@ export const THRESHOLDS = {
   /**
    * Up to it, recursive-doubling allreduce. MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE is 2048,
    * which assumes a per-message cost of a few µs; fastsock/mpi's messages cost more (event-loop
-   * turns), which moves the crossover up. Measured on this 2-vCPU VM at P = 4 (best of 5):
-   * 16 KiB RD 703 µs vs Rabenseifner 909 µs; 128 KiB RD 2111 µs vs Rabenseifner 1293 µs.
+   * turns), which moves the crossover up. Measured on this 2-vCPU VM at P = 4 (`fastsock osu allreduce --np 4
+   * --algorithm <name>`, best of 5): 16 KiB RD 703 µs vs Rabenseifner 909 µs; 128 KiB RD 2111 µs vs Rabenseifner 1293 µs.
    */
   ALLREDUCE_SHORT_MSG_SIZE: 32768,
   /**
@@ -65,19 +76,19 @@ export const THRESHOLDS = {
    * At P = 2, above it recursive doubling again: a Rabenseifner allreduce of more than one
    * pipeline segment (DEFAULT_SEGMENT_BYTES, 1 MiB) runs in the awaited tier only, RD's one
    * exchange in the blocking tier at any size. Measured as above (p50 of 200 allreduceSync calls
-   * with a barrier between): 2 MiB RD 0.29 ms vs Rabenseifner 1.41 ms; 4 MiB 0.79-0.89 vs 2.2-2.6.
+   * with a barrier between, `node bench/mpi-exchange.js`): 2 MiB RD 0.29 ms vs Rabenseifner 1.41 ms; 4 MiB 0.79-0.89 vs 2.2-2.6.
    */
   ALLREDUCE_PAIR_LONG_MSG_SIZE: 1024 * 1024,
   /**
    * With at most this many ranks, binomial reduce at every size: fewer messages than
-   * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (best of 4): 16 KiB
+   * Rabenseifner's reduce-scatter + gather. Measured on this VM at P = 4 (`fastsock osu reduce --np 4 --algorithm <name>`, best of 4): 16 KiB
    * binomial 651 µs vs Rabenseifner 2014 µs; 128 KiB 2291 vs 3477 µs; 1 MiB 7081 vs 11821 µs.
    */
   REDUCE_BINOMIAL_MAX_P: 4,
   /**
    * Total below it on power-of-two P: recursive-doubling allgather. MPICH's
    * MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE is 81920 (the ring avoids network contention at large
-   * sizes, which shared memory does not have); measured here at P = 4 (best of 4): 128 KiB total
+   * sizes, which shared memory does not have); measured here at P = 4 (`fastsock osu allgather --np 4 --algorithm <name>`, best of 4): 128 KiB total
    * RD 770 µs, ring 1129 µs, Bruck 1646 µs; 1 MiB RD 3537 µs, ring 5647 µs, Bruck 4066 µs.
    */
   ALLGATHER_SHORT_MSG_SIZE: 4 * 1024 * 1024,
@@ -96,51 +107,102 @@ const isPof2 = (p: number): boolean => (p & (p - 1)) === 0
 const pof2 = (p: number): number => { let x = 1; while (x * 2 <= p) x *= 2; return x }
 const TRG = 'Thakur, Rabenseifner, Gropp 2005'
 
-interface Row {
-  collective: string
-  algorithm: string
-  when: string
-  source: string
-  /** Why this algorithm cannot serve the case, or null. */
-  cannot?: (c: Case) => string | null
+/** Ids of the collectives in the descriptor (check.ts) and the opt-in argument check (index.ts agree). */
+export const COLLECTIVE_IDS: Readonly<Record<string, number>> = {
+  barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
 }
+
+/**
+ * A call as an algorithm's functions see it: check.ts CheckedComm, which carries the call's
+ * `seq`, `buf` (bcast's buf, allreduce's recvbuf), `n` (buf's bytes), `op`, `root`, `seg`.
+ */
+export type Call = CheckedComm
+
+/** One algorithm of one collective. */
+export interface Algorithm {
+  readonly collective: string
+  readonly name: string
+  /** Its id in the descriptor (check.ts), 1..255, unique within the collective (a call and its peer naming different algorithms differ in it). */
+  readonly wire: number
+  /** When the default selection takes it. */
+  readonly when: string
+  readonly source: string
+  /** Why this algorithm cannot serve the case, or null. */
+  readonly cannot?: (c: Case) => string | null
+  /** Its steps (drive.ts), which the blocking tier drives with waitSync and the awaited tier with the same waits under its bound (tier.ts) or with wait(). */
+  readonly steps?: (call: Call) => CollSteps
+  /** Whether the steps serve this call (default: yes); else the awaited tier runs `awaited` (e.g. a pipeline of several segments). */
+  readonly stepsServe?: (call: Call) => boolean
+  /**
+   * The blocking tier's direct path (docs/mpi-collectives.md, "Direct paths"): the steps' messages
+   * without their machinery. Null: nothing sent (run the steps); true: done; else the rest as steps.
+   */
+  readonly direct?: (call: Call) => true | CollSteps | null
+  /** The awaited tier's run where the steps do not serve the call. */
+  readonly awaited?: (call: Call) => Promise<void>
+}
+
+/** A record without run functions: the collectives whose index.ts function runs the algorithm itself. */
+type Row = Pick<Algorithm, 'collective' | 'name' | 'wire' | 'when' | 'source' | 'cannot'> & {
+  /** The object collectives' and communicator creation's own algorithm (comms.ts): not in algorithmTable(), not forced. */
+  readonly internal?: true
+}
+const num = (c: Call): NumericArray => c.buf as NumericArray
+const theOp = (c: Call): Op => c.op as Op
+/** One segment: the steps serve it (segmented pipelines run in the awaited tier). */
+const oneSegment = (c: Call): boolean => c.n <= c.seg
 
 const nonCommutative = (c: Case): string | null => c.commute ? null : 'the op is not commutative'
 const needsPof2 = (c: Case): string | null => isPof2(c.P) ? null : `P = ${c.P} is not a power of two`
 
-const ROWS: Row[] = [
-  { collective: 'barrier', algorithm: 'dissemination', when: `P < ${T.BARRIER_LINEAR_MIN_P} or P > ${T.BARRIER_LINEAR_MAX_P}`, source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988` },
-  { collective: 'barrier', algorithm: 'linear', when: `${T.BARRIER_LINEAR_MIN_P} ≤ P ≤ ${T.BARRIER_LINEAR_MAX_P}`, source: 'Open MPI 4.1 coll/tuned fixed decision (basic linear: fan-in to rank 0, fan-out); measured here' },
-  { collective: 'barrier', algorithm: 'tree', when: 'forced only', source: 'binomial fan-in + fan-out (F-MPJ MST)' },
-  { collective: 'bcast', algorithm: 'binomial', when: `bytes < ${T.BCAST_SHORT_MSG_SIZE} or P < ${T.BCAST_MIN_PROCS} (segmented pipeline)`, source: `${TRG} 4.1; MPICH MPIR_CVAR_BCAST_SHORT_MSG_SIZE, _MIN_PROCS; F-MPJ MST` },
-  { collective: 'bcast', algorithm: 'scatterAllgather', when: `bytes ≥ ${T.BCAST_SHORT_MSG_SIZE} and P ≥ ${T.BCAST_MIN_PROCS}`, source: `${TRG} 4.1 (van de Geijn: binomial scatter + ring allgather)` },
-  { collective: 'bcast', algorithm: 'linear', when: 'forced only', source: 'root sends to each rank' },
-  { collective: 'reduce', algorithm: 'binomial', when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST` },
-  { collective: 'reduce', algorithm: 'rabenseifner', when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
-  { collective: 'allreduce', algorithm: 'recursiveDoubling', when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: ≤ ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} or > ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS` },
-  { collective: 'allreduce', algorithm: 'rabenseifner', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: > ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} and ≤ ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), P a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
-  { collective: 'allreduce', algorithm: 'ring', when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null) },
-  { collective: 'allreduce', algorithm: 'reduceBcast', when: 'forced only', source: 'binomial reduce to rank 0 + binomial bcast (MPI 1 reference)' },
-  { collective: 'gather', algorithm: 'binomial', when: 'always', source: `${TRG} 4.2` },
-  { collective: 'gather', algorithm: 'linear', when: 'forced only', source: 'every rank sends to the root' },
-  { collective: 'gatherv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Gatherv_allcomm_linear' },
-  { collective: 'scatter', algorithm: 'binomial', when: 'always', source: `${TRG} 4.3` },
-  { collective: 'scatter', algorithm: 'linear', when: 'forced only', source: 'root sends to each rank' },
-  { collective: 'scatterv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Scatterv_allcomm_linear' },
-  { collective: 'allgather', algorithm: 'recursiveDoubling', when: `total < ${T.ALLGATHER_SHORT_MSG_SIZE} and P a power of two`, source: `${TRG} 4.1; threshold measured here (MPICH: 81920)`, cannot: needsPof2 },
-  { collective: 'allgather', algorithm: 'bruck', when: `total < ${T.ALLGATHER_LONG_MSG_SIZE}, otherwise`, source: `${TRG} 4.1 (Bruck et al. 1997); MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE` },
-  { collective: 'allgather', algorithm: 'ring', when: `total ≥ ${T.ALLGATHER_LONG_MSG_SIZE} (power-of-two P: ≥ ${T.ALLGATHER_SHORT_MSG_SIZE})`, source: `${TRG} 4.1; F-MPJ BKT` },
-  { collective: 'allgatherv', algorithm: 'ring', when: 'always', source: `${TRG} 4.1 (ring, any counts); F-MPJ BKT` },
-  { collective: 'alltoall', algorithm: 'bruck', when: `block ≤ ${T.ALLTOALL_SHORT_MSG_SIZE} and P ≥ ${T.ALLTOALL_MIN_PROCS}`, source: `${TRG} 4.6 (Bruck et al. 1997); MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE` },
-  { collective: 'alltoall', algorithm: 'linear', when: `block ≤ ${T.ALLTOALL_MEDIUM_MSG_SIZE}, otherwise`, source: `${TRG} 4.6 (isend/irecv scattered); MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE` },
-  { collective: 'alltoall', algorithm: 'pairwise', when: `block > ${T.ALLTOALL_MEDIUM_MSG_SIZE}`, source: `${TRG} 4.6 (pairwise exchange)` },
-  { collective: 'alltoallv', algorithm: 'linear', when: 'always', source: 'MPICH MPIR_Alltoallv_intra_scattered' },
-  { collective: 'reduceScatterBlock', algorithm: 'ring', when: 'commutative op', source: 'ring reduce-scatter (Open MPI coll/base; F-MPJ BKT)', cannot: nonCommutative },
-  { collective: 'reduceScatterBlock', algorithm: 'reduceThenScatter', when: 'non-commutative op', source: 'binomial reduce to rank 0 (rank order) + binomial scatter (MPICH noncommutative path)' },
-  { collective: 'scan', algorithm: 'recursiveDoubling', when: 'always', source: 'MPICH MPIR_Scan_intra_recursive_doubling' },
-  { collective: 'scan', algorithm: 'linear', when: 'forced only', source: 'chain rank r-1 → r' },
-  { collective: 'exscan', algorithm: 'recursiveDoubling', when: 'always', source: 'MPICH MPIR_Exscan_intra_recursive_doubling' },
-  { collective: 'exscan', algorithm: 'linear', when: 'forced only', source: 'chain rank r-1 → r' }
+const ALGORITHMS: ReadonlyArray<Row | Algorithm> = [
+  { collective: 'barrier', name: 'dissemination', wire: 1, when: `P < ${T.BARRIER_LINEAR_MIN_P} or P > ${T.BARRIER_LINEAR_MAX_P}`, source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988`,
+    steps: (c) => barrierDisseminationSteps(c, c.seq), direct: (c) => c.size === 2 ? barrierPairSync(c, c.seq) : null },
+  { collective: 'barrier', name: 'linear', wire: 5, when: `${T.BARRIER_LINEAR_MIN_P} ≤ P ≤ ${T.BARRIER_LINEAR_MAX_P}`, source: 'Open MPI 4.1 coll/tuned fixed decision (basic linear: fan-in to rank 0, fan-out); measured here',
+    steps: (c) => barrierLinearSteps(c, c.seq), direct: (c) => barrierLinearNow(c, c.seq) },
+  { collective: 'barrier', name: 'tree', wire: 2, when: 'forced only', source: 'binomial fan-in + fan-out (F-MPJ MST)',
+    awaited: async (c) => await barrierTree(c, c.seq) },
+  { collective: 'bcast', name: 'binomial', wire: 3, when: `bytes < ${T.BCAST_SHORT_MSG_SIZE} or P < ${T.BCAST_MIN_PROCS} (segmented pipeline)`, source: `${TRG} 4.1; MPICH MPIR_CVAR_BCAST_SHORT_MSG_SIZE, _MIN_PROCS; F-MPJ MST`,
+    steps: (c) => bcastTreeSteps(c, bytes(c.buf), c.root, c.seq, 0, binomialShape), stepsServe: oneSegment, direct: (c) => c.n <= SYNC_INLINE_MAX ? bcastTreeNow(c, c.buf, c.root, c.seq, binomialShape, c.n) : null, awaited: async (c) => await bcastBinomial(c, bytes(c.buf), c.root, c.seq, 0, c.seg) },
+  { collective: 'bcast', name: 'scatterAllgather', wire: 4, when: `bytes ≥ ${T.BCAST_SHORT_MSG_SIZE} and P ≥ ${T.BCAST_MIN_PROCS}`, source: `${TRG} 4.1 (van de Geijn: binomial scatter + ring allgather)`,
+    awaited: async (c) => await bcastScatterAllgather(c, bytes(c.buf), c.root, c.seq) },
+  { collective: 'bcast', name: 'linear', wire: 5, when: 'forced only', source: 'root sends to each rank',
+    steps: (c) => bcastTreeSteps(c, bytes(c.buf), c.root, c.seq, 0, linearShape), direct: (c) => c.n <= SYNC_INLINE_MAX ? bcastTreeNow(c, c.buf, c.root, c.seq, linearShape, c.n) : null },
+  { collective: 'reduce', name: 'binomial', wire: 3, when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST` },
+  { collective: 'reduce', name: 'rabenseifner', wire: 6, when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
+  { collective: 'allreduce', name: 'recursiveDoubling', wire: 7, when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: ≤ ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} or > ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS`,
+    steps: (c) => allreduceRecursiveDoublingSteps(c, num(c), theOp(c), c.seq), direct: (c) => c.size === 2 && c.n <= SYNC_INLINE_MAX ? allreducePairSync(c, num(c), theOp(c), c.seq, c.n, c.count) : null },
+  { collective: 'allreduce', name: 'rabenseifner', wire: 6, when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: > ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} and ≤ ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), P a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null),
+    steps: (c) => allreduceRabenseifnerSteps(c, num(c), theOp(c), c.seq), stepsServe: oneSegment, awaited: async (c) => await allreduceRabenseifner(c, num(c), theOp(c), c.seq, c.seg) },
+  { collective: 'allreduce', name: 'ring', wire: 8, when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null),
+    awaited: async (c) => await allreduceRing(c, num(c), theOp(c), c.seq, c.seg) },
+  { collective: 'allreduce', name: 'reduceBcast', wire: 9, when: 'forced only', source: 'binomial reduce to rank 0 + binomial bcast (MPI 1 reference)',
+    awaited: async (c) => { await reduceBinomial(c, num(c), theOp(c), 0, c.seq, 0, c.seg); await bcastBinomial(c, bytes(c.buf), 0, c.seq, 1, c.seg) } },
+  { collective: 'gather', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.2` },
+  { collective: 'gather', name: 'linear', wire: 5, when: 'forced only', source: 'every rank sends to the root' },
+  { collective: 'gatherv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Gatherv_allcomm_linear' },
+  { collective: 'scatter', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.3` },
+  { collective: 'scatter', name: 'linear', wire: 5, when: 'forced only', source: 'root sends to each rank' },
+  { collective: 'scatterv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Scatterv_allcomm_linear' },
+  { collective: 'allgather', name: 'recursiveDoubling', wire: 7, when: `total < ${T.ALLGATHER_SHORT_MSG_SIZE} and P a power of two`, source: `${TRG} 4.1; threshold measured here (MPICH: 81920)`, cannot: needsPof2 },
+  { collective: 'allgather', name: 'bruck', wire: 10, when: `total < ${T.ALLGATHER_LONG_MSG_SIZE}, otherwise`, source: `${TRG} 4.1 (Bruck et al. 1997); MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE` },
+  { collective: 'allgather', name: 'ring', wire: 8, when: `total ≥ ${T.ALLGATHER_LONG_MSG_SIZE} (power-of-two P: ≥ ${T.ALLGATHER_SHORT_MSG_SIZE})`, source: `${TRG} 4.1; F-MPJ BKT` },
+  { collective: 'allgatherv', name: 'ring', wire: 8, when: 'always', source: `${TRG} 4.1 (ring, any counts); F-MPJ BKT` },
+  { collective: 'alltoall', name: 'bruck', wire: 10, when: `block ≤ ${T.ALLTOALL_SHORT_MSG_SIZE} and P ≥ ${T.ALLTOALL_MIN_PROCS}`, source: `${TRG} 4.6 (Bruck et al. 1997); MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE` },
+  { collective: 'alltoall', name: 'linear', wire: 5, when: `block ≤ ${T.ALLTOALL_MEDIUM_MSG_SIZE}, otherwise`, source: `${TRG} 4.6 (isend/irecv scattered); MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE` },
+  { collective: 'alltoall', name: 'pairwise', wire: 11, when: `block > ${T.ALLTOALL_MEDIUM_MSG_SIZE}`, source: `${TRG} 4.6 (pairwise exchange)` },
+  { collective: 'alltoallv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Alltoallv_intra_scattered' },
+  { collective: 'reduceScatterBlock', name: 'ring', wire: 8, when: 'commutative op', source: 'ring reduce-scatter (Open MPI coll/base; F-MPJ BKT)', cannot: nonCommutative },
+  { collective: 'reduceScatterBlock', name: 'reduceThenScatter', wire: 12, when: 'non-commutative op', source: 'binomial reduce to rank 0 (rank order) + binomial scatter (MPICH noncommutative path)' },
+  { collective: 'scan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Scan_intra_recursive_doubling' },
+  { collective: 'scan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r' },
+  { collective: 'exscan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Exscan_intra_recursive_doubling' },
+  { collective: 'exscan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r' },
+  { collective: 'bcastObject', name: 'binomial', wire: 3, when: 'always', source: 'binomial bcast of the length, then of the bytes', internal: true },
+  { collective: 'gatherObject', name: 'binomial', wire: 3, when: 'always', source: 'binomial gather of the lengths, then linear of the bytes', internal: true },
+  { collective: 'allgatherObject', name: 'ring', wire: 8, when: 'always', source: 'ring allgather of the lengths, then of the bytes', internal: true },
+  { collective: 'dup', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MAX allreduce of the context candidates', internal: true },
+  { collective: 'split', name: 'ring', wire: 8, when: 'always', source: 'ring allgather of (color, key, rank)', internal: true }
 ]
 
 /** The default algorithm of a collective for a case (always one that can serve it). */
@@ -162,7 +224,7 @@ function byDefault (collective: string, c: Case): string {
     case 'reduceScatterBlock': return c.commute ? 'ring' : 'reduceThenScatter'
     case 'gather': case 'scatter': return 'binomial'
     case 'allgatherv': return 'ring'
-    default: return ROWS.find(r => r.collective === collective)?.algorithm ?? 'linear'
+    default: return ALGORITHMS.find(r => r.collective === collective)?.name ?? 'linear'
   }
 }
 
@@ -171,22 +233,38 @@ export function envName (collective: string): string {
   return 'FASTSOCK_MPI_COLL_' + collective.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
 }
 
-/** Per collective: the variable's value, '' when unset (one lookup per call). */
-const envCache = new Map<string, string>()
 /**
- * FASTSOCK_MPI_COLL_<NAME> from process.env, read at the collective's first call in this process
- * and cached (process.env lookups cost about a microsecond: too much for the 8-byte path).
+ * FASTSOCK_MPI_COLL_<NAME> of every collective with records, '' when unset, read from
+ * process.env when this module loads (a process.env lookup costs about a microsecond: too much
+ * for the 8-byte path) and never written after.
  */
+const FORCED: ReadonlyMap<string, string> = new Map(ALGORITHMS.map(r => [r.collective, process.env[envName(r.collective)] ?? '']))
 function fromProcessEnv (collective: string): string {
-  const cached = envCache.get(collective)
-  if (cached !== undefined) return cached
-  const v = process.env[envName(collective)] ?? ''
-  envCache.set(collective, v)
-  return v
+  return FORCED.get(collective) ?? ''
 }
 
-const names = new Map<string, Row[]>()
-for (const r of ROWS) { const a = names.get(r.collective) ?? []; a.push(r); names.set(r.collective, a) }
+const names = new Map<string, Algorithm[]>()
+for (const r of ALGORITHMS) { const a = names.get(r.collective) ?? []; a.push(r); names.set(r.collective, a) }
+for (const [c, a] of names) {
+  if (COLLECTIVE_IDS[c] === undefined) throw mpiError('ERR_MPI_COLL_ALGORITHM', `select.ts: collective ${c} has no id`)
+  if (new Set(a.map(r => r.wire)).size !== a.length || a.some(r => !(r.wire >= 1 && r.wire <= 255))) throw mpiError('ERR_MPI_COLL_ALGORITHM', `select.ts: ${c}'s wire ids are not distinct bytes`)
+}
+
+/** The record of `collective`'s algorithm `name` (an Error when there is none: a call names only records), else (`wire` a number) the one with that wire id, undefined when none. */
+export function algorithmOf (collective: string, name: string): Algorithm
+export function algorithmOf (collective: string, wire: number): Algorithm | undefined
+export function algorithmOf (collective: string, key: string | number): Algorithm | undefined {
+  const rows = names.get(collective)
+  if (typeof key === 'number') return rows?.find(r => r.wire === key)
+  const r = rows?.find(r => r.name === key)
+  if (r === undefined) throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: no record of algorithm '${key}'`)
+  return r
+}
+
+/** The wire id of `collective`'s algorithm `name`. */
+export function wireOf (collective: string, name: string): number {
+  return algorithmOf(collective, name).wire
+}
 
 /**
  * The algorithm for this call: `forced` (per call) if given, else the environment variable, else
@@ -199,17 +277,17 @@ export function choose (collective: string, c: Case, forced?: string, env?: Node
   const name = forced ?? (env === undefined ? fromProcessEnv(collective) : env[envName(collective)])
   if (name === undefined || name === '') return byDefault(collective, c)
   const rows = names.get(collective) ?? []
-  const row = rows.find(r => r.algorithm === name)
+  const row = rows.find(r => r.name === name)
   if (row === undefined) {
-    throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.algorithm).join(', ')}`)
+    throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: unknown algorithm '${name}'${fromEnv ? ` (from ${envName(collective)})` : ''}; known: ${rows.map(r => r.name).join(', ')}`)
   }
   const why = row.cannot?.(c) ?? null
   if (why === null) return name
   if (fromEnv) return byDefault(collective, c)
-  throw new CollError('ERR_MPI_COLL_ALGORITHM', `${collective}: algorithm '${name}' cannot serve this call: ${why}`)
+  throw mpiError('ERR_MPI_COLL_ALGORITHM', `${collective}: algorithm '${name}' cannot serve this call: ${why}`)
 }
 
 /** The selection table (one row per collective × algorithm), for `fastsock osu --algorithms` and docs. */
 export function algorithmTable (): Array<{ collective: string, algorithm: string, when: string, source: string }> {
-  return ROWS.map(r => ({ collective: r.collective, algorithm: r.algorithm, when: r.when, source: r.source }))
+  return ALGORITHMS.filter(r => !('internal' in r)).map(r => ({ collective: r.collective, algorithm: r.name, when: r.when, source: r.source }))
 }

@@ -6,7 +6,8 @@
  * This file imports only ../errors (which imports nothing), so both lib/mpi/coll/* and
  * lib/mpi/comm.ts can import it without a cycle (lib/mpi/coll never imports comm.ts).
  */
-import { MpiError, type MpiErrorCode } from '../errors'
+import { MpiError } from '../errors'
+import type { CollState } from './state'
 
 /** What a finished point-to-point request reports (H1's Status satisfies it). `count` in bytes. */
 export interface CollStatus {
@@ -65,6 +66,14 @@ export interface CollComm {
    * the rest. Absent: always _collIrecv. `n`: view.byteLength when the caller knows it.
    */
   _collRecvNow? (view: ArrayBufferView, source: number, tag: number, n?: number): CollStatus | null
+  /**
+   * Bounds each blocking wait (waitSync, _collRecvNow) of this process to `ms`, Infinity to lift
+   * the bound: past it a wait gives up as ERR_MPI_WOULD_BLOCK / null. The awaited tier runs the
+   * blocking tier's code under it (tier.ts). Absent: the awaited tier runs its steps with wait() only.
+   */
+  _collBlockFor? (ms: number): void
+  /** The collectives' state of this communicator (state.ts), made at its first collective. */
+  _coll?: CollState
   _collSeq (): number
   _derive (worldRanks: number[], contextId: number): CollComm
   _worldRankOf (rank: number): number
@@ -121,14 +130,14 @@ export interface CollHandle<T> {
 }
 
 /**
- * The collectives' error (an MpiError): `code` is one of ERR_MPI_COLL_MISMATCH (ranks passed arguments that do
- * not agree: collective, root, op, element kind, count, sizes; coll/check.ts), ERR_MPI_COLL_ALGORITHM (a forced algorithm is unknown or cannot serve
- * the call), ERR_INVALID_ARG_TYPE / ERR_OUT_OF_RANGE (bad arguments), ERR_MPI_OP (an op that does
- * not apply to the array kind). Errors of the point-to-point layer (ERR_MPI_PEER_LOST, ...) pass
- * through unchanged.
+ * The collectives' errors are MpiErrors (built by lib/mpi/errors.ts): `code` ERR_MPI_COLL_MISMATCH
+ * (ranks passed arguments that do not agree: collective, root, op, element kind, count, sizes;
+ * coll/check.ts), ERR_MPI_COLL_ALGORITHM (a forced algorithm is unknown or cannot serve the
+ * call), ERR_MPI_OP (an op that does not apply to the array kind); bad arguments are TypeError
+ * ERR_INVALID_ARG_TYPE / RangeError ERR_OUT_OF_RANGE; errors of the point-to-point layer
+ * (ERR_MPI_PEER_LOST, ...) pass through unchanged. `CollError` is MpiError itself, kept as a
+ * name (`err instanceof CollError` holds for every MpiError).
  */
-export class CollError extends MpiError {
-  constructor (code: string, message: string) {
-    super(code as MpiErrorCode, message) // coll/ moves to errors.ts's builders (issue 32 item 4)
-  }
-}
+export const CollError = MpiError
+/** Type of `CollError` (MpiError). */
+export type CollError = MpiError

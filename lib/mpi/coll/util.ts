@@ -7,11 +7,12 @@
  * once, so a rejection (ERR_MPI_PEER_LOST from the point-to-point layer) propagates to the
  * collective's promise and never becomes an unhandled rejection or a dangling wait.
  */
-import { CollError } from './types'
 import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
 import { runAsync } from './drive'
-import { wouldBlock } from '../errors'
+import { isMpiError, mpiError, wouldBlock } from '../errors'
+import type { MpiError } from '../errors'
 import type { CollSteps } from './drive'
+import { stateOf } from './state'
 
 /**
  * The tag of a collective's messages: (seq mod 2^15) << 16, non-negative. `round` is NOT in the
@@ -45,11 +46,19 @@ export function keepable (v: ArrayBufferView): boolean {
   return v.buffer.byteLength <= KEEP_BUFFER
 }
 
+/**
+ * The blocking tier's small path (check.ts _collSendNow, _collRecvNow): its staging and receive
+ * scratch, and the largest payload it carries, bytes. Up to it a step's message is written and
+ * read as sendSync/recvSync's are (no Request), and barrier, bcast and allreduce take their
+ * direct paths (select.ts records' `direct`).
+ */
+export const SYNC_INLINE_MAX = 4096
+
 /** An empty byte view. */
 export const EMPTY = new Uint8Array(0)
 /**
  * The bytes of the last small array staged (or filled), kept for the next call: making a
- * Uint8Array view costs ~40 ns, and the blocking tier's loops pass the same arrays call after
+ * Uint8Array view costs ~40 ns (`node bench/mpi-coll-layer.js`), and the blocking tier's loops pass the same arrays call after
  * call. Only views of keepable() buffers are kept; a view whose length changed (a resizable
  * buffer) gets a new one.
  */
@@ -77,13 +86,13 @@ export function viewLike<T extends NumericArray> (like: T, ab: ArrayBufferLike, 
 function noop (): void {}
 
 /** A mismatch error naming what this rank expected. */
-export function mismatch (what: string, detail: string): CollError {
-  return new CollError('ERR_MPI_COLL_MISMATCH', `${what}: arguments differ between ranks (${detail}); every rank must pass matching counts, root and op`)
+export function mismatch (what: string, detail: string): MpiError {
+  return mpiError('ERR_MPI_COLL_MISMATCH', `${what}: arguments differ between ranks (${detail}); every rank must pass matching counts, root and op`)
 }
 
 /** The mismatch a receive's ERR_MPI_TRUNCATE means here, or the error itself. */
 function recvError (err: unknown, expect: number, what: string, source: number): unknown {
-  if ((err as { code?: string }).code === 'ERR_MPI_TRUNCATE') return mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
+  if (isMpiError(err, 'ERR_MPI_TRUNCATE')) return mismatch(what, `rank ${source} sent more than the ${expect} bytes expected`)
   return err
 }
 
@@ -188,7 +197,7 @@ export class Exchange implements CollRequest {
           this.rst = comm._collRecvNow !== undefined ? comm._collRecvNow(this.rv, this.source, this.tag) : null
         } catch (e) {
           const r = (e as { code?: string, request?: CollRequest }).request
-          if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) this.rreq = r
+          if (isMpiError(e, 'ERR_MPI_WOULD_BLOCK') && r !== undefined) this.rreq = r
           throw e
         }
         if (this.rst === null) this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
@@ -274,7 +283,7 @@ export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, ta
     st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag, n) : null
   } catch (e) {
     const r = (e as { request?: CollRequest }).request
-    if ((e as { code?: string }).code === 'ERR_MPI_WOULD_BLOCK' && r !== undefined) return received(r, n, what, source)
+    if (isMpiError(e, 'ERR_MPI_WOULD_BLOCK') && r !== undefined) return received(r, n, what, source)
     throw recvError(e, n, what, source)
   }
   if (st === null) return recvSteps(comm, rv, source, tag, what)
@@ -312,17 +321,11 @@ export async function all (ps: Array<Promise<unknown>>): Promise<void> {
   await Promise.all(ps)
 }
 
-/** Segment boundaries: [start, end) pieces of `n` units of `unitBytes` bytes, each ≤ segBytes. */
-export function segments (n: number, unitBytes: number, segBytes: number): number {
-  if (n <= 0) return 1
-  const per = Math.max(1, Math.floor(segBytes / unitBytes))
-  return Math.ceil(n / per)
-}
-
 /**
  * Default pipeline segment (bytes) of the segmented algorithms (binomial bcast/reduce, ring and
  * Rabenseifner exchanges): 1 MiB. Measured on this 2-vCPU VM (P = 2, 1 MiB Rabenseifner allreduce,
- * best of 5): 64 KiB segments 6.5 ms, 256 KiB 7.0 ms, 1 MiB (unsegmented) 4.2 ms. The point-to-point
+ * best of 5; a loop of `allreduce(..., { segmentBytes })` calls that no bench script keeps: re-measure
+ * with one before moving it): 64 KiB segments 6.5 ms, 256 KiB 7.0 ms, 1 MiB (unsegmented) 4.2 ms. The point-to-point
  * layer's progress runs on the same JS thread as the reduction, so segments inside one exchange add
  * per-message cost without overlap; across tree levels (binomial bcast/reduce, P ≥ 3) different
  * processes do overlap, which pays from a few MiB. Override per call with `segmentBytes`.
@@ -343,21 +346,15 @@ export function blockStart (n: number, p: number, i: number): number {
   return i * q + Math.min(i, r)
 }
 
-const pools = new WeakMap<CollComm, ArrayBuffer[]>()
-/** The communicator under a checking wrapper (check.ts CheckedComm `_base`), so pools are per communicator. */
-const baseOf = (c: CollComm): CollComm => (c as { _base?: CollComm })._base ?? c
-
 /**
  * A scratch buffer of at least `n` bytes from this communicator's pool (reused across calls, so
  * the small path does not allocate); give it back with `release`. Concurrent collectives on one
  * communicator each get their own buffer.
  */
 export function scratch (comm: CollComm, n: number): ArrayBuffer {
-  const pool = pools.get(baseOf(comm))
-  if (pool !== undefined) {
-    for (let i = pool.length - 1; i >= 0; i--) {
-      if (pool[i].byteLength >= n) { const b = pool[i]; pool[i] = pool[pool.length - 1]; pool.pop(); return b }
-    }
+  const pool = stateOf(comm).pool
+  for (let i = pool.length - 1; i >= 0; i--) {
+    if (pool[i].byteLength >= n) { const b = pool[i]; pool[i] = pool[pool.length - 1]; pool.pop(); return b }
   }
   let size = 256
   while (size < n) size *= 2
@@ -373,17 +370,12 @@ export function scratch (comm: CollComm, n: number): ArrayBuffer {
  */
 export function release (comm: CollComm, b: ArrayBuffer): void {
   if (b.byteLength > 64 * 1024 * 1024) return
-  const c = baseOf(comm)
-  let pool = pools.get(c)
-  if (pool === undefined) { pool = []; pools.set(c, pool) }
+  const pool = stateOf(comm).pool
   if (pool.length < 4) { pool.push(b); return }
   let min = 0
   for (let i = 1; i < pool.length; i++) if (pool[i].byteLength < pool[min].byteLength) min = i
   if (pool[min].byteLength < b.byteLength) pool[min] = b
 }
-
-/** Drop the communicator's scratch pool (free). */
-export function dropScratch (comm: CollComm): void { pools.delete(comm) }
 
 /**
  * `n` bytes from src[sOff..] to dst[dOff..] of two arrays that do not overlap: a loop up to 64
