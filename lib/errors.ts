@@ -155,16 +155,24 @@ export function isNotOffered (err: unknown): boolean {
 }
 
 /** Node's shape for an argument outside its range: a RangeError with code ERR_OUT_OF_RANGE. */
-export function outOfRange (message: string): RangeError {
-  const e = new RangeError(message) as RangeError & { code: string }
+export function outOfRange (message: string): RangeError & { code: 'ERR_OUT_OF_RANGE' } {
+  const e = new RangeError(message) as RangeError & { code: 'ERR_OUT_OF_RANGE' }
   e.code = 'ERR_OUT_OF_RANGE'
   return e
 }
 
 /** Node's shape for an argument of the wrong type: a TypeError with code ERR_INVALID_ARG_TYPE. */
-export function invalidArgType (message: string): TypeError {
-  const e = new TypeError(message) as TypeError & { code: string }
+export function invalidArgType (message: string): TypeError & { code: 'ERR_INVALID_ARG_TYPE' } {
+  const e = new TypeError(message) as TypeError & { code: 'ERR_INVALID_ARG_TYPE' }
   e.code = 'ERR_INVALID_ARG_TYPE'
+  return e
+}
+
+/** Node's shape for an aborted operation: name 'AbortError', code 'ABORT_ERR', `cause` the signal's reason. */
+export function abortError (reason: unknown): Error & { code: 'ABORT_ERR' } {
+  const e = new Error('the operation was aborted', { cause: reason }) as Error & { code: 'ABORT_ERR' }
+  e.name = 'AbortError'
+  e.code = 'ABORT_ERR'
   return e
 }
 

@@ -17,6 +17,7 @@
 import { performance } from 'perf_hooks'
 import type { Socket } from '../index'
 import { HEADER_BYTES, EAGER, DATA, putHeader } from './device-wire'
+import { peerLost } from './errors'
 
 /** What the device does with parsed frames (implemented by Device; no import cycle). */
 export interface FrameHandler {
@@ -401,7 +402,7 @@ export class Conn {
 
   private writeAsync (head: Buffer, payload: Uint8Array | null, cb: ((err?: Error | null) => void) | null): void {
     const socket = this.socket!
-    if (socket.destroyed) { if (cb !== null) process.nextTick(cb, new Error('connection closed')); return }
+    if (socket.destroyed) { if (cb !== null) process.nextTick(cb, peerLost(this.peer, 'connection closed')); return }
     if (payload === null || payload.length === 0) { this.rawWrite(head, cb); return }
     socket.cork()
     socket.write(head)

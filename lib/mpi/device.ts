@@ -25,7 +25,7 @@ import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, j
 import { Matcher, PostedRecv, Unexpected } from './match'
 import { Request } from './request'
 import { Status } from './status'
-import { MpiError, peerLost, wouldBlock } from './errors'
+import { type MpiError, peerLost, timedOut, truncated, wouldBlock } from './errors'
 
 /** A rank's endpoint card, published through the store as JSON at `card/<rank>`. */
 export interface Card { host: string, addr: string, port: number, pid: number }
@@ -276,7 +276,7 @@ export class Device implements FrameHandler {
     const u = this.matcher.peekUnexpected(ctx, source, tag)
     if (u === null) return false
     if (u.length > bytes.length) {
-      req._fail(truncated(u.source, u.tag, u.length, bytes.length))
+      req._fail(truncatedAt(u.source, u.tag, u.length, bytes.length))
       return true
     }
     this.matcher.takeUnexpected(ctx, source, tag)
@@ -308,7 +308,7 @@ export class Device implements FrameHandler {
     for (;;) {
       const p = this.matcher.takePosted(ctx, source, tag)
       if (p === null || p.bytes.length >= length) return p
-      p.req._fail(truncated(source, tag, length, p.bytes.length))
+      p.req._fail(truncatedAt(source, tag, length, p.bytes.length))
     }
   }
 
@@ -486,7 +486,7 @@ export class Device implements FrameHandler {
       }
       c.socket?.destroy()
       this.dialing.get(w)?.destroy()
-      c.failQueued(new Error(why))
+      c.failQueued(peerLost(w, why))
     }
     for (const p of this.matcher.allPosted()) {
       if (p.worldSource === w || (p.anyOf !== null && p.anyOf.includes(w))) {
@@ -535,7 +535,7 @@ export class Device implements FrameHandler {
     for (;;) {
       for (const c of conns) {
         const left = end - performance.now()
-        if (left <= 0) throw new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeoutMs} ms`)
+        if (left <= 0) throw timedOut(timeoutMs)
         // One connection: its window's spin, then asleep on its doorbell (slices of at most
         // BLOCK_SLICE_MS, so that a timeout is kept); several: a short spin on each in turn.
         if (this.pumped(c, req, one ? c.pumpSync(req, c.spinCapUs, Math.min(left, BLOCK_SLICE_MS)) : c.pumpSync(req, ANY_SLICE_US, ANY_SLICE_US / 1000))) return
@@ -641,9 +641,8 @@ function spinFor (req: Request, limitUs: number): void {
 }
 
 /** MpiError ERR_MPI_TRUNCATE for a message of `length` bytes into `room` bytes. */
-function truncated (source: number, tag: number, length: number, room: number): MpiError {
-  return new MpiError('ERR_MPI_TRUNCATE', `message of ${length} bytes (source ${source}, tag ${tag}) does not fit the receive array of ${room} bytes; it stays matchable`,
-    { status: new Status(source, tag, length) })
+function truncatedAt (source: number, tag: number, length: number, room: number): MpiError {
+  return truncated(length, room, source, tag, new Status(source, tag, length))
 }
 
 /**

@@ -56,6 +56,11 @@ export type Status = status.Status
 /** The errors of fastsock/mpi, with `code` (ERR_MPI_*). */
 export const MpiError = errors.MpiError
 export type MpiError = errors.MpiError
+/** True when `err` is an MpiError (of `code`, when given): `isMpiError(e, 'ERR_MPI_TRUNCATE')` (errors.ts). */
+export const isMpiError = errors.isMpiError
+/** Every ERR_MPI_* code (docs/mpi.md, "Errors"). */
+export const MPI_ERROR_CODES = errors.MPI_ERROR_CODES
+export type { MpiErrorCode } from './errors'
 /** The largest tag (MPI_TAG_UB): 2^31 - 1. */
 export const TAG_UB = views.TAG_UB
 /** Default eager threshold, bytes (docs/mpi.md, "Thresholds"). */

@@ -10,7 +10,7 @@
  * - `waitAll`, `waitAny`, `testAll`: over arrays of requests (MPI_Waitall/Waitany/Testall).
  */
 import { Status } from './status'
-import { MpiError, abortError, invalidArgType, wouldBlock } from './errors'
+import { abortError, invalidArgType, timedOut, wouldBlock } from './errors'
 
 type Listener = (req: Request) => void
 
@@ -151,7 +151,7 @@ export class Request {
         this._offDone(listener)
       }
       if (timeout !== undefined) {
-        timer = setTimeout(() => { cleanup(); reject(new MpiError('ERR_MPI_TIMEOUT', `request not complete after ${timeout} ms`)) }, timeout)
+        timer = setTimeout(() => { cleanup(); reject(timedOut(timeout)) }, timeout)
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       this._onDone(listener)

@@ -5,6 +5,8 @@
  * failed (the error it rejected with). For a send, source/tag are the destination's and the tag
  * sent, count the bytes sent.
  */
+import { outOfRange } from './errors'
+
 export class Status {
   source: number
   tag: number
@@ -25,9 +27,7 @@ export class Status {
   getCount (ctor: { BYTES_PER_ELEMENT?: number }): number {
     const size = ctor.BYTES_PER_ELEMENT ?? 1
     if (this.count % size !== 0) {
-      const e = new RangeError(`${this.count} bytes are not a whole number of ${size}-byte elements`) as RangeError & { code: string }
-      e.code = 'ERR_OUT_OF_RANGE'
-      throw e
+      throw outOfRange(`${this.count} bytes are not a whole number of ${size}-byte elements`)
     }
     return this.count / size
   }

@@ -26,7 +26,7 @@ import { EventEmitter } from 'events'
 import * as fs from 'fs'
 import * as net from 'net'
 import * as path from 'path'
-import { MpiError } from './errors'
+import { MpiError, isMpiErrorCode } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
 
 /** Protocol magic in HELLO ('FSMS') and version. */
@@ -495,7 +495,7 @@ export class StoreClient extends EventEmitter {
       case Op.OK: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
       case Op.VALUE: p.resolve(Buffer.from(r.rest())); return
       case Op.NUMBER: p.resolve(r.i64()); return
-      case Op.ERROR: { const code = r.str(); p.reject(new MpiError(code, `store ${p.what}: ${r.str()}`)); return }
+      case Op.ERROR: { const code = r.str(); p.reject(new MpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
       default: p.reject(new MpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
     }
   }

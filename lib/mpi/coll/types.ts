@@ -6,7 +6,7 @@
  * This file imports only ../errors (which imports nothing), so both lib/mpi/coll/* and
  * lib/mpi/comm.ts can import it without a cycle (lib/mpi/coll never imports comm.ts).
  */
-import { MpiError } from '../errors'
+import { MpiError, type MpiErrorCode } from '../errors'
 
 /** What a finished point-to-point request reports (H1's Status satisfies it). `count` in bytes. */
 export interface CollStatus {
@@ -129,6 +129,6 @@ export interface CollHandle<T> {
  */
 export class CollError extends MpiError {
   constructor (code: string, message: string) {
-    super(code, message)
+    super(code as MpiErrorCode, message) // coll/ moves to errors.ts's builders (issue 32 item 4)
   }
 }
