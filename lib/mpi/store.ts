@@ -26,20 +26,25 @@ import { EventEmitter } from 'events'
 import * as fs from 'fs'
 import * as net from 'net'
 import * as path from 'path'
-import { MpiError, isMpiErrorCode } from './errors'
+import { MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
+import { NONCE_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
 /** Protocol magic in HELLO ('FSMS') and version. */
 export const STORE_MAGIC = 0x534d5346
-export const STORE_VERSION = 1
+export const STORE_VERSION = 2
 /** Largest frame accepted (64 MiB); a larger length is a protocol error. */
 export const MAX_FRAME = 64 * 1024 * 1024
+/** Largest frame accepted before the peer proved the job's secret (HELLO, PROVE). */
+export const MAX_HELLO_FRAME = 4096
+/** How long a connection may take to prove itself before the server hangs up, ms. */
+export const HANDSHAKE_MS = 10000
 /** Longest key in UTF-8 bytes. */
 export const MAX_KEY = 4096
 
 export const Op = {
-  HELLO: 1, SET: 2, GET: 3, WAIT: 4, ADD: 5, CHECK: 6, DELETE: 7, FINALIZING: 8, ABORT: 9, CANCEL: 10,
-  OK: 0x81, VALUE: 0x82, NUMBER: 0x83, ERROR: 0x84, RANK_LOST: 0x90, EVENT_ABORT: 0x91
+  HELLO: 1, SET: 2, GET: 3, WAIT: 4, ADD: 5, CHECK: 6, DELETE: 7, FINALIZING: 8, ABORT: 9, CANCEL: 10, PROVE: 11,
+  OK: 0x81, CHALLENGE: 0x85, VALUE: 0x82, NUMBER: 0x83, ERROR: 0x84, RANK_LOST: 0x90, EVENT_ABORT: 0x91
 } as const
 
 /** Builds one frame. */
@@ -89,6 +94,8 @@ class Reader {
 class FrameDecoder {
   private chunks: Buffer[] = []
   private have = 0
+  /** The largest frame length accepted now. */
+  max = MAX_FRAME
   constructor (private readonly onFrame: (op: number, id: number, body: Buffer) => void) {}
   push (chunk: Buffer): void {
     this.chunks.push(chunk)
@@ -97,7 +104,7 @@ class FrameDecoder {
       let head = this.chunks[0]
       if (head.length < 4) { head = Buffer.concat(this.chunks); this.chunks = [head] }
       const len = head.readUInt32LE(0)
-      if (len < 5 || len > MAX_FRAME) throw new MpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
+      if (len < 5 || len > this.max) throw new MpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
       if (this.have < 4 + len) return
       const all = this.chunks.length === 1 ? head : Buffer.concat(this.chunks)
       const f = all.subarray(4, 4 + len)
@@ -144,7 +151,14 @@ function isLoopbackHost (h: string): boolean {
 
 // ---------------------------------------------------------------- server
 
-interface Conn { socket: net.Socket, rank: number | null, finalizing: boolean }
+interface Conn {
+  socket: net.Socket
+  rank: number | null
+  finalizing: boolean
+  /** The handshake: the client's nonce and ours once HELLO came (PROVE expected), null before. */
+  nonces: { a: Buffer, b: Buffer, rank: number } | null
+  decoder: FrameDecoder | null
+}
 interface Waiter { conn: Conn, id: number, missing: Set<string>, get: string | null }
 
 /** Options of StoreServer.listen. */
@@ -153,6 +167,11 @@ export interface StoreServerOptions {
   listenHost?: string
   /** For a UNIX socket store: create the socket's directory mode 700 and check its owner first. */
   privateDir?: boolean
+  /**
+   * The job's secret key (lib/mpi/auth.ts): every client proves it (challenge and response).
+   * Without one, only clients of this host running as this user are let in (peer uid).
+   */
+  secret?: Buffer | null
 }
 
 /**
@@ -172,7 +191,7 @@ export class StoreServer extends EventEmitter {
   /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
   private readonly unlinkAtExit: (() => void) | null = null
 
-  private constructor (private readonly server: net.Server, readonly address: StoreAddress) {
+  private constructor (private readonly server: net.Server, readonly address: StoreAddress, private readonly secret: Buffer | null) {
     super()
     server.on('connection', s => this.accept(s))
     if ('path' in address) {
@@ -210,18 +229,23 @@ export class StoreServer extends EventEmitter {
     })
     server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
     const actual = 'path' in addr ? addr : { host: addr.host, port: (server.address() as net.AddressInfo).port }
-    return new StoreServer(server, actual)
+    return new StoreServer(server, actual, options.secret ?? null)
   }
 
   /** The registered ranks that are connected now. */
   get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
 
   private accept (socket: net.Socket): void {
-    const conn: Conn = { socket, rank: null, finalizing: false }
+    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null }
     this.conns.add(conn)
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 1000)
-    const dec = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
+    const dec = conn.decoder = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
+    dec.max = MAX_HELLO_FRAME
+    // A connection that has not proved itself in time is cut (it holds no rank, nothing waits on it).
+    const handshake = setTimeout(() => { if (conn.rank === null) socket.destroy() }, HANDSHAKE_MS)
+    handshake.unref()
+    socket.once('close', () => clearTimeout(handshake))
     socket.on('data', chunk => {
       try { dec.push(chunk) } catch { socket.destroy() }
     })
@@ -236,22 +260,45 @@ export class StoreServer extends EventEmitter {
   private handle (conn: Conn, op: number, id: number, body: Buffer): void {
     const r = new Reader(body)
     try {
-      if (conn.rank === null && op !== Op.HELLO) throw new MpiError('ERR_MPI_PROTOCOL', 'store: HELLO expected first')
+      if (conn.rank === null && op !== Op.HELLO && op !== Op.PROVE) throw mpiError('ERR_MPI_PROTOCOL', 'store: HELLO expected first')
       switch (op) {
         case Op.HELLO: {
-          if (r.u32() !== STORE_MAGIC) throw new MpiError('ERR_MPI_PROTOCOL', 'store: bad magic')
+          if (conn.rank !== null || conn.nonces !== null) throw mpiError('ERR_MPI_PROTOCOL', 'store: a second HELLO')
+          if (r.u32() !== STORE_MAGIC) throw mpiError('ERR_MPI_PROTOCOL', 'store: bad magic')
           const version = r.u32()
-          if (version !== STORE_VERSION) throw new MpiError('ERR_MPI_PROTOCOL', `store: version ${version}, expected ${STORE_VERSION}`)
+          if (version !== STORE_VERSION) throw mpiError('ERR_MPI_PROTOCOL', `store: version ${version}, expected ${STORE_VERSION}`)
           const rank = r.i32()
+          r.need(NONCE_BYTES)
+          const a = Buffer.from(r.rest().subarray(0, NONCE_BYTES))
+          // Same host: the peer must run as this user (SO_PEERCRED, /proc/net/tcp); without a
+          // secret, a peer whose uid cannot be told (another host) is refused too.
+          const uid = peerUid(conn.socket as never)
+          if (uid !== null && uid !== myUid()) throw mpiError('ERR_MPI_LAUNCH', `store: the client runs as uid ${uid}, not as the job's user`)
+          if (uid === null && this.secret === null) throw mpiError('ERR_MPI_LAUNCH', 'store: this job has no secret, so only clients of this host are let in (set FASTSOCK_MPI_SECRET on every rank)')
+          const b = newNonce()
+          conn.nonces = { a, b, rank }
+          this.send(conn, frame(Op.CHALLENGE, id, b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)))
+          return
+        }
+        case Op.PROVE: {
+          const n = conn.nonces
+          if (conn.rank !== null || n === null) throw mpiError('ERR_MPI_PROTOCOL', 'store: PROVE out of turn')
+          conn.nonces = null
+          if (this.secret !== null && !verify(this.secret, 'store', 'A', n.a, n.b, r.rest())) {
+            throw mpiError('ERR_MPI_LAUNCH', "store: the client did not prove the job's secret")
+          }
+          const rank = n.rank
           if (rank >= 0 && (this.ranks.has(rank) || this.lost.has(rank))) {
             const why = this.lost.has(rank) ? `rank ${rank} was lost and cannot rejoin the job` : `rank ${rank} registered twice with the store (two jobs sharing one store address?)`
             this.send(conn, frame(Op.ERROR, id, str('ERR_MPI_LAUNCH'), str(why)))
             return
           }
           conn.rank = rank
+          if (conn.decoder !== null) conn.decoder.max = MAX_FRAME
           if (rank >= 0) this.ranks.set(rank, conn)
           this.send(conn, frame(Op.OK, id, str(plainAddress(conn.socket.remoteAddress))))
           for (const l of this.lost) this.send(conn, frame(Op.RANK_LOST, 0, i32(l)))
+          this.emit('joined', rank)
           return
         }
         case Op.SET: {
@@ -379,6 +426,11 @@ export interface StoreConnectOptions {
   timeoutMs?: number
   /** For a UNIX socket store: refuse a socket directory not owned by this user or not mode 700. */
   verifyDir?: boolean
+  /**
+   * The job's secret key (lib/mpi/auth.ts): the server must prove it, and this client does.
+   * Without one, the server must be of this host and run as this user (its uid is checked).
+   */
+  secret?: Buffer | null
 }
 
 /** Options of an operation: its deadline in ms (default: the client's; Infinity for none). */
@@ -424,7 +476,7 @@ export class StoreClient extends EventEmitter {
    * (cause: the last error) when time runs out, ERR_MPI_LAUNCH when the rank is already
    * registered or the socket directory is not private.
    */
-  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false }: StoreConnectOptions): Promise<StoreClient> {
+  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null }: StoreConnectOptions): Promise<StoreClient> {
     if (!Number.isInteger(rank) || rank < -1) {
       const e = new TypeError('The "rank" option must be an integer >= -1') as TypeError & { code: string }
       e.code = 'ERR_INVALID_ARG_TYPE'
@@ -440,7 +492,7 @@ export class StoreClient extends EventEmitter {
         if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
           throw Object.assign(new Error(`${path.dirname(addr.path)} does not exist yet`), { code: 'ENOENT' })
         }
-        return await StoreClient.attempt(addr, rank, left, timeoutMs)
+        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret)
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? ''
         if (!RETRY_CODES.has(code)) throw err
@@ -453,8 +505,12 @@ export class StoreClient extends EventEmitter {
     throw new MpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
   }
 
-  /** One connection attempt: connect, HELLO, OK. Rejects with the system error or ERR_MPI_STORE_EOF. */
-  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number): Promise<StoreClient> {
+  /**
+   * One connection attempt: connect, HELLO (with our nonce), CHALLENGE (the server's nonce and
+   * proof, or its uid checked when the job has no secret), PROVE (ours), OK. Rejects with the
+   * system error, ERR_MPI_STORE_EOF, or ERR_MPI_LAUNCH when the server is not the job's.
+   */
+  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, secret: Buffer | null): Promise<StoreClient> {
     return new Promise((resolve, reject) => {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
       const timer = setTimeout(() => {
@@ -467,9 +523,27 @@ export class StoreClient extends EventEmitter {
         socket.removeListener('error', onError)
         socket.setKeepAlive(true, 1000)
         const client = new StoreClient(socket, rank, addr, defaultTimeoutMs)
-        client.request('hello', Op.HELLO, Math.max(1, leftMs), [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank)], false).then(observed => {
+        const a = newNonce()
+        const ms = Math.max(1, leftMs)
+        const handshake = async (): Promise<Buffer> => {
+          const challenge = await client.request('hello', Op.HELLO, ms, [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank), a], false) as Buffer
+          if (challenge === undefined || challenge.length < NONCE_BYTES) throw mpiError('ERR_MPI_PROTOCOL', `the store at ${describeStore(addr)} answered HELLO with no challenge`)
+          const b = challenge.subarray(0, NONCE_BYTES)
+          if (secret !== null) {
+            if (!verify(secret, 'store', 'B', a, b, challenge.subarray(NONCE_BYTES))) {
+              throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} did not prove the job's secret (another job's store, or another user's)`)
+            }
+          } else {
+            const uid = peerUid(socket as never)
+            if (uid !== myUid()) {
+              throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} ${uid === null ? 'is not on this host' : `runs as uid ${uid}`}, and this job has no secret to check it by (set FASTSOCK_MPI_SECRET)`)
+            }
+          }
+          return await client.request('prove', Op.PROVE, ms, [secret === null ? Buffer.alloc(0) : proof(secret, 'store', 'A', a, b)], false) as Buffer
+        }
+        handshake().then(observed => {
           clearTimeout(timer)
-          client.observedAddress = new Reader(observed as Buffer).str()
+          client.observedAddress = new Reader(observed).str()
           client.registered = true
           resolve(client)
         }, (err: Error) => {
@@ -492,7 +566,7 @@ export class StoreClient extends EventEmitter {
     this.pending.delete(id)
     if (p.timer !== null) clearTimeout(p.timer)
     switch (op) {
-      case Op.OK: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
+      case Op.OK: case Op.CHALLENGE: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
       case Op.VALUE: p.resolve(Buffer.from(r.rest())); return
       case Op.NUMBER: p.resolve(r.i64()); return
       case Op.ERROR: { const code = r.str(); p.reject(new MpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
