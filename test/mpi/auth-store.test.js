@@ -14,7 +14,7 @@ const DIST = path.join(__dirname, '..', '..', 'dist', 'mpi')
 /** Runs node `code` in a child (extra spawn options `opts`); resolves { code, out }. */
 function child (code, env = {}, opts = {}) {
   return new Promise(resolve => {
-    const p = spawn(process.execPath, ['-e', code], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+    const p = spawn(process.execPath, ['-e', code], { env: opts.uid !== undefined ? { PATH: process.env.PATH } : { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...opts })
     let out = ''
     p.stdout.on('data', d => { out += d })
     p.stderr.on('data', d => { out += d })
@@ -72,7 +72,7 @@ function frame (op, id, body) { const b = Buffer.alloc(9 + body.length); b.write
 const hello = Buffer.alloc(12 + 32); hello.writeUInt32LE(0x534d5346, 0); hello.writeUInt32LE(2, 4); hello.writeInt32LE(1, 8)
 s.on('connect', () => { s.write(frame(1, 1, hello)); s.write(frame(11, 2, Buffer.alloc(0))); s.write(frame(2, 3, Buffer.from('\\u0004\\u0000evil1'))) })
 let got = Buffer.alloc(0); s.on('data', d => { got = Buffer.concat([got, d]) })
-s.on('close', () => console.log('REPLY', got.toString('latin1').replace(/[^ -~]/g, '.'))); s.on('error', () => {})`, { NODE_OPTIONS: '' }, { uid: 65534, gid: 65534 })
+s.on('close', () => console.log('REPLY', got.toString('latin1').replace(/[^ -~]/g, '.'))); s.on('error', () => {})`, {}, { uid: 65534, gid: 65534 })
   t.match(intruder.out, /REPLY .*ERR_MPI_LAUNCH.*uid 65534/, `refused by uid: ${intruder.out.trim()}`)
   t.same(server.connectedRanks, [], 'the intruder holds no rank')
   const right = await child(CONNECT(port, 1), { FASTSOCK_MPI_SECRET: '' })
