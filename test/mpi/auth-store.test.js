@@ -14,7 +14,10 @@ const DIST = path.join(__dirname, '..', '..', 'dist', 'mpi')
 /** Runs node `code` in a child (extra spawn options `opts`); resolves { code, out }. */
 function child (code, env = {}, opts = {}) {
   return new Promise(resolve => {
-    const p = spawn(process.execPath, ['-e', code], { env: opts.uid !== undefined ? { PATH: process.env.PATH } : { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+    // As another user, through env -i: tap's process hooks (injected into children) cannot write as nobody.
+    const p = opts.uid !== undefined
+      ? spawn('env', ['-i', `PATH=${process.env.PATH}`, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+      : spawn(process.execPath, ['-e', code], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...opts })
     let out = ''
     p.stdout.on('data', d => { out += d })
     p.stderr.on('data', d => { out += d })
