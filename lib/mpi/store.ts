@@ -232,12 +232,40 @@ export class StoreServer extends EventEmitter {
     return new StoreServer(server, actual, options.secret ?? null)
   }
 
+  private unrefd = false
+
+  /** Lets the process exit while only the store is open (its listener and connections unref'd). */
+  unref (): this {
+    this.unrefd = true
+    this.server.unref()
+    for (const c of this.conns) c.socket.unref()
+    return this
+  }
+
+  /** Undoes unref() (finalize serves the store until every rank has left). */
+  ref (): this {
+    this.unrefd = false
+    this.server.ref()
+    for (const c of this.conns) c.socket.ref()
+    return this
+  }
+
+  /**
+   * Tells every registered client at once (synchronous writes) that rank `from` aborted the job
+   * with `code` and `why`: for rank 0 itself, whose event loop will not run again.
+   */
+  relayAbort (code: number, from: number, why: string): void {
+    this.aborted = true
+    for (const c of this.conns) if (c.rank !== null && c.rank !== from) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from), str(why.slice(0, 2000))))
+  }
+
   /** The registered ranks that are connected now. */
   get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
 
   private accept (socket: net.Socket): void {
     const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null }
     this.conns.add(conn)
+    if (this.unrefd) socket.unref()
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 1000)
     const dec = conn.decoder = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
@@ -347,11 +375,12 @@ export class StoreServer extends EventEmitter {
           return
         case Op.ABORT: {
           const code = r.i32()
+          const why = r.at < r.buf.length ? r.str() : ''
           this.aborted = true
           const from = conn.rank ?? -1
-          for (const c of this.conns) if (c !== conn && c.rank !== null) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from)))
+          for (const c of this.conns) if (c !== conn && c.rank !== null) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from), str(why)))
           this.send(conn, frame(Op.OK, id))
-          this.emit('abort', code, from)
+          this.emit('abort', code, from, why)
           return
         }
         case Op.CANCEL: {
@@ -451,6 +480,8 @@ export class StoreClient extends EventEmitter {
   readonly lostRanks = new Set<number>()
   /** The code of an abort another rank relayed, null while none (kept for a listener that registers late). */
   abortCode: number | null = null
+  /** Who aborted (its rank) and why (its text, '' when it gave none), with abortCode. */
+  abortFrom: { rank: number, why: string } | null = null
   /** True once the server accepted HELLO (before that, a closed connection is retried, not lost). */
   private registered = false
   private nextId = 1
@@ -560,7 +591,15 @@ export class StoreClient extends EventEmitter {
     // Events go out on setImmediate: ones that came with the HELLO reply must reach listeners
     // attached after connect() resolved.
     if (op === Op.RANK_LOST) { const rank = r.i32(); this.lostRanks.add(rank); setImmediate(() => this.emit('rankLost', rank)); return }
-    if (op === Op.EVENT_ABORT) { const code = r.i32(); const from = r.i32(); this.abortCode = code; setImmediate(() => this.emit('abort', code, from)); return }
+    if (op === Op.EVENT_ABORT) {
+      const code = r.i32()
+      const from = r.i32()
+      const why = r.at < r.buf.length ? r.str() : ''
+      this.abortCode = code
+      this.abortFrom = { rank: from, why }
+      setImmediate(() => this.emit('abort', code, from, why))
+      return
+    }
     const p = this.pending.get(id)
     if (p === undefined) return // a reply to a request that timed out
     this.pending.delete(id)
@@ -672,10 +711,10 @@ export class StoreClient extends EventEmitter {
    * Asks the server to relay abort(`code`) to every other client (their 'abort' event); resolves
    * once relayed (or at once when the server is gone). The caller then exits.
    */
-  async abort (code: number): Promise<void> {
+  async abort (code: number, why = ''): Promise<void> {
     this.finalized = true
     try {
-      await this.request('abort', Op.ABORT, 2000, [i32(code | 0)], false)
+      await this.request('abort', Op.ABORT, 2000, [i32(code | 0), str(why.slice(0, 2000))], false)
     } catch { /* the job ends anyway */ }
   }
 
@@ -690,6 +729,9 @@ export class StoreClient extends EventEmitter {
       setTimeout(() => this.socket.destroy(), 1000).unref()
     })
   }
+
+  /** True while a request waits for its reply. */
+  get busy (): boolean { return this.pending.size > 0 }
 
   /** Lets the process exit while only this connection is open (net.Socket#unref). */
   unref (): this { this.socket.unref(); return this }
