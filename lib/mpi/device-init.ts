@@ -161,25 +161,14 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
   const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes: eagerThreshold(eagerBytes, b.localSize), ...pollingOf(polling, b.localSize), transports: options.transports })
   const host = hostKey()
   const hosts: string[] = new Array(b.size).fill(host)
-  if (b.store !== null) {
-    const addr = b.localAddress || '127.0.0.1'
-    const port = await device.listen(addr)
-    const card: Card = { host, addr, port, pid: process.pid }
-    await b.store.set(`card/${b.rank}`, JSON.stringify(card))
-    const cards = await cardsOf(b.store, b.rank, b.size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
-    // Rank 0 serves the store from its event loop, which a blocking call (recvSync, waitSync)
-    // stops: it leaves init only once every other rank has had the last reply of its init, so
-    // that no rank still waits on the store when rank 0 may block (docs/mpi.md, "Blocking calls").
-    if (b.rank === 0) await b.store.wait(Array.from({ length: b.size - 1 }, (_, i) => `inited/${i + 1}`), { timeoutMs: options.timeoutMs ?? 30000 })
-    else await b.store.set(`inited/${b.rank}`, '1')
-    device.cards = cards.map(c => JSON.parse(Buffer.from(c).toString()) as Card)
-    device.cards.forEach((c, r) => { hosts[r] = c.host })
-    b.store.on('rankLost', (r: number) => device.lose(r, 'the store reported it lost'))
-    // Another rank called abort(code): the job ends with that code.
-    b.store.on('abort', (code: number, from: number, why: string) => abortedBy(b.rank, code, from, why))
-    // ... also when it came before these listeners (and so did the losses).
-    if (b.store.abortCode !== null) abortedBy(b.rank, b.store.abortCode, b.store.abortFrom?.rank ?? -1, b.store.abortFrom?.why ?? '')
-    for (const r of b.store.lostRanks) device.lose(r, 'the store reported it lost')
+  try {
+    await join(b, device, hosts, host, options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+  } catch (err) {
+    // A failed init leaves nothing open (the process can exit).
+    await device.close().catch(() => {})
+    await b.store?.close().catch(() => {})
+    await b.server?.close({ graceMs: 0 }).catch(() => {})
+    throw err
   }
   const shared: CommShared = { device, hosts, maxId: 0 }
   const world = new Comm(shared, Array.from({ length: b.size }, (_, r) => r), 0, b.localRank, b.localSize)
@@ -195,6 +184,30 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
   process.on('beforeExit', onBeforeExit)
   if (options.abortOnError !== false) process.on('uncaughtExceptionMonitor', onUncaught)
   return world
+}
+
+/** The store part of init: publish this rank's card, read every card, meet every rank, listen for losses and aborts. */
+async function join (b: { rank: number, size: number, store: StoreClient | null, localAddress: string }, device: Device, hosts: string[], host: string, timeoutMs: number): Promise<void> {
+  if (b.store !== null) {
+    const addr = b.localAddress || '127.0.0.1'
+    const port = await device.listen(addr)
+    const card: Card = { host, addr, port, pid: process.pid }
+    await b.store.set(`card/${b.rank}`, JSON.stringify(card))
+    const cards = await cardsOf(b.store, b.rank, b.size, timeoutMs)
+    // Rank 0 serves the store from its event loop, which a blocking call (recvSync, waitSync)
+    // stops: it leaves init only once every other rank has had the last reply of its init, so
+    // that no rank still waits on the store when rank 0 may block (docs/mpi.md, "Blocking calls").
+    if (b.rank === 0) await b.store.wait(Array.from({ length: b.size - 1 }, (_, i) => `inited/${i + 1}`), { timeoutMs: timeoutMs })
+    else await b.store.set(`inited/${b.rank}`, '1')
+    device.cards = cards.map(c => JSON.parse(Buffer.from(c).toString()) as Card)
+    device.cards.forEach((c, r) => { hosts[r] = c.host })
+    b.store.on('rankLost', (r: number) => device.lose(r, 'the store reported it lost'))
+    // Another rank called abort(code): the job ends with that code.
+    b.store.on('abort', (code: number, from: number, why: string) => abortedBy(b.rank, code, from, why))
+    // ... also when it came before these listeners (and so did the losses).
+    if (b.store.abortCode !== null) abortedBy(b.rank, b.store.abortCode, b.store.abortFrom?.rank ?? -1, b.store.abortFrom?.why ?? '')
+    for (const r of b.store.lostRanks) device.lose(r, 'the store reported it lost')
+  }
 }
 
 /**

@@ -6,6 +6,11 @@ const scenario = process.argv[2]
 const done = rank => console.log(`DONE ${rank} ${Date.now()}`)
 
 async function main () {
+  if (scenario === 'never-init') { // rank 2 never calls init; the others give up after 3 s
+    if (process.env.RANK === '2') return
+    try { await mpi.init({ timeoutMs: 3000 }) } catch (err) { console.log(`INIT ${err.code} ${err.message}`); process.exitCode = 2 }
+    return
+  }
   const comm = await mpi.init(scenario === 'no-abort' ? { abortOnError: false } : {})
   const a = new Float64Array(1)
   switch (scenario) {
