@@ -10,7 +10,7 @@
  * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (address in use).
  */
 import * as os from 'os'
-import { MpiError, mpiError } from './errors'
+import { type MpiError, mpiError } from './errors'
 import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, type InitOptions, type LaunchInfo } from './launch'
 import { StoreClient, StoreServer } from './store'
 import { discoverSecret } from './auth'
@@ -44,7 +44,7 @@ export function externalAddress (fallback: string): string {
 }
 
 function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, timeoutMs: number, cause: unknown): MpiError {
-  return new MpiError('ERR_MPI_INIT_TIMEOUT',
+  return mpiError('ERR_MPI_INIT_TIMEOUT',
     `init: rank ${info.rank} of ${info.size} (launcher: ${info.launcher}) ${what} within ${timeoutMs} ms; ` +
     `store address tried: ${describeStore(info.store)}; variables read: ${describeVars(info, env)}`,
     { rank: info.rank, cause })
@@ -90,7 +90,7 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
         server = await StoreServer.listen(info.store, { privateDir: privatePath, secret, ...(secret === null && !('path' in info.store) ? { listenHost: info.store.host } : {}) })
       } catch (err) {
         const e = err as MpiError
-        throw new MpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
+        throw mpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
           `init: rank 0 cannot serve the store at ${describeStore(info.store)}: ${e.message}; variables read: ${describeVars(info, env)}`,
           { rank: 0, cause: err })
       }

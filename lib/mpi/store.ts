@@ -26,7 +26,7 @@ import { EventEmitter } from 'events'
 import * as fs from 'fs'
 import * as net from 'net'
 import * as path from 'path'
-import { MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange } from './errors'
+import { type MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange, systemError } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
 import { NONCE_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
@@ -77,7 +77,7 @@ class Reader {
   at = 0
   constructor (readonly buf: Buffer) {}
   need (n: number): void {
-    if (this.at + n > this.buf.length) throw new MpiError('ERR_MPI_PROTOCOL', 'store frame too short')
+    if (this.at + n > this.buf.length) throw mpiError('ERR_MPI_PROTOCOL', 'store frame too short')
   }
 
   str (): string { this.need(2); const n = this.buf.readUInt16LE(this.at); this.at += 2; this.need(n); const s = this.buf.toString('utf8', this.at, this.at + n); this.at += n; return s }
@@ -104,7 +104,7 @@ class FrameDecoder {
       let head = this.chunks[0]
       if (head.length < 4) { head = Buffer.concat(this.chunks); this.chunks = [head] }
       const len = head.readUInt32LE(0)
-      if (len < 5 || len > this.max) throw new MpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
+      if (len < 5 || len > this.max) throw mpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
       if (this.have < 4 + len) return
       const all = this.chunks.length === 1 ? head : Buffer.concat(this.chunks)
       const f = all.subarray(4, 4 + len)
@@ -118,14 +118,10 @@ class FrameDecoder {
 
 function checkKey (key: unknown, name = 'key'): string {
   if (typeof key !== 'string') {
-    const e = new TypeError(`The "${name}" argument must be of type string. Received ${typeof key}`) as TypeError & { code: string }
-    e.code = 'ERR_INVALID_ARG_TYPE'
-    throw e
+    throw invalidArgType(`The "${name}" argument must be of type string. Received ${typeof key}`)
   }
   if (Buffer.byteLength(key) > MAX_KEY) {
-    const e = new RangeError(`The "${name}" argument is longer than ${MAX_KEY} bytes`) as RangeError & { code: string }
-    e.code = 'ERR_OUT_OF_RANGE'
-    throw e
+    throw outOfRange(`The "${name}" argument is longer than ${MAX_KEY} bytes`)
   }
   return key
 }
@@ -134,9 +130,7 @@ function toBytes (value: unknown): Uint8Array {
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
   if (value instanceof Uint8Array) return value
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
-  const e = new TypeError('The "value" argument must be a string or a Uint8Array') as TypeError & { code: string }
-  e.code = 'ERR_INVALID_ARG_TYPE'
-  throw e
+  throw invalidArgType('The "value" argument must be a string or a Uint8Array')
 }
 
 /** Strips the IPv4-mapped prefix (`::ffff:10.0.0.1` → `10.0.0.1`). */
@@ -222,7 +216,7 @@ export class StoreServer extends EventEmitter {
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE') {
-          reject(new MpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
+          reject(mpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
         } else reject(err)
       })
       server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve() })
@@ -357,7 +351,7 @@ export class StoreServer extends EventEmitter {
           const delta = r.i64()
           const old = this.data.get(key)
           const text = old === undefined ? '0' : old.toString('utf8')
-          if (!/^-?\d+$/.test(text)) throw new MpiError('ERR_MPI_PROTOCOL', `store: add on key '${key}' whose value is not an integer`)
+          if (!/^-?\d+$/.test(text)) throw mpiError('ERR_MPI_PROTOCOL', `store: add on key '${key}' whose value is not an integer`)
           const next = BigInt(text) + delta
           this.data.set(key, Buffer.from(next.toString(), 'utf8'))
           this.send(conn, frame(Op.NUMBER, id, i64(next)))
@@ -389,7 +383,7 @@ export class StoreServer extends EventEmitter {
           return
         }
         default:
-          throw new MpiError('ERR_MPI_PROTOCOL', `store: unknown op ${op}`)
+          throw mpiError('ERR_MPI_PROTOCOL', `store: unknown op ${op}`)
       }
     } catch (err) {
       const e = err as MpiError
@@ -509,9 +503,7 @@ export class StoreClient extends EventEmitter {
    */
   static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null }: StoreConnectOptions): Promise<StoreClient> {
     if (!Number.isInteger(rank) || rank < -1) {
-      const e = new TypeError('The "rank" option must be an integer >= -1') as TypeError & { code: string }
-      e.code = 'ERR_INVALID_ARG_TYPE'
-      throw e
+      throw invalidArgType('The "rank" option must be an integer >= -1')
     }
     const deadline = Date.now() + timeoutMs
     let delay = 25
@@ -521,7 +513,7 @@ export class StoreClient extends EventEmitter {
       if (left <= 0) break
       try {
         if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
-          throw Object.assign(new Error(`${path.dirname(addr.path)} does not exist yet`), { code: 'ENOENT' })
+          throw systemError('ENOENT', `${path.dirname(addr.path)} does not exist yet`)
         }
         return await StoreClient.attempt(addr, rank, left, timeoutMs, secret)
       } catch (err) {
@@ -533,7 +525,7 @@ export class StoreClient extends EventEmitter {
       delay = Math.min(delay * 2, 500)
     }
     const why = last === null ? '' : `: ${(last as Error).message}`
-    throw new MpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
+    throw mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
   }
 
   /**
@@ -546,7 +538,7 @@ export class StoreClient extends EventEmitter {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
       const timer = setTimeout(() => {
         socket.destroy()
-        reject(Object.assign(new Error('connection attempt timed out'), { code: 'ETIMEDOUT' }))
+        reject(systemError('ETIMEDOUT', 'connection attempt timed out'))
       }, leftMs)
       const onError = (err: Error): void => { clearTimeout(timer); socket.destroy(); reject(err) }
       socket.once('error', onError)
@@ -608,18 +600,18 @@ export class StoreClient extends EventEmitter {
       case Op.OK: case Op.CHALLENGE: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
       case Op.VALUE: p.resolve(Buffer.from(r.rest())); return
       case Op.NUMBER: p.resolve(r.i64()); return
-      case Op.ERROR: { const code = r.str(); p.reject(new MpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
-      default: p.reject(new MpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
+      case Op.ERROR: { const code = r.str(); p.reject(mpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
+      default: p.reject(mpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
     }
   }
 
   private onClose (): void {
     const gone = !this.closed
     const err = !this.registered
-      ? Object.assign(new Error('the store closed the connection during HELLO'), { code: 'ERR_MPI_STORE_EOF' })
+      ? mpiError('ERR_MPI_STORE_EOF', 'the store closed the connection during HELLO')
       : gone
-        ? new MpiError('ERR_MPI_PEER_LOST', `rank 0 is lost: the store at ${describeStore(this.address)} closed the connection`, { rank: 0 })
-        : new MpiError('ERR_MPI_STORE_CLOSED', 'the store client was closed')
+        ? mpiError('ERR_MPI_PEER_LOST', `rank 0 is lost: the store at ${describeStore(this.address)} closed the connection`, { rank: 0 })
+        : mpiError('ERR_MPI_STORE_CLOSED', 'the store client was closed')
     for (const [, p] of this.pending) { if (p.timer !== null) clearTimeout(p.timer); p.reject(err) }
     this.pending.clear()
     if (gone && this.registered && !this.finalized && !this.lostServer) {
@@ -631,13 +623,11 @@ export class StoreClient extends EventEmitter {
 
   /** Sends one request; resolves with its reply, rejects at the deadline (ERR_MPI_STORE_TIMEOUT). */
   private request (what: string, op: number, timeoutMs: number | undefined, parts: Uint8Array[], cancellable: boolean): Promise<Buffer | bigint | undefined> {
-    if (this.closed) return Promise.reject(new MpiError('ERR_MPI_STORE_CLOSED', `store ${what}: the client is closed`))
-    if (this.socket.destroyed) return Promise.reject(new MpiError('ERR_MPI_PEER_LOST', `store ${what}: rank 0 is lost (the store is gone)`, { rank: 0 }))
+    if (this.closed) return Promise.reject(mpiError('ERR_MPI_STORE_CLOSED', `store ${what}: the client is closed`))
+    if (this.socket.destroyed) return Promise.reject(mpiError('ERR_MPI_PEER_LOST', `store ${what}: rank 0 is lost (the store is gone)`, { rank: 0 }))
     const ms = timeoutMs ?? this.defaultTimeoutMs
     if (typeof ms !== 'number' || !(ms > 0)) {
-      const e = new RangeError(`The "timeoutMs" option must be > 0. Received ${String(ms)}`) as RangeError & { code: string }
-      e.code = 'ERR_OUT_OF_RANGE'
-      return Promise.reject(e)
+      return Promise.reject(outOfRange(`The "timeoutMs" option must be > 0. Received ${String(ms)}`))
     }
     const id = this.nextId
     this.nextId = this.nextId >= 0xfffffff0 ? 1 : this.nextId + 1
@@ -647,7 +637,7 @@ export class StoreClient extends EventEmitter {
         timer = setTimeout(() => {
           this.pending.delete(id)
           if (cancellable && !this.socket.destroyed) this.socket.write(frame(Op.CANCEL, 0, u32(id)))
-          reject(new MpiError('ERR_MPI_STORE_TIMEOUT', `store ${what}: no answer within ${ms} ms`))
+          reject(mpiError('ERR_MPI_STORE_TIMEOUT', `store ${what}: no answer within ${ms} ms`))
         }, ms)
       }
       this.pending.set(id, { resolve, reject, timer, what })
@@ -685,9 +675,7 @@ export class StoreClient extends EventEmitter {
   async add (key: string, delta: number, opts?: StoreOpOptions): Promise<number> {
     checkKey(key)
     if (!Number.isSafeInteger(delta)) {
-      const e = new TypeError('The "delta" argument must be a safe integer') as TypeError & { code: string }
-      e.code = 'ERR_INVALID_ARG_TYPE'
-      throw e
+      throw invalidArgType('The "delta" argument must be a safe integer')
     }
     return Number(await this.request(`add('${key}')`, Op.ADD, opts?.timeoutMs, [str(key), i64(BigInt(delta))], false) as bigint)
   }
