@@ -76,7 +76,9 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   oversubscribedHelpers(info, env)
   if (info.store === null) return { info, store: null, server: null, secret: null }
   const secret = discoverSecret(env, info.jobId)?.key ?? null
-  if (secret === null && !('path' in info.store)) info.store = loopbackStore(info, info.store, env)
+  // Where the store is served and reached: the launcher's address, or loopback for a job without
+  // a secret (info.store keeps the launcher's, for messages).
+  const addr = secret === null && !('path' in info.store) ? loopbackStore(info, info.store, env) : info.store
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   // A path detectLaunch chose lives in this user's private directory: the server creates it mode
@@ -87,7 +89,7 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   try {
     if (info.rank === 0) {
       try {
-        server = await StoreServer.listen(info.store, { privateDir: privatePath, secret, ...(secret === null && !('path' in info.store) ? { listenHost: info.store.host } : {}) })
+        server = await StoreServer.listen(addr, { privateDir: privatePath, secret, ...(secret === null && !('path' in addr) ? { listenHost: addr.host } : {}) })
       } catch (err) {
         const e = err as MpiError
         throw mpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
@@ -96,7 +98,7 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
       }
     }
     try {
-      store = await StoreClient.connect(info.store, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret })
+      store = await StoreClient.connect(addr, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret })
     } catch (err) {
       if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
       throw err
