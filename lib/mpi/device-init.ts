@@ -227,21 +227,38 @@ async function cardsOf (store: StoreClient, me: number, size: number, timeoutMs:
   }
 }
 
-/** Work that keeps this rank in its program: posted receives, probes, unfinished sends, store requests. */
+/** What busy() reads of a device connection (device-conn.ts's Conn). */
+interface ConnView { ready: boolean, lost: boolean, departed: boolean, sends: Map<number, unknown>, recvs: Map<number, unknown>, sink: unknown, queued?: unknown[], socket: { writableLength?: number } | null }
+
+/**
+ * Work that keeps this rank in its program: posted receives, probes, unfinished sends, store
+ * requests, and on any connection a rendezvous in flight (either side), a message being read into
+ * its receive, queued or unwritten bytes, or a dial not answered yet. TODO(device): a
+ * `Device.pending` count of unfinished requests would replace the casts.
+ */
 function busy (s: Session): boolean {
-  const d = s.device as unknown as { matcher: { anyPosted: boolean, probes: unknown[] }, unfinished?: Set<unknown> }
-  return d.matcher.anyPosted || d.matcher.probes.length > 0 || (d.unfinished?.size ?? 0) > 0 || (s.store?.busy ?? false)
+  const d = s.device as unknown as { matcher: { anyPosted: boolean, probes: unknown[] }, unfinished?: Set<unknown>, conns?: Array<ConnView | null> }
+  if (d.matcher.anyPosted || d.matcher.probes.length > 0 || (d.unfinished?.size ?? 0) > 0 || (s.store?.busy ?? false)) return true
+  for (const c of d.conns ?? []) {
+    if (c === null || c.lost || c.departed) continue
+    if (!c.ready || c.sends.size > 0 || c.recvs.size > 0 || c.sink !== null || (c.queued?.length ?? 0) > 0 || (c.socket?.writableLength ?? 0) > 0) return true
+  }
+  return false
 }
 
 /**
  * The event loop drained: the program is done unless it awaits a message (its connections may
  * not hold the loop open). Busy: look again in 50 ms (this timer keeps the loop alive meanwhile);
- * else finalize, as if the program had called it.
+ * idle twice in a row, 100 ms apart: finalize, as if the program had called it.
  */
+let idleSeen = 0
+
 function onBeforeExit (): void {
   const s = session
   if (s === null || s.finalized) { process.removeListener('beforeExit', onBeforeExit); return }
-  if (busy(s)) { setTimeout(() => {}, 50); return }
+  if (busy(s)) { idleSeen = 0; setTimeout(() => {}, 50); return }
+  // Idle twice, 100 ms apart (bytes in flight on an unref'd connection get that long to show).
+  if (idleSeen++ === 0) { setTimeout(() => {}, 100); return }
   finalize().catch(err => { process.stderr.write(`fastsock/mpi: rank ${s.device.rank}: finalize at exit failed: ${String(err)}\n`); process.exitCode = 1 })
 }
 
