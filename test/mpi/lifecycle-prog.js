@@ -51,6 +51,17 @@ async function main () {
       done(comm.rank)
       await mpi.finalize()
       return
+    case 'object': { // the object tier: recvObject's Status, sendObject's coded error
+      try { comm.sendObject({ f () {} }, (comm.rank + 1) % comm.size, 3) } catch (err) { console.log(`SEND ${err.code} ${err.name} ${err.cause ? 'cause' : 'nocause'}`) }
+      if (comm.rank === 0) await comm.sendObject({ m: new Map([[1, 'x']]) }, 1, 4)
+      if (comm.rank === 1) {
+        const { value, status } = await comm.recvObject(mpi.ANY_SOURCE, mpi.ANY_TAG, { status: true })
+        console.log(`RECV ${value.m.get(1)} source=${status.source} tag=${status.tag} count=${status.count > 0}`)
+      }
+      done(comm.rank)
+      await mpi.finalize()
+      return
+    }
     case 'after-finalize': {
       await mpi.finalize()
       for (const f of [() => mpi.init(), () => mpi.world()]) {

@@ -80,6 +80,13 @@ t.test('fastsock mpirun: a rank that never calls init is named', async t => {
   t.notMatch(r.stdout, /card\//, 'no store key in the message')
 })
 
+t.test('fastsock mpirun: recvObject gives the Status; sendObject of an uncloneable value has a code', async t => {
+  const r = await fastsockRun('object')
+  t.equal(r.code, 0, r.stderr)
+  t.equal([...r.stdout.matchAll(/SEND ERR_INVALID_ARG_TYPE TypeError cause/g)].length, 3, 'every rank: TypeError ERR_INVALID_ARG_TYPE with the cause')
+  t.match(r.stdout, /RECV x source=0 tag=4 count=true/, 'value and Status')
+})
+
 const dep = need(t, ['mpirun'])
 const version = dep.paths ? capture(dep.paths.mpirun, ['--version']) : null
 t.test("Open MPI's mpirun", { skip: dep.skip || (!/Open MPI/.test(version || '') && "mpirun is not Open MPI's") }, async t => {
