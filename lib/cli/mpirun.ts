@@ -296,7 +296,8 @@ Examples:
   npx fastsock mpirun -n 4 node app.js
   npx fastsock mpirun -n 2 --no-prefix -- node --expose-gc app.js --size 1M
 
-Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and
+FASTSOCK_MPI_SECRET, a fresh 256-bit job secret (unless FASTSOCK_MPI_SECRET or _FILE is set).
 Exit status: 0 when every rank exits 0, else the first failing rank's (128+n for signal n).
 `
 
