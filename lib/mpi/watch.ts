@@ -76,6 +76,8 @@ export class Watchdog {
   private readonly seen = new Map<PostedRecv, Seen>()
   private readonly timer: NodeJS.Timeout
   private busy = false
+  /** This rank's `wait/<rank>` key is set. */
+  private published = false
 
   constructor (private readonly device: Device, private readonly store: StoreClient | null, readonly boundMs: number, private readonly finKey: (r: number) => string) {
     this.timer = setInterval(() => { if (!this.busy) { this.busy = true; this.tick().catch(() => {}).finally(() => { this.busy = false }) } }, TICK_MS)
@@ -132,6 +134,11 @@ export class Watchdog {
       slot.reported = true
       await this.report(`in ${slot.what}`, slot.ranks ?? [], now - slot.since)
     }
+    // The reported waits are over: take this rank's `wait/` key back (others' reports read it).
+    if (this.published && ![...this.seen.values()].some(x => x.reported) && !(f?.reported ?? false) && !(slot.what !== null && slot.reported)) {
+      this.published = false
+      await store.deleteKey(`wait/${this.device.rank}`).catch(() => {})
+    }
   }
 
   /** The ranks of `ranks` whose finalize key is in the store. */
@@ -163,6 +170,7 @@ export class Watchdog {
     const more = others.length > shown.length ? `; and ${others.length - shown.length} more` : ''
     const line = `fastsock/mpi: rank ${me} has waited ${(ms / 1000).toFixed(0)} s ${where} for ${others.length === 1 ? 'rank' : 'ranks'} ${others.join(', ')}: ${states.join('; ')}${more}`
     this.out(line)
+    this.published = true
     if (store !== null) await store.set(`wait/${me}`, `${where} for ${others.length === 1 ? 'rank' : 'ranks'} ${shown.join(', ')}${more} (since ${new Date(Date.now() - ms).toISOString()})`).catch(() => {})
   }
 }
