@@ -15,6 +15,7 @@
  * `spawnRanks` is the reusable part (used by `fastsock osu` too).
  */
 import { type ChildProcess, spawn } from 'child_process'
+import { newSecret } from '../mpi/auth'
 import * as net from 'net'
 import * as os from 'os'
 import { parseOptions, splitAtCommand, UsageError } from './args'
@@ -126,6 +127,9 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
   const port = opts.masterPort ?? await freePort(masterAddr)
   const jobId = `mpirun-${process.pid}-${Date.now().toString(36)}`
   const base = { ...(opts.env ?? process.env) }
+  // The job's secret (lib/mpi/auth.ts): 256 random bits in the ranks' environment, which only
+  // this user and root can read (/proc/PID/environ is mode 400); one the caller set is kept.
+  const secret = (base.FASTSOCK_MPI_SECRET ?? '') !== '' || (base.FASTSOCK_MPI_SECRET_FILE ?? '') !== '' ? {} : { FASTSOCK_MPI_SECRET: newSecret() }
   const piped = stdio === 'pipe' || prefix || opts.onLine !== undefined
   const children: ChildProcess[] = []
   const exits: RankExit[] = []
@@ -208,7 +212,8 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
       LOCAL_WORLD_SIZE: String(np),
       MASTER_ADDR: masterAddr,
       MASTER_PORT: String(port),
-      FASTSOCK_MPI_JOB_ID: jobId
+      FASTSOCK_MPI_JOB_ID: jobId,
+      ...secret
     }
     const child = spawn(command, args, {
       env,
@@ -291,7 +296,8 @@ Examples:
   npx fastsock mpirun -n 4 node app.js
   npx fastsock mpirun -n 2 --no-prefix -- node --expose-gc app.js --size 1M
 
-Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and
+FASTSOCK_MPI_SECRET, a fresh 256-bit job secret (unless FASTSOCK_MPI_SECRET or _FILE is set).
 Exit status: 0 when every rank exits 0, else the first failing rank's (128+n for signal n).
 `
 

@@ -10,15 +10,18 @@
  * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (address in use).
  */
 import * as os from 'os'
-import { MpiError } from './errors'
+import { type MpiError, mpiError } from './errors'
 import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, type InitOptions, type LaunchInfo } from './launch'
 import { StoreClient, StoreServer } from './store'
+import { discoverSecret } from './auth'
 
 /** What bootstrap found and opened. `store`/`server` are null for a singleton; `server` is rank 0's only. */
 export interface Bootstrap {
   info: LaunchInfo
   store: StoreClient | null
   server: StoreServer | null
+  /** The job's secret key (lib/mpi/auth.ts), null when the launch gives none (one host only). */
+  secret: Buffer | null
 }
 
 /** Key under which each rank publishes its host name for the local-rank exchange. */
@@ -41,7 +44,7 @@ export function externalAddress (fallback: string): string {
 }
 
 function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, timeoutMs: number, cause: unknown): MpiError {
-  return new MpiError('ERR_MPI_INIT_TIMEOUT',
+  return mpiError('ERR_MPI_INIT_TIMEOUT',
     `init: rank ${info.rank} of ${info.size} (launcher: ${info.launcher}) ${what} within ${timeoutMs} ms; ` +
     `store address tried: ${describeStore(info.store)}; variables read: ${describeVars(info, env)}`,
     { rank: info.rank, cause })
@@ -71,7 +74,11 @@ function oversubscribedHelpers (info: LaunchInfo, env: NodeJS.ProcessEnv): void 
 export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv = process.env): Promise<Bootstrap> {
   const info = detectLaunch(options, env)
   oversubscribedHelpers(info, env)
-  if (info.store === null) return { info, store: null, server: null }
+  if (info.store === null) return { info, store: null, server: null, secret: null }
+  const secret = discoverSecret(env, info.jobId)?.key ?? null
+  // Where the store is served and reached: the launcher's address, or loopback for a job without
+  // a secret (info.store keeps the launcher's, for messages).
+  const addr = secret === null && !('path' in info.store) ? loopbackStore(info, info.store, env) : info.store
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   // A path detectLaunch chose lives in this user's private directory: the server creates it mode
@@ -82,16 +89,16 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   try {
     if (info.rank === 0) {
       try {
-        server = await StoreServer.listen(info.store, { privateDir: privatePath })
+        server = await StoreServer.listen(addr, { privateDir: privatePath, secret, ...(secret === null && !('path' in addr) ? { listenHost: addr.host } : {}) })
       } catch (err) {
         const e = err as MpiError
-        throw new MpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
+        throw mpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
           `init: rank 0 cannot serve the store at ${describeStore(info.store)}: ${e.message}; variables read: ${describeVars(info, env)}`,
           { rank: 0, cause: err })
       }
     }
     try {
-      store = await StoreClient.connect(info.store, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath })
+      store = await StoreClient.connect(addr, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret })
     } catch (err) {
       if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
       throw err
@@ -103,12 +110,30 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
     if (isLoopback(store.localAddress) && result.localSize < result.size && !('path' in info.store)) {
       store.localAddress = externalAddress(store.localAddress)
     }
-    return { info: result, store, server }
+    return { info: result, store, server, secret }
   } catch (err) {
     if (store !== null) await store.close()
     if (server !== null) await server.close({ graceMs: 0 })
     throw err
   }
+}
+
+/**
+ * A job without a secret runs on one host only, its store on loopback (no other host can reach
+ * it; the peers' uids are checked): the store address with its host replaced by 127.0.0.1 (::1
+ * for an IPv6 loopback). ERR_MPI_LAUNCH when the ranks span several hosts, or may (the launcher
+ * did not say how many ranks share this host and the store address is not loopback), saying how
+ * to give a secret.
+ */
+function loopbackStore (info: LaunchInfo, store: { host: string, port: number }, env: NodeJS.ProcessEnv): { host: string, port: number } {
+  const how = 'give every rank the same secret of at least 128 bits: FASTSOCK_MPI_SECRET=$(openssl rand -hex 32), or FASTSOCK_MPI_SECRET_FILE=<a file of mode 600> (docs/mpi-launch.md, "Threat model")'
+  if (info.localKnown !== false && info.localSize < info.size) {
+    throw mpiError('ERR_MPI_LAUNCH', `init: the ${info.size} ranks of this job span several hosts (${info.localSize} on this one) and the launcher (${info.launcher}) gives no job secret: ${how}; variables read: ${describeVars(info, env)}`, { rank: info.rank })
+  }
+  if (info.localKnown === false && !isLoopback(store.host) && store.host !== 'localhost') {
+    throw mpiError('ERR_MPI_LAUNCH', `init: the store is at ${describeStore(store)}, reachable from other hosts, and the launcher (${info.launcher}) gives no job secret nor says that every rank is on this host (LOCAL_WORLD_SIZE): ${how}`, { rank: info.rank })
+  }
+  return { host: store.host === '::1' ? '::1' : '127.0.0.1', port: store.port }
 }
 
 /**

@@ -187,17 +187,34 @@ export class Comm {
 
   // ---- object tier ----------------------------------------------------------------------------
 
-  /** Sends any structured-clone value (v8.serialize) to `dest` with `tag`. */
+  /**
+   * Sends any structured-clone value (v8.serialize) to `dest` with `tag`. Throws at once
+   * TypeError ERR_INVALID_ARG_TYPE for a value structured clone cannot copy (a function, a
+   * symbol...), with the serializer's error as `cause`; then as send().
+   */
   sendObject (obj: unknown, dest: number, tag = 0): Promise<void> {
-    return this.send(v8.serialize(obj), dest, tag)
+    let bytes: Buffer
+    try {
+      bytes = v8.serialize(obj)
+    } catch (err) {
+      throw Object.assign(invalidArgType(`sendObject: the value cannot be sent (structured clone): ${(err as Error).message}`), { cause: err })
+    }
+    return this.send(bytes, dest, tag)
   }
 
-  /** Receives a value sent by sendObject from `source` (or ANY_SOURCE) with `tag` (or ANY_TAG). */
-  async recvObject (source = ANY_SOURCE, tag = ANY_TAG): Promise<unknown> {
+  /**
+   * Receives a value sent by sendObject from `source` (or ANY_SOURCE) with `tag` (or ANY_TAG);
+   * with `{ status: true }`, resolves `{ value, status }` (the Status: actual source, tag, count
+   * in bytes of the serialized value), as mpi4py's `recv(status=...)`. Errors as recv().
+   */
+  recvObject (source?: number, tag?: number): Promise<unknown>
+  recvObject (source: number, tag: number, options: { status: true }): Promise<{ value: unknown, status: Status }>
+  async recvObject (source = ANY_SOURCE, tag = ANY_TAG, options?: { status?: boolean }): Promise<unknown> {
     const st = await this.probe(source, tag)
     const buf = Buffer.allocUnsafe(st.count)
-    await this.recv(buf, st.source, st.tag)
-    return v8.deserialize(buf)
+    const status = await this.recv(buf, st.source, st.tag)
+    const value = v8.deserialize(buf)
+    return options?.status === true ? { value, status } : value
   }
 
   /**

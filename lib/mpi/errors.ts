@@ -145,3 +145,11 @@ export function notInitialized (what: string): MpiError {
 export function finalized (what: string): MpiError {
   return new MpiError('ERR_MPI_FINALIZED', `${what}: mpi.finalize() was called`)
 }
+
+/**
+ * An Error with a system error's `code` ('ENOENT', 'ETIMEDOUT'...), as Node's own carry: for a
+ * condition lib/mpi treats as a system error (the store's connection retries test the code).
+ */
+export function systemError (code: string, message: string): Error & { code: string } {
+  return Object.assign(new Error(message), { code })
+}

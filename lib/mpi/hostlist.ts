@@ -11,11 +11,11 @@
  * Errors: a malformed list throws MpiError code 'ERR_MPI_LAUNCH'.
  */
 
-import { MpiError } from './errors'
+import { type MpiError, mpiError } from './errors'
 
 /** The error this module throws: MpiError 'ERR_MPI_LAUNCH'. */
 function malformed (what: string, text: string, why: string): MpiError {
-  return new MpiError('ERR_MPI_LAUNCH', `malformed Slurm ${what} '${text}': ${why}`)
+  return mpiError('ERR_MPI_LAUNCH', `malformed Slurm ${what} '${text}': ${why}`)
 }
 
 /** Upper bound on the names one list may expand to (a typo like n[1-999999999] must not hang). */

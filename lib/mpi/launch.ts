@@ -36,7 +36,7 @@ import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
 import type { TransportName } from '../index'
-import { MpiError } from './errors'
+import { type MpiError, invalidArgType, mpiError, outOfRange } from './errors'
 import { expandTasksPerNode, firstHost } from './hostlist'
 
 /** Options of `mpi.init()` (and of `bootstrap`, `detectLaunch`). */
@@ -87,25 +87,18 @@ export interface LaunchInfo {
 /** Default start-up deadline, ms. */
 export const DEFAULT_TIMEOUT_MS = 30000
 
-type Coded<E extends Error> = E & { code: string }
-
-function coded<E extends Error> (err: E, code: string): Coded<E> {
-  ;(err as Coded<E>).code = code
-  return err as Coded<E>
-}
-
 /** MpiError 'ERR_MPI_LAUNCH' (inconsistent or malformed launcher variables). */
 export function launchError (message: string): MpiError {
-  return new MpiError('ERR_MPI_LAUNCH', message)
+  return mpiError('ERR_MPI_LAUNCH', message)
 }
 
-function typeError (name: string, expected: string, value: unknown): Coded<TypeError> {
+function typeError (name: string, expected: string, value: unknown): TypeError & { code: string } {
   const shown = value === null ? 'null' : typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
-  return coded(new TypeError(`The "${name}" option must be ${expected}. Received ${shown}`), 'ERR_INVALID_ARG_TYPE')
+  return invalidArgType(`The "${name}" option must be ${expected}. Received ${shown}`)
 }
 
-function rangeError (name: string, expected: string, value: unknown): Coded<RangeError> {
-  return coded(new RangeError(`The value of "${name}" is out of range. It must be ${expected}. Received ${String(value)}`), 'ERR_OUT_OF_RANGE')
+function rangeError (name: string, expected: string, value: unknown): RangeError & { code: string } {
+  return outOfRange(`The value of "${name}" is out of range. It must be ${expected}. Received ${String(value)}`)
 }
 
 /** Checks an optional integer option: type (ERR_INVALID_ARG_TYPE), then min..max (ERR_OUT_OF_RANGE). */
@@ -121,7 +114,7 @@ function optString (options: Record<string, unknown>, name: string): string | un
   const v = options[name]
   if (v === undefined) return undefined
   if (typeof v !== 'string') throw typeError(name, 'of type string', v)
-  if (v.length === 0) throw coded(new RangeError(`The "${name}" option must not be empty`), 'ERR_OUT_OF_RANGE')
+  if (v.length === 0) throw outOfRange(`The "${name}" option must not be empty`)
   return v
 }
 
@@ -148,14 +141,14 @@ export function validateOptions (options: unknown): InitOptions {
     if (!Array.isArray(o.transports) || o.transports.some(t => typeof t !== 'string')) {
       throw typeError('transports', 'an array of transport names', o.transports)
     }
-    if (o.transports.length === 0) throw coded(new RangeError('The "transports" option must not be empty'), 'ERR_OUT_OF_RANGE')
+    if (o.transports.length === 0) throw outOfRange('The "transports" option must not be empty')
     transports = o.transports as TransportName[]
   }
   if (rank !== undefined && size !== undefined && rank >= size) throw rangeError('rank', `< size (${size})`, rank)
   if (localRank !== undefined && localSize !== undefined && localRank >= localSize) throw rangeError('localRank', `< localSize (${localSize})`, localRank)
   if (localSize !== undefined && size !== undefined && localSize > size) throw rangeError('localSize', `<= size (${size})`, localSize)
   if ((rank === undefined) !== (size === undefined)) {
-    throw coded(new TypeError(`The "${rank === undefined ? 'rank' : 'size'}" option is required when "${rank === undefined ? 'size' : 'rank'}" is given`), 'ERR_INVALID_ARG_TYPE')
+    throw invalidArgType(`The "${rank === undefined ? 'rank' : 'size'}" option is required when "${rank === undefined ? 'size' : 'rank'}" is given`)
   }
   return { rank, size, localRank, localSize, masterAddr, masterPort, storePath, timeoutMs, transports }
 }
@@ -452,7 +445,7 @@ export function detectLaunch (options?: InitOptions, env: NodeJS.ProcessEnv = pr
 
   // 6. Singleton.
   if (opts.localRank !== undefined || opts.localSize !== undefined) {
-    throw coded(new TypeError('The "rank" and "size" options are required when "localRank" or "localSize" is given'), 'ERR_INVALID_ARG_TYPE')
+    throw invalidArgType('The "rank" and "size" options are required when "localRank" or "localSize" is given')
   }
   return { rank: 0, size: 1, localRank: 0, localSize: 1, launcher: 'singleton', jobId: '', store: null, varsRead: e.read, localKnown: true }
 }

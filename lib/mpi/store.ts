@@ -26,20 +26,25 @@ import { EventEmitter } from 'events'
 import * as fs from 'fs'
 import * as net from 'net'
 import * as path from 'path'
-import { MpiError, isMpiErrorCode } from './errors'
+import { type MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange, systemError } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
+import { NONCE_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
 /** Protocol magic in HELLO ('FSMS') and version. */
 export const STORE_MAGIC = 0x534d5346
-export const STORE_VERSION = 1
+export const STORE_VERSION = 2
 /** Largest frame accepted (64 MiB); a larger length is a protocol error. */
 export const MAX_FRAME = 64 * 1024 * 1024
+/** Largest frame accepted before the peer proved the job's secret (HELLO, PROVE). */
+export const MAX_HELLO_FRAME = 4096
+/** How long a connection may take to prove itself before the server hangs up, ms. */
+export const HANDSHAKE_MS = 10000
 /** Longest key in UTF-8 bytes. */
 export const MAX_KEY = 4096
 
 export const Op = {
-  HELLO: 1, SET: 2, GET: 3, WAIT: 4, ADD: 5, CHECK: 6, DELETE: 7, FINALIZING: 8, ABORT: 9, CANCEL: 10,
-  OK: 0x81, VALUE: 0x82, NUMBER: 0x83, ERROR: 0x84, RANK_LOST: 0x90, EVENT_ABORT: 0x91
+  HELLO: 1, SET: 2, GET: 3, WAIT: 4, ADD: 5, CHECK: 6, DELETE: 7, FINALIZING: 8, ABORT: 9, CANCEL: 10, PROVE: 11,
+  OK: 0x81, CHALLENGE: 0x85, VALUE: 0x82, NUMBER: 0x83, ERROR: 0x84, RANK_LOST: 0x90, EVENT_ABORT: 0x91
 } as const
 
 /** Builds one frame. */
@@ -72,7 +77,7 @@ class Reader {
   at = 0
   constructor (readonly buf: Buffer) {}
   need (n: number): void {
-    if (this.at + n > this.buf.length) throw new MpiError('ERR_MPI_PROTOCOL', 'store frame too short')
+    if (this.at + n > this.buf.length) throw mpiError('ERR_MPI_PROTOCOL', 'store frame too short')
   }
 
   str (): string { this.need(2); const n = this.buf.readUInt16LE(this.at); this.at += 2; this.need(n); const s = this.buf.toString('utf8', this.at, this.at + n); this.at += n; return s }
@@ -89,6 +94,8 @@ class Reader {
 class FrameDecoder {
   private chunks: Buffer[] = []
   private have = 0
+  /** The largest frame length accepted now. */
+  max = MAX_FRAME
   constructor (private readonly onFrame: (op: number, id: number, body: Buffer) => void) {}
   push (chunk: Buffer): void {
     this.chunks.push(chunk)
@@ -97,7 +104,7 @@ class FrameDecoder {
       let head = this.chunks[0]
       if (head.length < 4) { head = Buffer.concat(this.chunks); this.chunks = [head] }
       const len = head.readUInt32LE(0)
-      if (len < 5 || len > MAX_FRAME) throw new MpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
+      if (len < 5 || len > this.max) throw mpiError('ERR_MPI_PROTOCOL', `store frame length ${len} out of range`)
       if (this.have < 4 + len) return
       const all = this.chunks.length === 1 ? head : Buffer.concat(this.chunks)
       const f = all.subarray(4, 4 + len)
@@ -111,14 +118,10 @@ class FrameDecoder {
 
 function checkKey (key: unknown, name = 'key'): string {
   if (typeof key !== 'string') {
-    const e = new TypeError(`The "${name}" argument must be of type string. Received ${typeof key}`) as TypeError & { code: string }
-    e.code = 'ERR_INVALID_ARG_TYPE'
-    throw e
+    throw invalidArgType(`The "${name}" argument must be of type string. Received ${typeof key}`)
   }
   if (Buffer.byteLength(key) > MAX_KEY) {
-    const e = new RangeError(`The "${name}" argument is longer than ${MAX_KEY} bytes`) as RangeError & { code: string }
-    e.code = 'ERR_OUT_OF_RANGE'
-    throw e
+    throw outOfRange(`The "${name}" argument is longer than ${MAX_KEY} bytes`)
   }
   return key
 }
@@ -127,9 +130,7 @@ function toBytes (value: unknown): Uint8Array {
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
   if (value instanceof Uint8Array) return value
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
-  const e = new TypeError('The "value" argument must be a string or a Uint8Array') as TypeError & { code: string }
-  e.code = 'ERR_INVALID_ARG_TYPE'
-  throw e
+  throw invalidArgType('The "value" argument must be a string or a Uint8Array')
 }
 
 /** Strips the IPv4-mapped prefix (`::ffff:10.0.0.1` → `10.0.0.1`). */
@@ -144,7 +145,14 @@ function isLoopbackHost (h: string): boolean {
 
 // ---------------------------------------------------------------- server
 
-interface Conn { socket: net.Socket, rank: number | null, finalizing: boolean }
+interface Conn {
+  socket: net.Socket
+  rank: number | null
+  finalizing: boolean
+  /** The handshake: the client's nonce and ours once HELLO came (PROVE expected), null before. */
+  nonces: { a: Buffer, b: Buffer, rank: number } | null
+  decoder: FrameDecoder | null
+}
 interface Waiter { conn: Conn, id: number, missing: Set<string>, get: string | null }
 
 /** Options of StoreServer.listen. */
@@ -153,6 +161,11 @@ export interface StoreServerOptions {
   listenHost?: string
   /** For a UNIX socket store: create the socket's directory mode 700 and check its owner first. */
   privateDir?: boolean
+  /**
+   * The job's secret key (lib/mpi/auth.ts): every client proves it (challenge and response).
+   * Without one, only clients of this host running as this user are let in (peer uid).
+   */
+  secret?: Buffer | null
 }
 
 /**
@@ -172,7 +185,7 @@ export class StoreServer extends EventEmitter {
   /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
   private readonly unlinkAtExit: (() => void) | null = null
 
-  private constructor (private readonly server: net.Server, readonly address: StoreAddress) {
+  private constructor (private readonly server: net.Server, readonly address: StoreAddress, private readonly secret: Buffer | null) {
     super()
     server.on('connection', s => this.accept(s))
     if ('path' in address) {
@@ -203,25 +216,58 @@ export class StoreServer extends EventEmitter {
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE') {
-          reject(new MpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
+          reject(mpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
         } else reject(err)
       })
       server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve() })
     })
     server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
     const actual = 'path' in addr ? addr : { host: addr.host, port: (server.address() as net.AddressInfo).port }
-    return new StoreServer(server, actual)
+    return new StoreServer(server, actual, options.secret ?? null)
+  }
+
+  private unrefd = false
+
+  /** Lets the process exit while only the store is open (its listener and connections unref'd). */
+  unref (): this {
+    this.unrefd = true
+    this.server.unref()
+    for (const c of this.conns) c.socket.unref()
+    return this
+  }
+
+  /** Undoes unref() (finalize serves the store until every rank has left). */
+  ref (): this {
+    this.unrefd = false
+    this.server.ref()
+    for (const c of this.conns) c.socket.ref()
+    return this
+  }
+
+  /**
+   * Tells every registered client at once (synchronous writes) that rank `from` aborted the job
+   * with `code` and `why`: for rank 0 itself, whose event loop will not run again.
+   */
+  relayAbort (code: number, from: number, why: string): void {
+    this.aborted = true
+    for (const c of this.conns) if (c.rank !== null && c.rank !== from) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from), str(why.slice(0, 2000))))
   }
 
   /** The registered ranks that are connected now. */
   get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
 
   private accept (socket: net.Socket): void {
-    const conn: Conn = { socket, rank: null, finalizing: false }
+    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null }
     this.conns.add(conn)
+    if (this.unrefd) socket.unref()
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 1000)
-    const dec = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
+    const dec = conn.decoder = new FrameDecoder((op, id, body) => this.handle(conn, op, id, body))
+    dec.max = MAX_HELLO_FRAME
+    // A connection that has not proved itself in time is cut (it holds no rank, nothing waits on it).
+    const handshake = setTimeout(() => { if (conn.rank === null) socket.destroy() }, HANDSHAKE_MS)
+    handshake.unref()
+    socket.once('close', () => clearTimeout(handshake))
     socket.on('data', chunk => {
       try { dec.push(chunk) } catch { socket.destroy() }
     })
@@ -236,22 +282,45 @@ export class StoreServer extends EventEmitter {
   private handle (conn: Conn, op: number, id: number, body: Buffer): void {
     const r = new Reader(body)
     try {
-      if (conn.rank === null && op !== Op.HELLO) throw new MpiError('ERR_MPI_PROTOCOL', 'store: HELLO expected first')
+      if (conn.rank === null && op !== Op.HELLO && op !== Op.PROVE) throw mpiError('ERR_MPI_PROTOCOL', 'store: HELLO expected first')
       switch (op) {
         case Op.HELLO: {
-          if (r.u32() !== STORE_MAGIC) throw new MpiError('ERR_MPI_PROTOCOL', 'store: bad magic')
+          if (conn.rank !== null || conn.nonces !== null) throw mpiError('ERR_MPI_PROTOCOL', 'store: a second HELLO')
+          if (r.u32() !== STORE_MAGIC) throw mpiError('ERR_MPI_PROTOCOL', 'store: bad magic')
           const version = r.u32()
-          if (version !== STORE_VERSION) throw new MpiError('ERR_MPI_PROTOCOL', `store: version ${version}, expected ${STORE_VERSION}`)
+          if (version !== STORE_VERSION) throw mpiError('ERR_MPI_PROTOCOL', `store: version ${version}, expected ${STORE_VERSION}`)
           const rank = r.i32()
+          r.need(NONCE_BYTES)
+          const a = Buffer.from(r.rest().subarray(0, NONCE_BYTES))
+          // Same host: the peer must run as this user (SO_PEERCRED, /proc/net/tcp); without a
+          // secret, a peer whose uid cannot be told (another host) is refused too.
+          const uid = peerUid(conn.socket as never)
+          if (uid !== null && uid !== myUid()) throw mpiError('ERR_MPI_LAUNCH', `store: the client runs as uid ${uid}, not as the job's user`)
+          if (uid === null && this.secret === null) throw mpiError('ERR_MPI_LAUNCH', 'store: this job has no secret, so only clients of this host are let in (set FASTSOCK_MPI_SECRET on every rank)')
+          const b = newNonce()
+          conn.nonces = { a, b, rank }
+          this.send(conn, frame(Op.CHALLENGE, id, b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)))
+          return
+        }
+        case Op.PROVE: {
+          const n = conn.nonces
+          if (conn.rank !== null || n === null) throw mpiError('ERR_MPI_PROTOCOL', 'store: PROVE out of turn')
+          conn.nonces = null
+          if (this.secret !== null && !verify(this.secret, 'store', 'A', n.a, n.b, r.rest())) {
+            throw mpiError('ERR_MPI_LAUNCH', "store: the client did not prove the job's secret")
+          }
+          const rank = n.rank
           if (rank >= 0 && (this.ranks.has(rank) || this.lost.has(rank))) {
             const why = this.lost.has(rank) ? `rank ${rank} was lost and cannot rejoin the job` : `rank ${rank} registered twice with the store (two jobs sharing one store address?)`
             this.send(conn, frame(Op.ERROR, id, str('ERR_MPI_LAUNCH'), str(why)))
             return
           }
           conn.rank = rank
+          if (conn.decoder !== null) conn.decoder.max = MAX_FRAME
           if (rank >= 0) this.ranks.set(rank, conn)
           this.send(conn, frame(Op.OK, id, str(plainAddress(conn.socket.remoteAddress))))
           for (const l of this.lost) this.send(conn, frame(Op.RANK_LOST, 0, i32(l)))
+          this.emit('joined', rank)
           return
         }
         case Op.SET: {
@@ -282,7 +351,7 @@ export class StoreServer extends EventEmitter {
           const delta = r.i64()
           const old = this.data.get(key)
           const text = old === undefined ? '0' : old.toString('utf8')
-          if (!/^-?\d+$/.test(text)) throw new MpiError('ERR_MPI_PROTOCOL', `store: add on key '${key}' whose value is not an integer`)
+          if (!/^-?\d+$/.test(text)) throw mpiError('ERR_MPI_PROTOCOL', `store: add on key '${key}' whose value is not an integer`)
           const next = BigInt(text) + delta
           this.data.set(key, Buffer.from(next.toString(), 'utf8'))
           this.send(conn, frame(Op.NUMBER, id, i64(next)))
@@ -300,11 +369,12 @@ export class StoreServer extends EventEmitter {
           return
         case Op.ABORT: {
           const code = r.i32()
+          const why = r.at < r.buf.length ? r.str() : ''
           this.aborted = true
           const from = conn.rank ?? -1
-          for (const c of this.conns) if (c !== conn && c.rank !== null) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from)))
+          for (const c of this.conns) if (c !== conn && c.rank !== null) this.send(c, frame(Op.EVENT_ABORT, 0, i32(code), i32(from), str(why)))
           this.send(conn, frame(Op.OK, id))
-          this.emit('abort', code, from)
+          this.emit('abort', code, from, why)
           return
         }
         case Op.CANCEL: {
@@ -313,7 +383,7 @@ export class StoreServer extends EventEmitter {
           return
         }
         default:
-          throw new MpiError('ERR_MPI_PROTOCOL', `store: unknown op ${op}`)
+          throw mpiError('ERR_MPI_PROTOCOL', `store: unknown op ${op}`)
       }
     } catch (err) {
       const e = err as MpiError
@@ -379,6 +449,11 @@ export interface StoreConnectOptions {
   timeoutMs?: number
   /** For a UNIX socket store: refuse a socket directory not owned by this user or not mode 700. */
   verifyDir?: boolean
+  /**
+   * The job's secret key (lib/mpi/auth.ts): the server must prove it, and this client does.
+   * Without one, the server must be of this host and run as this user (its uid is checked).
+   */
+  secret?: Buffer | null
 }
 
 /** Options of an operation: its deadline in ms (default: the client's; Infinity for none). */
@@ -399,6 +474,8 @@ export class StoreClient extends EventEmitter {
   readonly lostRanks = new Set<number>()
   /** The code of an abort another rank relayed, null while none (kept for a listener that registers late). */
   abortCode: number | null = null
+  /** Who aborted (its rank) and why (its text, '' when it gave none), with abortCode. */
+  abortFrom: { rank: number, why: string } | null = null
   /** True once the server accepted HELLO (before that, a closed connection is retried, not lost). */
   private registered = false
   private nextId = 1
@@ -424,11 +501,9 @@ export class StoreClient extends EventEmitter {
    * (cause: the last error) when time runs out, ERR_MPI_LAUNCH when the rank is already
    * registered or the socket directory is not private.
    */
-  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false }: StoreConnectOptions): Promise<StoreClient> {
+  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null }: StoreConnectOptions): Promise<StoreClient> {
     if (!Number.isInteger(rank) || rank < -1) {
-      const e = new TypeError('The "rank" option must be an integer >= -1') as TypeError & { code: string }
-      e.code = 'ERR_INVALID_ARG_TYPE'
-      throw e
+      throw invalidArgType('The "rank" option must be an integer >= -1')
     }
     const deadline = Date.now() + timeoutMs
     let delay = 25
@@ -438,9 +513,9 @@ export class StoreClient extends EventEmitter {
       if (left <= 0) break
       try {
         if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
-          throw Object.assign(new Error(`${path.dirname(addr.path)} does not exist yet`), { code: 'ENOENT' })
+          throw systemError('ENOENT', `${path.dirname(addr.path)} does not exist yet`)
         }
-        return await StoreClient.attempt(addr, rank, left, timeoutMs)
+        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret)
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? ''
         if (!RETRY_CODES.has(code)) throw err
@@ -450,16 +525,20 @@ export class StoreClient extends EventEmitter {
       delay = Math.min(delay * 2, 500)
     }
     const why = last === null ? '' : `: ${(last as Error).message}`
-    throw new MpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
+    throw mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
   }
 
-  /** One connection attempt: connect, HELLO, OK. Rejects with the system error or ERR_MPI_STORE_EOF. */
-  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number): Promise<StoreClient> {
+  /**
+   * One connection attempt: connect, HELLO (with our nonce), CHALLENGE (the server's nonce and
+   * proof, or its uid checked when the job has no secret), PROVE (ours), OK. Rejects with the
+   * system error, ERR_MPI_STORE_EOF, or ERR_MPI_LAUNCH when the server is not the job's.
+   */
+  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, secret: Buffer | null): Promise<StoreClient> {
     return new Promise((resolve, reject) => {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
       const timer = setTimeout(() => {
         socket.destroy()
-        reject(Object.assign(new Error('connection attempt timed out'), { code: 'ETIMEDOUT' }))
+        reject(systemError('ETIMEDOUT', 'connection attempt timed out'))
       }, leftMs)
       const onError = (err: Error): void => { clearTimeout(timer); socket.destroy(); reject(err) }
       socket.once('error', onError)
@@ -467,9 +546,27 @@ export class StoreClient extends EventEmitter {
         socket.removeListener('error', onError)
         socket.setKeepAlive(true, 1000)
         const client = new StoreClient(socket, rank, addr, defaultTimeoutMs)
-        client.request('hello', Op.HELLO, Math.max(1, leftMs), [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank)], false).then(observed => {
+        const a = newNonce()
+        const ms = Math.max(1, leftMs)
+        const handshake = async (): Promise<Buffer> => {
+          const challenge = await client.request('hello', Op.HELLO, ms, [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank), a], false) as Buffer
+          if (challenge === undefined || challenge.length < NONCE_BYTES) throw mpiError('ERR_MPI_PROTOCOL', `the store at ${describeStore(addr)} answered HELLO with no challenge`)
+          const b = challenge.subarray(0, NONCE_BYTES)
+          if (secret !== null) {
+            if (!verify(secret, 'store', 'B', a, b, challenge.subarray(NONCE_BYTES))) {
+              throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} did not prove the job's secret (another job's store, or another user's)`)
+            }
+          } else {
+            const uid = peerUid(socket as never)
+            if (uid !== myUid()) {
+              throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} ${uid === null ? 'is not on this host' : `runs as uid ${uid}`}, and this job has no secret to check it by (set FASTSOCK_MPI_SECRET)`)
+            }
+          }
+          return await client.request('prove', Op.PROVE, ms, [secret === null ? Buffer.alloc(0) : proof(secret, 'store', 'A', a, b)], false) as Buffer
+        }
+        handshake().then(observed => {
           clearTimeout(timer)
-          client.observedAddress = new Reader(observed as Buffer).str()
+          client.observedAddress = new Reader(observed).str()
           client.registered = true
           resolve(client)
         }, (err: Error) => {
@@ -486,27 +583,35 @@ export class StoreClient extends EventEmitter {
     // Events go out on setImmediate: ones that came with the HELLO reply must reach listeners
     // attached after connect() resolved.
     if (op === Op.RANK_LOST) { const rank = r.i32(); this.lostRanks.add(rank); setImmediate(() => this.emit('rankLost', rank)); return }
-    if (op === Op.EVENT_ABORT) { const code = r.i32(); const from = r.i32(); this.abortCode = code; setImmediate(() => this.emit('abort', code, from)); return }
+    if (op === Op.EVENT_ABORT) {
+      const code = r.i32()
+      const from = r.i32()
+      const why = r.at < r.buf.length ? r.str() : ''
+      this.abortCode = code
+      this.abortFrom = { rank: from, why }
+      setImmediate(() => this.emit('abort', code, from, why))
+      return
+    }
     const p = this.pending.get(id)
     if (p === undefined) return // a reply to a request that timed out
     this.pending.delete(id)
     if (p.timer !== null) clearTimeout(p.timer)
     switch (op) {
-      case Op.OK: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
+      case Op.OK: case Op.CHALLENGE: p.resolve(body.length > 0 ? Buffer.from(body) : undefined); return
       case Op.VALUE: p.resolve(Buffer.from(r.rest())); return
       case Op.NUMBER: p.resolve(r.i64()); return
-      case Op.ERROR: { const code = r.str(); p.reject(new MpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
-      default: p.reject(new MpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
+      case Op.ERROR: { const code = r.str(); p.reject(mpiError(isMpiErrorCode(code) ? code : 'ERR_MPI_PROTOCOL', `store ${p.what}: ${r.str()}`)); return }
+      default: p.reject(mpiError('ERR_MPI_PROTOCOL', `store: unexpected op ${op}`))
     }
   }
 
   private onClose (): void {
     const gone = !this.closed
     const err = !this.registered
-      ? Object.assign(new Error('the store closed the connection during HELLO'), { code: 'ERR_MPI_STORE_EOF' })
+      ? mpiError('ERR_MPI_STORE_EOF', 'the store closed the connection during HELLO')
       : gone
-        ? new MpiError('ERR_MPI_PEER_LOST', `rank 0 is lost: the store at ${describeStore(this.address)} closed the connection`, { rank: 0 })
-        : new MpiError('ERR_MPI_STORE_CLOSED', 'the store client was closed')
+        ? mpiError('ERR_MPI_PEER_LOST', `rank 0 is lost: the store at ${describeStore(this.address)} closed the connection`, { rank: 0 })
+        : mpiError('ERR_MPI_STORE_CLOSED', 'the store client was closed')
     for (const [, p] of this.pending) { if (p.timer !== null) clearTimeout(p.timer); p.reject(err) }
     this.pending.clear()
     if (gone && this.registered && !this.finalized && !this.lostServer) {
@@ -518,13 +623,11 @@ export class StoreClient extends EventEmitter {
 
   /** Sends one request; resolves with its reply, rejects at the deadline (ERR_MPI_STORE_TIMEOUT). */
   private request (what: string, op: number, timeoutMs: number | undefined, parts: Uint8Array[], cancellable: boolean): Promise<Buffer | bigint | undefined> {
-    if (this.closed) return Promise.reject(new MpiError('ERR_MPI_STORE_CLOSED', `store ${what}: the client is closed`))
-    if (this.socket.destroyed) return Promise.reject(new MpiError('ERR_MPI_PEER_LOST', `store ${what}: rank 0 is lost (the store is gone)`, { rank: 0 }))
+    if (this.closed) return Promise.reject(mpiError('ERR_MPI_STORE_CLOSED', `store ${what}: the client is closed`))
+    if (this.socket.destroyed) return Promise.reject(mpiError('ERR_MPI_PEER_LOST', `store ${what}: rank 0 is lost (the store is gone)`, { rank: 0 }))
     const ms = timeoutMs ?? this.defaultTimeoutMs
     if (typeof ms !== 'number' || !(ms > 0)) {
-      const e = new RangeError(`The "timeoutMs" option must be > 0. Received ${String(ms)}`) as RangeError & { code: string }
-      e.code = 'ERR_OUT_OF_RANGE'
-      return Promise.reject(e)
+      return Promise.reject(outOfRange(`The "timeoutMs" option must be > 0. Received ${String(ms)}`))
     }
     const id = this.nextId
     this.nextId = this.nextId >= 0xfffffff0 ? 1 : this.nextId + 1
@@ -534,7 +637,7 @@ export class StoreClient extends EventEmitter {
         timer = setTimeout(() => {
           this.pending.delete(id)
           if (cancellable && !this.socket.destroyed) this.socket.write(frame(Op.CANCEL, 0, u32(id)))
-          reject(new MpiError('ERR_MPI_STORE_TIMEOUT', `store ${what}: no answer within ${ms} ms`))
+          reject(mpiError('ERR_MPI_STORE_TIMEOUT', `store ${what}: no answer within ${ms} ms`))
         }, ms)
       }
       this.pending.set(id, { resolve, reject, timer, what })
@@ -572,9 +675,7 @@ export class StoreClient extends EventEmitter {
   async add (key: string, delta: number, opts?: StoreOpOptions): Promise<number> {
     checkKey(key)
     if (!Number.isSafeInteger(delta)) {
-      const e = new TypeError('The "delta" argument must be a safe integer') as TypeError & { code: string }
-      e.code = 'ERR_INVALID_ARG_TYPE'
-      throw e
+      throw invalidArgType('The "delta" argument must be a safe integer')
     }
     return Number(await this.request(`add('${key}')`, Op.ADD, opts?.timeoutMs, [str(key), i64(BigInt(delta))], false) as bigint)
   }
@@ -598,10 +699,10 @@ export class StoreClient extends EventEmitter {
    * Asks the server to relay abort(`code`) to every other client (their 'abort' event); resolves
    * once relayed (or at once when the server is gone). The caller then exits.
    */
-  async abort (code: number): Promise<void> {
+  async abort (code: number, why = ''): Promise<void> {
     this.finalized = true
     try {
-      await this.request('abort', Op.ABORT, 2000, [i32(code | 0)], false)
+      await this.request('abort', Op.ABORT, 2000, [i32(code | 0), str(why.slice(0, 2000))], false)
     } catch { /* the job ends anyway */ }
   }
 
@@ -616,6 +717,9 @@ export class StoreClient extends EventEmitter {
       setTimeout(() => this.socket.destroy(), 1000).unref()
     })
   }
+
+  /** True while a request waits for its reply. */
+  get busy (): boolean { return this.pending.size > 0 }
 
   /** Lets the process exit while only this connection is open (net.Socket#unref). */
   unref (): this { this.socket.unref(); return this }

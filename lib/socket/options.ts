@@ -10,8 +10,12 @@ import { configuredPollUs, configuredRingBytes, validRingBytes } from '../config
 import { onreadSpec } from '../stream/onread'
 import { newState, SocketState } from './state'
 
-/** Options of `new Socket()` and `connect()`: Node's, plus the chain's. */
-export interface SocketOptions extends net.SocketConstructorOpts {
+/**
+ * Options of `new Socket()` and `connect()`: Node's, plus the chain's. `onread` is Node's
+ * widened (any typed array), so Node's own is left out of the base: @types/node 22 and later
+ * type its callback's buffer as Uint8Array, which a wider one does not extend (TS2430).
+ */
+export interface SocketOptions extends Omit<net.SocketConstructorOpts, 'onread'> {
   /** Rungs to try, in order (default: FASTSOCK_TRANSPORTS, else the whole chain). */
   transports?: TransportName[] | string
   /** Upper bound for one fast rung's attempt, in ms (default 1000); TCP keeps Node's own. */

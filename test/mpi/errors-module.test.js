@@ -34,7 +34,6 @@ function code (file) {
  * the list only shrinks.
  */
 const PENDING = new Set([
-  'bootstrap.ts', 'device-init.ts', 'hostlist.ts', 'launch.ts', 'store.ts'
 ])
 
 /** `new XError(`, `new Error(`, `.code = '...'`: constructions of an error. */

@@ -62,8 +62,10 @@ else if (!IS_ROOT) {
     }
     const port = 20000 + (id % 10000)
     const placement = ['A', 'A', 'A', 'B', 'B']
+    // Ranks on two "hosts": the job needs a secret (docs/mpi-launch.md, "Threat model").
+    const secret = require('crypto').randomBytes(32).toString('hex')
     const runs = placement.map((s, rank) => run(dep.paths.ip, ['netns', 'exec', NS[s], process.execPath, COMM], {
-      env: cleanEnv({ RANK: String(rank), WORLD_SIZE: String(placement.length), MASTER_ADDR: ADDR.A, MASTER_PORT: String(port) }),
+      env: cleanEnv({ RANK: String(rank), WORLD_SIZE: String(placement.length), MASTER_ADDR: ADDR.A, MASTER_PORT: String(port), FASTSOCK_MPI_SECRET: secret }),
       timeoutMs: 90000
     }))
     const res = await Promise.all(runs)

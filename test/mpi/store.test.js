@@ -164,10 +164,10 @@ t.test('abort is relayed to every other client', async t => {
   const bAbort = eventOnce(b, 'abort')
   const cAbort = eventOnce(c, 'abort')
   const sAbort = eventOnce(server, 'abort')
-  await a.abort(7)
-  t.same(await bAbort, [7, 0])
-  t.same(await cAbort, [7, 0])
-  t.same(await sAbort, [7, 0])
+  await a.abort(7, 'why it aborted')
+  t.same(await bAbort, [7, 0, 'why it aborted'], 'with the rank and the reason')
+  t.same(await cAbort, [7, 0, 'why it aborted'])
+  t.same(await sAbort, [7, 0, 'why it aborted'])
 })
 
 t.test('connect retries until the server listens', async t => {

@@ -1,0 +1,176 @@
+/**
+ * The job's secret and the challenge/response that proves it (docs/mpi-launch.md, "Threat
+ * model"). Every connection of a job (a rank to the store, a rank to a rank) proves that both
+ * ends know the job's secret, without sending it:
+ *
+ *   A -> B  nonceA (32 random bytes)
+ *   B -> A  nonceB, proof(secret, 'B', nonceA, nonceB)
+ *   A -> B  proof(secret, 'A', nonceA, nonceB)
+ *
+ * where proof = HMAC-SHA256(secret, label | role | nonceA | nonceB) (RFC 2104; the label binds a
+ * proof to its protocol, the role stops a reflected proof). Each side checks the other's with
+ * crypto.timingSafeEqual. Same-host connections also check the peer's uid: SO_PEERCRED for a UNIX
+ * socket, the socket's owner in /proc/net/tcp{,6} for loopback TCP.
+ *
+ * Where the secret comes from (`discoverSecret`, first that is present):
+ * 1. FASTSOCK_MPI_SECRET (at least 128 bits: >= 32 hex digits, or >= 22 other characters);
+ * 2. FASTSOCK_MPI_SECRET_FILE: a file owned by this user with no group/other access, same rule;
+ * 3. Open MPI's mpirun: derived from OMPI_MCA_orte_precondition_transports, the 128-bit random
+ *    key the launcher gives every rank of the job (HMAC-SHA256 keyed by it over the job id);
+ * 4. none (null): the job runs only on one host, loopback listeners and uid checks.
+ * `fastsock mpirun` makes a 256-bit secret and passes it as FASTSOCK_MPI_SECRET (the environment
+ * of a process is readable through /proc/PID/environ by its own uid and root only).
+ *
+ * Errors: MpiError ERR_MPI_LAUNCH for a secret that is too short or a secret file others can read.
+ */
+import * as crypto from 'crypto'
+import * as fs from 'fs'
+import { mpiError } from './errors'
+
+/** Bytes of a nonce. */
+export const NONCE_BYTES = 32
+/** Bytes of a proof (HMAC-SHA256). */
+export const PROOF_BYTES = 32
+/** Bytes of the secret `fastsock mpirun` makes. */
+export const SECRET_BYTES = 32
+
+/** Where a secret came from (for messages; never the secret itself). */
+export type SecretSource = 'FASTSOCK_MPI_SECRET' | 'FASTSOCK_MPI_SECRET_FILE' | 'openmpi'
+
+/** A job secret: 32 bytes (SHA-256 of what the source gave), and its source. */
+export interface JobSecret { key: Buffer, source: SecretSource }
+
+/** A fresh 256-bit secret as 64 hex digits (what `fastsock mpirun` passes its ranks). */
+export function newSecret (): string {
+  return crypto.randomBytes(SECRET_BYTES).toString('hex')
+}
+
+/** A fresh nonce (NONCE_BYTES random bytes). */
+export function newNonce (): Buffer {
+  return crypto.randomBytes(NONCE_BYTES)
+}
+
+/** The text of a secret, checked to hold at least 128 bits; ERR_MPI_LAUNCH naming `from` otherwise. */
+function checkedText (text: string, from: string): string {
+  const t = text.trim()
+  const enough = /^[0-9a-fA-F]+$/.test(t) ? t.length >= 32 : t.length >= 22
+  if (!enough) {
+    throw mpiError('ERR_MPI_LAUNCH', `${from} is too short for a job secret (at least 128 bits: 32 hex digits, e.g. \`openssl rand -hex 32\`)`)
+  }
+  return t
+}
+
+function keyOf (text: string, label: string): Buffer {
+  return crypto.createHash('sha256').update(`fastsock-mpi-secret/${label}/`).update(text).digest()
+}
+
+/**
+ * The job's secret from `env` (sources and order in the module comment), or null when the launch
+ * gives none. `jobId` is the launcher's job id (binds a launcher-derived key to this job).
+ * Throws ERR_MPI_LAUNCH for a too-short secret or a secret file of another user or readable by others.
+ */
+export function discoverSecret (env: NodeJS.ProcessEnv = process.env, jobId = ''): JobSecret | null {
+  const direct = env.FASTSOCK_MPI_SECRET
+  if (direct !== undefined && direct !== '') {
+    return { key: keyOf(checkedText(direct, 'FASTSOCK_MPI_SECRET'), 'text'), source: 'FASTSOCK_MPI_SECRET' }
+  }
+  const file = env.FASTSOCK_MPI_SECRET_FILE
+  if (file !== undefined && file !== '') {
+    let fd: number
+    try {
+      fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    } catch (err) {
+      throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} cannot be read: ${(err as Error).message}`, { cause: err })
+    }
+    try {
+      const st = fs.fstatSync(fd)
+      const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
+      if (!st.isFile()) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} is not a regular file`)
+      if (st.uid !== uid) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} belongs to uid ${st.uid}, not to this user (${uid})`)
+      if ((st.mode & 0o077) !== 0) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} has mode ${(st.mode & 0o777).toString(8)}: others may read it (chmod 600)`)
+      const text = fs.readFileSync(fd, 'utf8')
+      return { key: keyOf(checkedText(text, `FASTSOCK_MPI_SECRET_FILE=${file}`), 'text'), source: 'FASTSOCK_MPI_SECRET_FILE' }
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+  const ompi = env.OMPI_MCA_orte_precondition_transports
+  if (ompi !== undefined && /^[0-9a-fA-F]{16}-[0-9a-fA-F]{16}$/.test(ompi.trim())) {
+    const key = crypto.createHmac('sha256', ompi.trim()).update(`fastsock-mpi-secret/openmpi/${jobId}`).digest()
+    return { key, source: 'openmpi' }
+  }
+  return null
+}
+
+/**
+ * HMAC-SHA256(secret, 'fastsock-mpi-proof/' | label | role | nonceA | nonceB): `role` 'A' for the
+ * side that sent the first nonce, 'B' for the other; `label` names the protocol ('store', 'hello').
+ */
+export function proof (secret: Uint8Array, label: string, role: 'A' | 'B', nonceA: Uint8Array, nonceB: Uint8Array): Buffer {
+  return crypto.createHmac('sha256', secret).update(`fastsock-mpi-proof/${label}/${role}/`).update(nonceA).update(nonceB).digest()
+}
+
+/** Whether `got` is the proof `role` must give (constant time in the proof's bytes). */
+export function verify (secret: Uint8Array, label: string, role: 'A' | 'B', nonceA: Uint8Array, nonceB: Uint8Array, got: Uint8Array): boolean {
+  if (got.byteLength !== PROOF_BYTES) return false
+  return crypto.timingSafeEqual(proof(secret, label, role, nonceA, nonceB), got)
+}
+
+function hexPort (p: number): string { return p.toString(16).toUpperCase().padStart(4, '0') }
+
+/** An address as /proc/net/tcp{,6} prints it (hex, host byte order per 32-bit word). */
+function procAddr (ip: string): { file: string, hex: string } | null {
+  const v4 = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(v4)) {
+    const b = v4.split('.').map(Number)
+    const le = Buffer.from(b).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0')
+    const mapped = '0000000000000000FFFF0000' + le
+    return ip.startsWith('::ffff:') ? { file: '/proc/net/tcp6', hex: mapped } : { file: '/proc/net/tcp', hex: le }
+  }
+  if (ip === '::1') return { file: '/proc/net/tcp6', hex: '00000000000000000000000001000000' }
+  return null
+}
+
+/**
+ * The uid owning the TCP socket whose local end is `localIp:localPort` and remote end
+ * `remoteIp:remotePort`, from /proc/net/tcp{,6} (Linux; the table shows every socket's owner in
+ * this network namespace); null when it is not found.
+ */
+export function tcpSocketUid (localIp: string, localPort: number, remoteIp: string, remotePort: number): number | null {
+  const l = procAddr(localIp)
+  const r = procAddr(remoteIp)
+  if (l === null || r === null || l.file !== r.file) return null
+  let table: string
+  try { table = fs.readFileSync(l.file, 'utf8') } catch { return null }
+  const want = `${l.hex}:${hexPort(localPort)} ${r.hex}:${hexPort(remotePort)}`
+  for (const line of table.split('\n')) {
+    const f = line.trim().split(/\s+/)
+    if (f.length < 8) continue
+    if (`${f[1]} ${f[2]}` === want) return Number(f[7])
+  }
+  return null
+}
+
+/**
+ * The uid of the process at the other end of `socket` (a net.Socket on this host): SO_PEERCRED
+ * for a UNIX socket (through the addon), /proc/net/tcp{,6} for loopback TCP; null when it cannot
+ * be told (another host, no addon).
+ */
+export function peerUid (socket: { remoteAddress?: string, remotePort?: number, localAddress?: string, localPort?: number, _handle?: { fd?: number } | null }): number | null {
+  if (socket.remoteAddress === undefined) {
+    const fd = socket._handle?.fd
+    if (fd === undefined || fd < 0) return null
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-var-requires
+      const { native } = require('../native') as { native: { peerCred: (fd: number) => { uid: number } } | null }
+      return native === null ? null : native.peerCred(fd).uid
+    } catch { return null }
+  }
+  if (socket.remotePort === undefined || socket.localAddress === undefined || socket.localPort === undefined) return null
+  return tcpSocketUid(socket.remoteAddress, socket.remotePort, socket.localAddress, socket.localPort)
+}
+
+/** This process's effective uid (0 where unknown). */
+export function myUid (): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : 0
+}
