@@ -11,6 +11,7 @@ import { Server, ServerOptions } from './server'
 import { originals } from './originals'
 import { debug } from './debug'
 import { NODE_TRANSPORT } from './transports/registry'
+import { native } from './native'
 
 export * from 'net'
 export { Socket, Socket as Stream, Server }
@@ -100,4 +101,20 @@ export function transportOf (socket: net.Socket | null | undefined): TransportNa
     return s.remotePort !== undefined ? 'tcp' : null
   }
   return null
+}
+
+/**
+ * The credentials of the process at the other end of a UNIX-domain `socket` (SO_PEERCRED, as the
+ * kernel recorded them at connect): `{ pid, uid, gid }`; null for a socket without a UNIX
+ * kernel handle (TCP, shm, not connected) or when the addon is not loaded.
+ */
+export function peerCredentials (socket: net.Socket | null | undefined): { pid: number, uid: number, gid: number } | null {
+  const handle = (socket as { _handle?: { fd?: number } | null } | null | undefined)?._handle
+  const fd = handle?.fd
+  if (native === null || socket === null || socket === undefined || socket.remoteAddress !== undefined || typeof fd !== 'number' || fd < 0) return null
+  try {
+    return native.peerCred(fd)
+  } catch {
+    return null // not a UNIX socket, or closed meanwhile
+  }
 }

@@ -26,6 +26,8 @@
 import * as crypto from 'crypto'
 import * as fs from 'fs'
 import { mpiError } from './errors'
+import { peerCredentials } from '../index'
+import type { Socket } from '../index'
 
 /** Bytes of a nonce. */
 export const NONCE_BYTES = 32
@@ -153,19 +155,11 @@ export function tcpSocketUid (localIp: string, localPort: number, remoteIp: stri
 
 /**
  * The uid of the process at the other end of `socket` (a net.Socket on this host): SO_PEERCRED
- * for a UNIX socket (through the addon), /proc/net/tcp{,6} for loopback TCP; null when it cannot
+ * for a UNIX socket (fastsock's peerCredentials), /proc/net/tcp{,6} for loopback TCP; null when it cannot
  * be told (another host, no addon).
  */
 export function peerUid (socket: { remoteAddress?: string, remotePort?: number, localAddress?: string, localPort?: number, _handle?: { fd?: number } | null }): number | null {
-  if (socket.remoteAddress === undefined) {
-    const fd = socket._handle?.fd
-    if (fd === undefined || fd < 0) return null
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-var-requires
-      const { native } = require('../native') as { native: { peerCred: (fd: number) => { uid: number } } | null }
-      return native === null ? null : native.peerCred(fd).uid
-    } catch { return null }
-  }
+  if (socket.remoteAddress === undefined) return peerCredentials(socket as Socket)?.uid ?? null
   if (socket.remotePort === undefined || socket.localAddress === undefined || socket.localPort === undefined) return null
   return tcpSocketUid(socket.remoteAddress, socket.remotePort, socket.localAddress, socket.localPort)
 }

@@ -35,6 +35,20 @@ import type { CollState } from './state'
 import type { Algorithm } from './select'
 import type { Op } from './ops'
 
+declare module './state' {
+  interface CollState {
+    /** The send staging of small _collIsend messages, null while taken. */
+    isendStage?: Scratch | null
+    /** The blocking tier's send staging (copied before the call returns). */
+    syncSend?: Scratch
+    /** The blocking tier's receive scratch, null while a call holds it. */
+    syncRecv?: Scratch | null
+    /** The bytes of the last small arrays staged and filled. */
+    sendBytes?: BytesOf
+    recvBytes?: BytesOf
+  }
+}
+
 export { SYNC_INLINE_MAX }
 
 const HDR = 16

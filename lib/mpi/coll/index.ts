@@ -37,6 +37,15 @@ import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomi
 import { alltoallBruck, alltoallLinear, alltoallPairwise } from './alltoall'
 import { CheckedComm, kindOf } from './check'
 
+declare module './state' {
+  interface CollState {
+    /** The last call's shape of barrier, bcast and allreduce (LastShape). */
+    lastBarrier?: LastShape
+    lastBcast?: LastShape
+    lastAllreduce?: LastShape
+  }
+}
+
 export { Op, SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, MAXLOC, MINLOC, IN_PLACE, UNDEFINED, CollError, algorithmTable, envName, THRESHOLDS }
 export type { CollComm, CollHandle, CollOptions, InPlace, NumericArray, UserOpFunction }
 export { bcastObject, gatherObject, allgatherObject, dup, split, splitLocal, free } from './comms'

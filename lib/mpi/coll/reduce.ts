@@ -18,6 +18,13 @@ import type { CollSteps } from './drive'
 import { stateOf } from './state'
 import { SYNC_INLINE_MAX, all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
 
+declare module './state' {
+  interface CollState {
+    /** allreducePairSync's receive scratch, null while taken (a call that finds it taken makes its own). */
+    pair?: PairScratch | null
+  }
+}
+
 /** A typed scratch view of `n` elements like `like`, with its buffer for release. */
 function tmpOf<T extends NumericArray> (comm: CollComm, like: T, n: number): { ab: ArrayBuffer, v: T } {
   const ab = scratch(comm, Math.max(1, n) * like.BYTES_PER_ELEMENT)

@@ -16,7 +16,7 @@
  */
 import { mpiError } from '../errors'
 import type { NumericArray } from './types'
-import type { CheckedComm } from './check'
+import type { CollComm } from './types'
 import type { Op } from './ops'
 import type { CollSteps } from './drive'
 import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
@@ -113,10 +113,20 @@ export const COLLECTIVE_IDS: Readonly<Record<string, number>> = {
 }
 
 /**
- * A call as an algorithm's functions see it: check.ts CheckedComm, which carries the call's
- * `seq`, `buf` (bcast's buf, allreduce's recvbuf), `n` (buf's bytes), `op`, `root`, `seg`.
+ * A call as an algorithm's functions see it (check.ts CheckedComm is one; declared here so this
+ * table does not import check.ts, which reads it): a CollComm that also carries the call's `rec`,
+ * `seq`, `buf` (bcast's buf, allreduce's recvbuf), `n` (buf's bytes), `op`, `root`, `seg`, `count`.
  */
-export type Call = CheckedComm
+export interface Call extends CollComm {
+  readonly rec: Algorithm
+  readonly root: number
+  seq: number
+  buf: ArrayBufferView
+  op: Op | null
+  seg: number
+  n: number
+  readonly count: number
+}
 
 /** One algorithm of one collective. */
 export interface Algorithm {
