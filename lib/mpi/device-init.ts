@@ -158,7 +158,7 @@ export async function init (options: InitOptions = {}): Promise<Comm> {
   const boot = await bootstrap(launchOptions)
   const info = boot.info
   const b = { rank: info.rank, size: info.size, localRank: info.localRank, localSize: info.localSize, store: boot.store, server: boot.server, localAddress: boot.store?.localAddress ?? '127.0.0.1' }
-  const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes: eagerThreshold(eagerBytes, b.localSize), ...pollingOf(polling, b.localSize), transports: options.transports })
+  const device = new Device({ rank: b.rank, size: b.size, jobId: info.jobId, eagerBytes: eagerThreshold(eagerBytes, b.localSize), ...pollingOf(polling, b.localSize), transports: options.transports, secret: boot.secret })
   const host = hostKey()
   const hosts: string[] = new Array(b.size).fill(host)
   try {

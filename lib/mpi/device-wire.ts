@@ -4,16 +4,24 @@
  * header, followed by `length` payload bytes for EAGER and DATA frames.
  *
  * Handshake (once per connection, before any frame):
- *   dialer -> acceptor  HELLO, 20 bytes: u32 magic 0x504d5346 ('FSMP'), u16 version (2),
+ *   dialer -> acceptor  HELLO, 52 bytes: u32 magic 0x504d5346 ('FSMP'), u16 version (3),
  *                       u16 0, u32 dialer's world rank, u32 job key (FNV-1a of the job id),
- *                       u32 the dialer's eager threshold (bytes, at most MAX_EAGER)
- *   acceptor -> dialer  REPLY, 12 bytes: u32 magic, u32 verdict (1 ACCEPT, 0 REJECT), u32 the
- *                       acceptor's eager threshold
+ *                       u32 the dialer's eager threshold (bytes, at most MAX_EAGER),
+ *                       nonceA (32 random bytes)
+ *   acceptor -> dialer  REPLY, 76 bytes: u32 magic, u32 verdict (1 ACCEPT, 0 REJECT), u32 the
+ *                       acceptor's eager threshold, nonceB (32 random bytes),
+ *                       proofB = HMAC-SHA256(secret, 'hello', 'B', nonceA, nonceB) (lib/mpi/auth.ts)
+ *   dialer -> acceptor  PROVE, 32 bytes (after an ACCEPT whose proofB verified):
+ *                       proofA = HMAC-SHA256(secret, 'hello', 'A', nonceA, nonceB)
+ *   The secret is the job's (lib/mpi/auth.ts; a zero-length key for a job without one, which runs
+ *   on one host only): it never travels, and each side checks the other's proof before a frame.
+ *   A same-host peer must also run as this user: the side channel's SO_PEERCRED check (shm, unix)
+ *   or the socket's owner in /proc/net/tcp (tcp).
  *   Each side's threshold bounds the EAGER frames it may send on the connection (the receiver
  *   buffers an unexpected EAGER payload: it allocates no more than that).
  *   When two ranks dial each other at once, the connection dialed by the lower rank is kept:
  *   the acceptor answers REJECT when it already has a connection to the dialer, or is itself
- *   dialing it and is the lower rank. Frames flow only after ACCEPT.
+ *   dialing it and is the lower rank. Frames flow only after PROVE.
  *
  * Frame header, 32 bytes (8 x u32):
  *   [0] kind (1 EAGER, 2 RTS, 3 CTS, 4 DATA, 5 BYE)   [1] context id
@@ -32,9 +40,15 @@
  */
 
 export const MAGIC = 0x504d5346
-export const VERSION = 2
-export const HELLO_BYTES = 20
-export const REPLY_BYTES = 12
+export const VERSION = 3
+export const HELLO_BYTES = 52
+export const REPLY_BYTES = 76
+/** PROVE: the dialer's proof, after REPLY. */
+export const PROVE_BYTES = 32
+/** Where HELLO's nonce starts; REPLY's nonce and proof. */
+export const HELLO_NONCE = 20
+export const REPLY_NONCE = 12
+export const REPLY_PROOF = 44
 /** The largest eager threshold a HELLO or REPLY may announce (InitOptions.eagerThresholdBytes' bound). */
 export const MAX_EAGER = 2 ** 30
 /** The largest message length a header may carry: the largest exact integer of a double. */

@@ -21,7 +21,8 @@ import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
-import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
+import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
+import { NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
@@ -69,6 +70,8 @@ export class Device implements FrameHandler {
   /** Sends not yet complete (finalize drains them). */
   private readonly unfinished = new Set<Request>()
   private readonly jobKey: number
+  /** The job's secret (lib/mpi/auth.ts): the HMAC key of the handshake's proofs (zero-length for a job without one, which runs on one host). */
+  private readonly secret: Buffer
   private readonly transports: TransportName[] | undefined
   private closing = false
   /**
@@ -81,7 +84,8 @@ export class Device implements FrameHandler {
    */
   blockMs = Infinity
 
-  constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, yieldSpin?: boolean, transports?: TransportName[] }) {
+  constructor (opts: { rank: number, size: number, jobId: string, eagerBytes: number, spinUs: number, yieldSpin?: boolean, transports?: TransportName[], secret?: Buffer | null }) {
+    this.secret = opts.secret ?? Buffer.alloc(0)
     this.rank = opts.rank
     this.spinUs = opts.spinUs
     this.yieldSpin = opts.yieldSpin ?? false
@@ -177,6 +181,8 @@ export class Device implements FrameHandler {
       hello.writeUInt32LE(this.rank, 8)
       hello.writeUInt32LE(this.jobKey, 12)
       hello.writeUInt32LE(this.eagerBytes, 16)
+      const nonceA = newNonce()
+      nonceA.copy(hello, HELLO_NONCE)
       sock.write(hello)
       readExactly(sock, REPLY_BYTES, (reply, rest) => {
         if (this.dialing.get(w) === sock) this.dialing.delete(w)
@@ -189,10 +195,29 @@ export class Device implements FrameHandler {
           return
         }
         if (verdict !== 1 || c.ready) { rejected = true; sock.destroy(); return }
+        const nonceB = reply.subarray(REPLY_NONCE, REPLY_NONCE + NONCE_BYTES)
+        if (!verify(this.secret, 'hello', 'B', nonceA, nonceB, reply.subarray(REPLY_PROOF, REPLY_PROOF + PROOF_BYTES)) || !this.sameUser(sock)) {
+          sock.destroy()
+          this.lose(w, 'the process at its endpoint did not prove the job\'s secret (or runs as another user)', true)
+          return
+        }
+        sock.write(proof(this.secret, 'hello', 'A', nonceA, nonceB))
         c.peerEager = eager
         this.adopt(c, sock, rest)
       })
     })
+  }
+
+  /**
+   * Whether `sock`'s peer may be a rank of this job as far as its user goes: a same-host TCP peer
+   * must run as this user (the socket's owner in /proc/net/tcp); the side channel's rungs (shm,
+   * unix) checked it already (SO_PEERCRED, servers' sameUidOnly); a peer on another host cannot
+   * be told (its proof of the secret is what counts).
+   */
+  private sameUser (sock: Socket): boolean {
+    if (sock.transport !== 'tcp') return true
+    const uid = peerUid(sock)
+    return uid === null || uid === myUid()
   }
 
   private onIncoming (sock: Socket): void {
@@ -211,6 +236,7 @@ export class Device implements FrameHandler {
         sock.destroy()
         return
       }
+      if (!this.sameUser(sock)) { sock.destroy(); return }
       sock.setNoDelay?.(true)
       const reply = Buffer.alloc(REPLY_BYTES)
       reply.writeUInt32LE(MAGIC, 0)
@@ -218,11 +244,39 @@ export class Device implements FrameHandler {
       const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
       reply.writeUInt32LE(accept ? 1 : 0, 4)
       reply.writeUInt32LE(this.eagerBytes, 8)
+      // A copy: the chunk under `hello` may be a view the socket reuses for the next read.
+      const nonceA = Buffer.from(hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES))
+      const nonceB = newNonce()
+      nonceB.copy(reply, REPLY_NONCE)
+      proof(this.secret, 'hello', 'B', nonceA, nonceB).copy(reply, REPLY_PROOF)
       sock.write(reply)
       if (!accept) { sock.end(); return }
+      // The connection object now, as for a dialer adopted at once, so that a send to `w` meanwhile
+      // queues on it instead of dialing across this handshake; attached once the proof verifies.
       const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin))
-      c.peerEager = eager
-      this.adopt(c, sock, rest)
+      let settled = false
+      const unproven = (): void => {
+        if (settled) return
+        settled = true
+        clearTimeout(proveTimer)
+        sock.destroy()
+        // An impostor claimed `w`: if nothing else connects it, this side dials the real one.
+        if (existing === null && this.conns[w] === c && !c.ready && !this.dialing.has(w) && !this.lost.has(w) && !this.closing) this.dial(w)
+      }
+      // The dialer's proof, within the handshake's time; until it verifies, the dialer is no rank.
+      const proveTimer = setTimeout(unproven, HANDSHAKE_MS)
+      proveTimer.unref()
+      sock.once('close', unproven)
+      readExactly(sock, PROVE_BYTES, (prove, after) => {
+        // A wrong proof: not this job's (nothing to report, as for a bad HELLO).
+        if (!verify(this.secret, 'hello', 'A', nonceA, nonceB, prove)) { unproven(); return }
+        settled = true
+        clearTimeout(proveTimer)
+        sock.off('close', unproven)
+        if (c.ready || this.lost.has(w)) { sock.destroy(); return }
+        c.peerEager = eager
+        this.adopt(c, sock, after)
+      }, rest)
     })
   }
 
@@ -752,10 +806,13 @@ function truncatedAt (source: number, tag: number, length: number, room: number)
 
 /**
  * Reads exactly `n` bytes from `sock` through a temporary 'data' listener, then calls
- * `done(bytes, rest)` (`rest`: what came after, or null) with the listener removed.
+ * `done(bytes, rest)` (`rest`: what came after, or null) with the listener removed; `prefix`:
+ * bytes already read from it (a previous readExactly's rest), taken first.
  */
-function readExactly (sock: Socket, n: number, done: (bytes: Buffer, rest: Buffer | null) => void): void {
+function readExactly (sock: Socket, n: number, done: (bytes: Buffer, rest: Buffer | null) => void, prefix: Buffer | null = null): void {
   let got: Buffer = Buffer.alloc(0)
+  if (prefix !== null && prefix.length >= n) { done(prefix.subarray(0, n), prefix.length > n ? prefix.subarray(n) : null); return }
+  if (prefix !== null) got = Buffer.from(prefix)
   const onData = (chunk: Buffer): void => {
     got = got.length === 0 ? chunk : Buffer.concat([got, chunk])
     if (got.length < n) return

@@ -8,7 +8,12 @@ const readline = require('readline')
 const { spawn } = require('child_process')
 const ROOT = path.join(__dirname, '..', '..')
 const fastsock = require(path.join(ROOT, 'dist', 'index.js'))
+const crypto = require('crypto')
 const wire = require(path.join(ROOT, 'dist', 'mpi', 'device-wire.js'))
+const auth = require(path.join(ROOT, 'dist', 'mpi', 'auth.js'))
+
+/** The job secret the target is given (FRAME_TARGET_SECRET) and an honest dialer proves. */
+const SECRET = Buffer.from('wire-fuzz-job-secret-of-256-bits')
 
 const TARGET = path.join(ROOT, 'test', 'fixtures', 'mpi', 'frame-target.js')
 
@@ -17,7 +22,7 @@ const TARGET = path.join(ROOT, 'test', 'fixtures', 'mpi', 'frame-target.js')
  * ms) (the first event, past or future, matching pred), stats() (its memory), exit() }.
  */
 function startTarget (env = {}) {
-  const child = spawn(process.execPath, ['--expose-gc', '--no-warnings', TARGET], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--expose-gc', '--no-warnings', TARGET], { env: { ...process.env, FRAME_TARGET_SECRET: SECRET.toString('hex'), ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const events = []
   const waiters = []
   let stderr = ''
@@ -60,9 +65,10 @@ function startTarget (env = {}) {
   return next(ev => ev.port !== undefined).then(ev => { target.port = ev.port; return target })
 }
 
-/** A HELLO as world rank `rank` of job `job` announcing `eager` bytes (fields overridable). */
+/** A HELLO as world rank `rank` of job `job` announcing `eager` bytes, with a fresh nonce (fields overridable). */
 function hello ({ rank, job = 'fuzz', eager = 4096, magic = wire.MAGIC, version = wire.VERSION }) {
   const b = Buffer.alloc(wire.HELLO_BYTES)
+  crypto.randomBytes(32).copy(b, wire.HELLO_NONCE)
   b.writeUInt32LE(magic >>> 0, 0)
   b.writeUInt16LE(version & 0xffff, 4)
   b.writeUInt32LE(rank >>> 0, 8)
@@ -88,11 +94,12 @@ function header ({ kind, ctx = 0, source = 0, tag = 0, length = 0, sreq = 0, rre
 
 /**
  * Connects to the target (fastsock's chain: shm on this host); resolves with { socket, reply
- * (the 12-byte REPLY, or null when the target closed without one), closed (a promise of the
- * close), isClosed() }. `helloBytes`: what to send first; `waitMs`: resolve with reply null
- * after that long without one (a short HELLO gets no answer).
+ * (the REPLY, or null when the target closed without one), closed (a promise of the close),
+ * isClosed() }. `helloBytes`: what to send first; `waitMs`: resolve with reply null after that
+ * long without one (a short HELLO gets no answer). After an ACCEPT the dial proves `secret` (the
+ * handshake's PROVE, over the HELLO's and the REPLY's nonces) as a rank of the job does.
  */
-function dial (port, helloBytes, waitMs = Infinity) {
+function dial (port, helloBytes, waitMs = Infinity, secret = SECRET) {
   return new Promise((resolve, reject) => {
     if (waitMs !== Infinity) setTimeout(() => finish(null), waitMs).unref()
     const socket = fastsock.connect({ host: '127.0.0.1', port })
@@ -102,7 +109,15 @@ function dial (port, helloBytes, waitMs = Infinity) {
     let got = Buffer.alloc(0)
     let done = false
     const finish = reply => { if (done) return; done = true; socket.off('data', onData); resolve({ socket, reply, closed: closedP, isClosed: () => closed }) }
-    const onData = d => { got = Buffer.concat([got, d]); if (got.length >= wire.REPLY_BYTES) finish(got.subarray(0, wire.REPLY_BYTES)) }
+    const onData = d => {
+      got = Buffer.concat([got, d])
+      if (got.length < wire.REPLY_BYTES) return
+      const reply = got.subarray(0, wire.REPLY_BYTES)
+      if (reply.readUInt32LE(4) === 1 && helloBytes.length >= wire.HELLO_BYTES) {
+        socket.write(auth.proof(secret, 'hello', 'A', helloBytes.subarray(wire.HELLO_NONCE, wire.HELLO_NONCE + 32), reply.subarray(wire.REPLY_NONCE, wire.REPLY_NONCE + 32)))
+      }
+      finish(reply)
+    }
     socket.on('data', onData)
     socket.once('close', () => finish(null))
     socket.once('connect', () => socket.write(helloBytes))
@@ -121,4 +136,4 @@ function send (conn, bytes) {
 /** The tag the target's standing receive takes (frame-target.js). */
 const HONEST = 1000
 
-module.exports = { HONEST, startTarget, hello, header, dial, send, wire }
+module.exports = { HONEST, SECRET, startTarget, hello, header, dial, send, wire }

@@ -8,7 +8,7 @@
 // (bench/mpi-fuzz.js sends 10^5 frames the same way.)
 const t = require('tap')
 const fc = require('fast-check')
-const { HONEST, startTarget, hello, header, dial, send, wire } = require('../helpers/mpi-wire')
+const { HONEST, SECRET, startTarget, hello, header, dial, send, wire } = require('../helpers/mpi-wire')
 
 const { EAGER, RTS, CTS, DATA, BYE } = wire
 
@@ -96,6 +96,29 @@ t.test('HELLOs: random and mutated ones are refused or accepted, never fatal', a
   }), { numRuns: 80, ...SEED })
   const after = await target.stats()
   t.ok(after.rss - before.rss < 64 * 2 ** 20, `rss grew ${((after.rss - before.rss) / 2 ** 20).toFixed(1)} MiB`)
+  await honest(t)
+})
+
+t.test('a dialer without the job secret gets nothing in: its proof is refused, its frames never delivered', async t => {
+  for (const secret of [Buffer.from('another-secret-of-at-least-128-bits'), Buffer.alloc(0)]) {
+    const rank = nextRank++
+    const c = await dial(target.port, hello({ rank }), Infinity, secret)
+    t.ok(c.reply !== null && c.reply.readUInt32LE(4) === 1, 'the REPLY comes (it proves the target, not the dialer)')
+    await send(c, Buffer.concat([header({ kind: EAGER, source: rank, tag: HONEST, length: 8 }), Buffer.alloc(8, 9)]))
+    await c.closed
+    t.ok(c.isClosed(), `a proof under a ${secret.length}-byte key: the target closed the connection`)
+    t.notOk(target.events.some(e => e.got && e.got.source === rank), 'its message was not received')
+  }
+  // The REPLY's proof: a dialer can tell the target knows the secret (and it is not the secret).
+  const h = hello({ rank: nextRank++ })
+  const c = await dial(target.port, h)
+  const nA = h.subarray(wire.HELLO_NONCE, wire.HELLO_NONCE + 32)
+  const nB = c.reply.subarray(wire.REPLY_NONCE, wire.REPLY_NONCE + 32)
+  const auth = require('../../dist/mpi/auth.js')
+  t.ok(auth.verify(SECRET, 'hello', 'B', nA, nB, c.reply.subarray(wire.REPLY_PROOF, wire.REPLY_PROOF + 32)), "the target's proof verifies under the job secret")
+  t.equal(c.reply.indexOf(SECRET), -1, 'the secret is not on the wire')
+  c.socket.destroy()
+  await c.closed
   await honest(t)
 })
 
