@@ -13,7 +13,7 @@ import type { Device } from './device'
 import { Request, waitAll } from './request'
 import { Status } from './status'
 import { bytesOf, checkRank, checkTag } from './views'
-import { invalidArgType } from './errors'
+import { finalized, invalidArgType } from './errors'
 import * as collModule from './coll'
 import type { CollOptions, CollHandle, InPlace, NumericArray, Op } from './coll'
 import type { CollState } from './coll/state'
@@ -304,6 +304,7 @@ export class Comm {
 
   private checkLive (): void {
     if (this.freed) throw invalidArgType('this communicator was freed')
+    if (this._shared.device.closed) throw finalized('this communicator\'s operation')
   }
 
   // ---- collectives (lib/mpi/coll) -------------------------------------------------------------

@@ -74,6 +74,8 @@ export class Device implements FrameHandler {
   private readonly secret: Buffer
   private readonly transports: TransportName[] | undefined
   private closing = false
+  /** True once close() began (finalize): no operation may start. */
+  get closed (): boolean { return this.closing }
   /**
    * The awaited collectives' bound on each of this device's blocking waits, ms (lib/mpi/coll/tier.ts,
    * set through Comm._collBlockFor): a waitSync that has not completed after it throws

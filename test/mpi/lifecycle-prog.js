@@ -64,7 +64,8 @@ async function main () {
     }
     case 'after-finalize': {
       await mpi.finalize()
-      for (const f of [() => mpi.init(), () => mpi.world()]) {
+      const x = new Float64Array(1)
+      for (const f of [() => mpi.init(), () => mpi.world(), () => comm.send(x, (comm.rank + 1) % comm.size, 1), () => comm.recv(x), () => comm.allreduce(x, new Float64Array(1), mpi.SUM), () => comm.barrierSync()]) {
         try { await f(); console.log('NO ERROR') } catch (err) { console.log(`AFTER ${err.code}`) }
       }
       done(comm.rank)

@@ -66,10 +66,10 @@ t.test('fastsock mpirun: an unhandled rejection aborts the job, naming the rank'
   t.match(r.stderr, /rank 2 failed \(unhandled rejection: RangeError: bad thing in rank 2\); aborting the job/)
 })
 
-t.test('fastsock mpirun: init() and world() after finalize throw ERR_MPI_FINALIZED', async t => {
+t.test('fastsock mpirun: init(), world() and the communicator\'s calls after finalize throw ERR_MPI_FINALIZED', async t => {
   const r = await fastsockRun('after-finalize')
   t.equal(r.code, 0, r.stderr)
-  t.equal([...r.stdout.matchAll(/AFTER ERR_MPI_FINALIZED/g)].length, 6, 'two calls on each of 3 ranks')
+  t.equal([...r.stdout.matchAll(/AFTER ERR_MPI_FINALIZED/g)].length, 18, 'six calls (init, world, send, recv, allreduce, barrierSync) on each of 3 ranks')
   t.notMatch(r.stdout, /NO ERROR/)
 })
 
