@@ -37,6 +37,8 @@ export async function use (comm: mpi.Comm): Promise<number> {
   const st: mpi.Status = await comm.recv(new Float64Array(4), mpi.ANY_SOURCE, mpi.ANY_TAG)
   await r.wait()
   const op: mpi.Op = mpi.Op.create((x, y) => { void x; void y }, { commute: true })
+  const typed: mpi.Op = mpi.Op.create((inout: Float64Array, input: Float64Array) => { for (let i = 0; i < inout.length; i++) inout[i] = Math.hypot(inout[i], input[i]) })
+  void typed
   const e: mpi.MpiError | null = null
   const all = mpi.algorithmTable()
   void op; void e

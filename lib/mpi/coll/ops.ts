@@ -132,11 +132,13 @@ export class Op {
    * for every i, both views of the same kind and length, inout holding the lower-ranked operand.
    * `commute` (default true) says whether ∘ is commutative; if false, the collectives reduce in
    * rank order and use only order-preserving algorithms.
+   * `T`: the array kind the op is written for (`Op.create((a: Float64Array, b: Float64Array) => ...)`
+   * type-checks; the collectives call it only with arrays of the kind they were given).
    * @throws TypeError ERR_INVALID_ARG_TYPE if fn is not a function.
    */
-  static create (fn: UserOpFunction, options: { commute?: boolean } = {}): Op {
+  static create<T extends NumericArray = NumericArray> (fn: (inout: T, input: T) => void, options: { commute?: boolean } = {}): Op {
     if (typeof fn !== 'function') throw invalidArgType('Op.create: fn must be a function (inout, input) => void')
-    return new Op(`USER${nextUserId}`, nextUserId++, options.commute !== false, fn)
+    return new Op(`USER${nextUserId}`, nextUserId++, options.commute !== false, fn as UserOpFunction)
   }
 
   /** @internal Make a built-in op. */
