@@ -51,11 +51,24 @@ export interface PreparedOptions {
   accepted: AcceptedInfo | undefined
 }
 
+/** True when none of fastsock's own options (nor `onread`, which it wraps) is set. */
+function ownsNoFastsockOption (o: SocketOptions): boolean {
+  return o.transports === undefined && o.transportTimeoutMs === undefined && o.shmRingBytes === undefined &&
+    o.pollUs === undefined && o.shmPollUs === undefined && o.onread === undefined
+}
+
 /**
  * Validates fastsock's options (throws ERR_FASTSOCK_UNKNOWN_TRANSPORT, RangeError
  * ERR_OUT_OF_RANGE) and splits them from Node's: Node's options, and the socket's state.
  */
 export function prepareOptions (options?: SocketOptions | number): PreparedOptions {
+  if (options == null || (typeof options === 'object' && ownsNoFastsockOption(options))) {
+    // Node's options only (net.connect's, a server's accepted socket): passed on as they are
+    // (Node's constructor copies them), the state from the process's settings.
+    const accepted = options == null ? undefined : (options as { [kAccepted]?: AcceptedInfo })[kAccepted]
+    const state = newState(defaultTransports(), DEFAULT_TRANSPORT_TIMEOUT_MS, configuredRingBytes(), accepted?.pollUs ?? configuredPollUs(), null)
+    return { nodeOptions: (options ?? {}) as net.SocketConstructorOpts, state, accepted }
+  }
   let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
   const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
   const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
