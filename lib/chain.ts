@@ -157,6 +157,13 @@ function trackedHistory (host: ChainHost, o: ConnectOptions): LifetimeHistory {
   return history
 }
 
+/** The rung is available on this host (its probe, run once per process); debug says why not. */
+function probed (r: Rung): boolean {
+  const a = availability(r.name as TransportName)
+  if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
+  return a.available
+}
+
 function emitAttempt (host: ChainHost, transport: string): void {
   host.emit('transportAttempt', { transport })
 }
@@ -192,13 +199,14 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
   } else {
     const decline = declineReason(options)
     if (decline) debug('chain', 'fast rungs declined: %s', decline)
-    rungs = known.rungs.filter(r => {
-      if (r.nodeConnect) return true
-      if (decline) return false
-      const a = availability(r.name as TransportName)
-      if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
-      return a.available
-    })
+    // The rungs of a connector (the side channel: its handshake offers the later ones) are
+    // probed now. When one of them is there, the others are probed only if the chain reaches
+    // them (runChain): a process's first connect does not pay for probing rungs (verbs' dlopen of
+    // rdma-core, ~1 ms) that a connector's rung ahead of them serves.
+    const viaConnector = known.rungs.filter(r => r.nodeConnect || (decline === null && r.connector !== undefined && probed(r)))
+    if (decline !== null) rungs = viaConnector
+    else if (viaConnector.some(r => !r.nodeConnect)) rungs = known.rungs.filter(r => r.connector === undefined || viaConnector.includes(r))
+    else rungs = known.rungs.filter(r => r.nodeConnect || probed(r))
   }
   if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.
@@ -328,6 +336,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
   for (; ctx.index < rungs.length; ctx.index++) {
     const rung = rungs[ctx.index]
     if (host.destroyed) return
+    if (!rung.nodeConnect && rung.connector === undefined && !probed(rung)) continue
     if (rung.nodeConnect) {
       debug('chain', '%s:%d -> %s', hostname, port, rung.name)
       host.emit('transportAttempt', { transport: rung.name })
@@ -367,7 +376,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     return
   }
   if (host.destroyed) return
-  const tried = rungs.map(r => r.name).join(', ')
+  const tried = rungs.filter(r => r.nodeConnect || availability(r.name as TransportName).available).map(r => r.name).join(', ')
   const agg = new AllTransportsFailedError(ctx.errors, `fastsock: no transport connected to ${hostname}:${port} (chain: ${tried})`)
   if (debugEnabled) debug('chain', agg.message)
   host.destroy(agg)
