@@ -18,7 +18,11 @@
  * mode, the ratio plain/preloaded of the medians and the median of the paired blocks' ratios
  * (above 1: preloaded is faster), and the rungs the preloaded side's connections used. With `--env K=V` the preloaded processes get
  * that variable too (FASTSOCK_SHORT_CONNECTIONS=fast: the fast rungs for every connection, the
- * behaviour before lib/lifetime.ts).
+ * behaviour before lib/lifetime.ts). For http-close and churn it also prints the CPU time (user +
+ * system) per request/connection of the client process (median of its blocks, per side) and of
+ * each server (over the measured blocks, after the warm-up): a gap is then client CPU, server CPU
+ * or waiting. The default sizes are mostly the JIT's warm-up (~1,000 connections a side); `--churn
+ * 6000 --requests 2000` measures closer to steady state.
  *
  *   node bench/short-connections.js [--rounds 5] [--requests 500] [--churn 1000] [--only http-close,churn-1]
  */
