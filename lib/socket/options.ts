@@ -62,12 +62,12 @@ function ownsNoFastsockOption (o: SocketOptions): boolean {
  * ERR_OUT_OF_RANGE) and splits them from Node's: Node's options, and the socket's state.
  */
 export function prepareOptions (options?: SocketOptions | number): PreparedOptions {
-  if (options == null || (typeof options === 'object' && ownsNoFastsockOption(options))) {
-    // Node's options only (net.connect's, a server's accepted socket): passed on as they are
-    // (Node's constructor copies them), the state from the process's settings.
-    const accepted = options == null ? undefined : (options as { [kAccepted]?: AcceptedInfo })[kAccepted]
-    const state = newState(defaultTransports(), DEFAULT_TRANSPORT_TIMEOUT_MS, configuredRingBytes(), accepted?.pollUs ?? configuredPollUs(), null)
-    return { nodeOptions: (options ?? {}) as net.SocketConstructorOpts, state, accepted }
+  const given = options == null ? undefined : (options as { [kAccepted]?: AcceptedInfo })[kAccepted]
+  if (options == null || (typeof options === 'object' && given?.pollUs === undefined && ownsNoFastsockOption(options))) {
+    // Node's options only (net.connect's, a TCP connection a server accepted): passed on as
+    // they are (Node's constructor copies them), the state from the process's settings.
+    const state = newState(defaultTransports(), DEFAULT_TRANSPORT_TIMEOUT_MS, configuredRingBytes(), configuredPollUs(), null)
+    return { nodeOptions: (options ?? {}) as net.SocketConstructorOpts, state, accepted: given }
   }
   let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
   const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
