@@ -18,7 +18,11 @@
  * mode, the ratio plain/preloaded of the medians and the median of the paired blocks' ratios
  * (above 1: preloaded is faster), and the rungs the preloaded side's connections used. With `--env K=V` the preloaded processes get
  * that variable too (FASTSOCK_SHORT_CONNECTIONS=fast: the fast rungs for every connection, the
- * behaviour before lib/lifetime.ts).
+ * behaviour before lib/lifetime.ts). For http-close and churn it also prints the CPU time (user +
+ * system) per request/connection of the client process (median of its blocks, per side) and of
+ * each server (over the measured blocks, after the warm-up): a gap is then client CPU, server CPU
+ * or waiting. The default sizes are mostly the JIT's warm-up (~1,000 connections a side); `--churn
+ * 6000 --requests 2000` measures closer to steady state.
  *
  *   node bench/short-connections.js [--rounds 5] [--requests 500] [--churn 1000] [--only http-close,churn-1]
  */
@@ -96,7 +100,10 @@ const ROLES = {
 if (role !== undefined && role in ROLES && role.endsWith('server')) {
   ROLES[role]()
   process.on('disconnect', () => process.exit(0))
-  process.stdin.on('end', () => process.exit(0)).resume()
+  // A 'cpu' line on stdin: this process's CPU time so far (µs, user + system), one line back.
+  process.stdin.on('data', d => {
+    if (String(d).includes('cpu')) { const u = process.cpuUsage(); process.stdout.write(`${u.user + u.system}\n`) }
+  }).on('end', () => process.exit(0)).resume()
   return
 }
 if (role === 'paired') {
@@ -126,23 +133,35 @@ if (role === 'paired') {
     m.resume()
     m.on('end', resolve)
   }).on('error', reject))
-  const one = kind === 'http-close' ? httpOnce : churnOnce
+  let one = kind === 'http-close' ? httpOnce : churnOnce
+  const cpu = { plain: [], preloaded: [] }
   const runBlock = async (side, count) => {
     const loop = async n => { for (let i = 0; i < n; i++) await one(side) }
     const per = Math.max(1, Math.floor(count / inFlight))
+    const c0 = process.cpuUsage()
     const t = process.hrtime.bigint()
     await Promise.all(Array.from({ length: inFlight }, () => loop(per)))
-    return Number(process.hrtime.bigint() - t) / 1e3 / (per * inFlight)
+    const us = Number(process.hrtime.bigint() - t) / 1e3 / (per * inFlight)
+    const c = process.cpuUsage(c0)
+    if (cpu[side.name]) cpu[side.name].push((c.user + c.system) / (per * inFlight))
+    return us
   }
   ;(async () => {
     for (const side of sides) await runBlock(side, 50) // warm-up, and the destination's history
     seen.clear()
+    cpu.plain.length = 0
+    cpu.preloaded.length = 0
+    let connections = 0
+    const counted = one
+    one = side => { connections++; return counted(side) }
+    process.stdout.write('warm\n')
+    await new Promise(resolve => process.stdin.once('data', resolve))
     const us = { plain: [], preloaded: [] }
     for (let b = 0; b < blocks; b++) {
       const order = b % 2 === 0 ? sides : [sides[1], sides[0]]
       for (const side of order) us[side.name].push(await runBlock(side, block))
     }
-    process.stdout.write(`${JSON.stringify({ us, transports: Object.fromEntries(seen) })}\n`)
+    process.stdout.write(`${JSON.stringify({ us, cpu, connections, transports: Object.fromEntries(seen) })}\n`)
     process.exit(0)
   })().catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })
   return
@@ -171,6 +190,31 @@ function start (script, argv, preload, withEnv = preload) {
   const env = { ...process.env, ...(withEnv ? extraEnv : {}) }
   return spawn(process.execPath, [...(preload ? ['-r', register] : []), script, ...argv], { env, stdio: ['pipe', 'pipe', 'inherit'] })
 }
+/** Successive lines of the child's stdout: each call, a promise of the next. */
+function lineReader (child) {
+  let buf = ''
+  const waiting = []
+  child.stdout.on('data', d => {
+    buf += d
+    for (let i = buf.indexOf('\n'); i >= 0 && waiting.length > 0; i = buf.indexOf('\n')) {
+      waiting.shift().resolve(buf.slice(0, i))
+      buf = buf.slice(i + 1)
+    }
+  })
+  child.on('exit', code => { for (const w of waiting.splice(0)) w.reject(new Error(`exited ${code} before answering`)) })
+  return () => new Promise((resolve, reject) => {
+    const i = buf.indexOf('\n')
+    if (i >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); return resolve(line) }
+    waiting.push({ resolve, reject })
+  })
+}
+/** A server's CPU time so far (µs), asked on its stdin. */
+const serverReaders = new WeakMap()
+function serverCpu (server) {
+  if (!serverReaders.has(server)) serverReaders.set(server, lineReader(server))
+  server.stdin.write('cpu\n')
+  return serverReaders.get(server)().then(Number)
+}
 function firstLine (child) {
   return new Promise((resolve, reject) => {
     let buf = ''
@@ -192,8 +236,16 @@ async function paired (mode) {
     const inFlight = mode === 'churn-16' ? 16 : 1
     const total = mode === 'http-close' ? REQUESTS : CHURN
     const client = start(__filename, ['paired', mode, pp, fp, String(BLOCKS), String(Math.ceil(total / BLOCKS)), String(inFlight)], false, true)
-    const out = JSON.parse(await firstLine(client))
+    const lines = lineReader(client)
+    await lines() // warmed up: the servers' CPU time is counted from here
+    const cpu0 = await Promise.all([plain, fast].map(serverCpu))
+    client.stdin.write('go\n')
+    const out = JSON.parse(await lines())
+    const cpu1 = await Promise.all([plain, fast].map(serverCpu))
     for (const [t, c] of Object.entries(out.transports)) if (t !== 'undefined') rungs[mode][t] = (rungs[mode][t] || 0) + c
+    // Each server serves only its side's blocks: half the connections counted.
+    const per = out.connections / 2
+    cpuUs[mode].push({ client: out.cpu, server: { plain: (cpu1[0] - cpu0[0]) / per, preloaded: (cpu1[1] - cpu0[1]) / per } })
     return out.us
   } finally {
     for (const c of [plain, fast]) { c.stdin.end(); c.kill() }
@@ -216,6 +268,8 @@ async function once (mode, preload) {
   }
 }
 const rungs = Object.fromEntries(MODES.map(m => [m, {}]))
+/** Per paired mode and round: the client's CPU µs per connection by block, each server's over the run. */
+const cpuUs = Object.fromEntries(MODES.map(m => [m, []]))
 const median = a => { const s = [...a].sort((x, y) => x - y); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 }
 
 ;(async () => {
@@ -244,5 +298,16 @@ const median = a => { const s = [...a].sort((x, y) => x - y); return s.length % 
     const p = res[m].plain; const f = res[m].preloaded
     const fmt = a => `${median(a).toFixed(0)} (${Math.min(...a).toFixed(0)}-${Math.max(...a).toFixed(0)})`
     console.log(`| ${m} | ${fmt(p)} | ${fmt(f)} | ${(median(p) / median(f)).toFixed(2)}x | ${median(blockRatios[m]).toFixed(2)}x | ${Object.entries(rungs[m]).map(([t, c]) => `${t} ${c}`).join(', ')} |`)
+  }
+  const withCpu = MODES.filter(m => cpuUs[m].length > 0)
+  if (withCpu.length === 0) return
+  console.log('\nCPU time per request/connection (µs, user + system): the client process, median of its blocks; each server, over the run (median of rounds)')
+  console.log('| mode | client plain | client preloaded | difference | server plain | server preloaded | difference |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- |')
+  for (const m of withCpu) {
+    const cp = median(cpuUs[m].flatMap(r => r.client.plain)); const cf = median(cpuUs[m].flatMap(r => r.client.preloaded))
+    const sp = median(cpuUs[m].map(r => r.server.plain)); const sf = median(cpuUs[m].map(r => r.server.preloaded))
+    const d = (a, b) => `${b - a >= 0 ? '+' : ''}${(b - a).toFixed(1)}`
+    console.log(`| ${m} | ${cp.toFixed(1)} | ${cf.toFixed(1)} | ${d(cp, cf)} | ${sp.toFixed(1)} | ${sf.toFixed(1)} | ${d(sp, sf)} |`)
   }
 })().catch(err => { process.stderr.write(`${err.stack}\n`); process.exit(1) })

@@ -126,13 +126,55 @@ function nodeRejects (o: ConnectOptions, hostname: string): boolean {
   return !net.isIP(hostname) && o.lookup != null && typeof o.lookup !== 'function'
 }
 
+/** The symbol Node's _normalizeArgs marks its result with (net.connect's call), if any. */
+const kNormalized: symbol | undefined = Object.getOwnPropertySymbols(normalizeArgs([0]))[0]
+
+/** True when `a` is an array Node's _normalizeArgs made. */
+function isNormalized (a: unknown[]): boolean {
+  if (kNormalized !== undefined) return (a as unknown as Record<symbol, unknown>)[kNormalized] !== undefined
+  return Object.getOwnPropertySymbols(a).length > 0
+}
+
+/** A chain's rungs, its Node rung (tcp) if any, and whether it has any fast rung. */
+interface KnownChain { rungs: Rung[], node: Rung | undefined, fast: boolean }
+/** By chain (the process's default, a socket's parsed option): computed once per chain array. */
+const knownChains = new WeakMap<readonly TransportName[], KnownChain>()
+
+function rungsOf (chain: readonly TransportName[]): KnownChain {
+  let k = knownChains.get(chain)
+  if (k === undefined) {
+    const rungs = chain.map(rungOf)
+    k = { rungs, node: rungs.find(r => r.nodeConnect), fast: rungs.some(r => !r.nodeConnect) }
+    knownChains.set(chain, k)
+  }
+  return k
+}
+
+/** The destination's lifetime history, which this connection is added to when it closes. */
+function trackedHistory (host: ChainHost, o: ConnectOptions): LifetimeHistory {
+  const history = historyOf(o.host || 'localhost', Number(o.port))
+  host.track(history)
+  return history
+}
+
+/** The rung is available on this host (its probe, run once per process); debug says why not. */
+function probed (r: Rung): boolean {
+  const a = availability(r.name as TransportName)
+  if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
+  return a.available
+}
+
+function emitAttempt (host: ChainHost, transport: string): void {
+  host.emit('transportAttempt', { transport })
+}
+
 /**
  * Implements Socket#connect (see its docstring): `args` as connect() got them, or an array Node
  * already normalized (net.connect's call).
  */
 export function connectThroughChain (host: ChainHost, args: unknown[]): void {
   const pre = args[0]
-  const normalized = Array.isArray(pre) && Object.getOwnPropertySymbols(pre).length > 0 ? pre : normalizeArgs(args)
+  const normalized = Array.isArray(pre) && isNormalized(pre) ? pre : normalizeArgs(args)
   const options = normalized[0] as ConnectOptions
   const cb = normalized[1] as AnyFn | null
   if (options.path != null) return host.nodeConnect(normalized, PATH_TRANSPORT)
@@ -142,36 +184,33 @@ export function connectThroughChain (host: ChainHost, args: unknown[]): void {
     return host.nodeConnect(normalized, NODE_TRANSPORT)
   }
   const chain = options.transports !== undefined ? parseTransports(options.transports) : host.transports
+  const known = rungsOf(chain)
   // Short connections to this destination: the kernel's socket costs less to set up than any
   // fast rung can win back (lib/lifetime.ts), so the chain starts there, without looking at the
   // fast rungs at all. A connect that names its rungs gets them.
-  let kernel: Rung | null = null
-  if (options.transports === undefined && chain.length > 1 && lifetimeRoutingEnabled()) {
-    const node = chain.map(rungOf).find(r => r.nodeConnect)
-    if (node !== undefined) {
-      const history = historyOf(options.host || 'localhost', Number(options.port))
-      host.track(history)
-      if (predictsShort(history)) kernel = node
-    }
-  }
   let rungs: Rung[]
-  if (kernel !== null) {
-    debug('chain', '%s:%s: recent connections there were short: %s', options.host, options.port, kernel.name)
-    rungs = [kernel]
+  if (known.fast && known.node !== undefined && options.transports === undefined && lifetimeRoutingEnabled() &&
+      predictsShort(trackedHistory(host, options))) {
+    debug('chain', '%s:%s: recent connections there were short: %s', options.host, options.port, known.node.name)
+    rungs = [known.node]
+  } else if (!known.fast) {
+    // Only Node's own connect in the chain (FASTSOCK_TRANSPORTS=tcp): nothing to check.
+    rungs = known.rungs
   } else {
     const decline = declineReason(options)
     if (decline) debug('chain', 'fast rungs declined: %s', decline)
-    rungs = chain.map(rungOf).filter(r => {
-      if (r.nodeConnect) return true
-      if (decline) return false
-      const a = availability(r.name as TransportName)
-      if (!a.available) debug('chain', 'skip %s: %s', r.name, a.reason)
-      return a.available
-    })
+    // The rungs of a connector (the side channel: its handshake offers the later ones) are
+    // probed now. When one of them is there, the others are probed only if the chain reaches
+    // them (runChain): a process's first connect does not pay for probing rungs (verbs' dlopen of
+    // rdma-core, ~1 ms) that a connector's rung ahead of them serves.
+    const viaConnector = known.rungs.filter(r => r.nodeConnect || (decline === null && r.connector !== undefined && probed(r)))
+    if (decline !== null) rungs = viaConnector
+    else if (viaConnector.some(r => !r.nodeConnect)) rungs = known.rungs.filter(r => r.connector === undefined || viaConnector.includes(r))
+    else rungs = known.rungs.filter(r => r.nodeConnect || probed(r))
   }
   if (rungs.length === 1 && rungs[0].nodeConnect) {
     // After connect() returns, as Node emits 'connectionAttempt'.
-    process.nextTick(() => host.emit('transportAttempt', { transport: rungs[0].name }))
+    process.nextTick(emitAttempt, host, rungs[0].name)
     return host.nodeConnect(normalized, rungs[0].name as TransportName)
   }
   const hostname = options.host || 'localhost'
@@ -297,6 +336,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
   for (; ctx.index < rungs.length; ctx.index++) {
     const rung = rungs[ctx.index]
     if (host.destroyed) return
+    if (!rung.nodeConnect && rung.connector === undefined && !probed(rung)) continue
     if (rung.nodeConnect) {
       debug('chain', '%s:%d -> %s', hostname, port, rung.name)
       host.emit('transportAttempt', { transport: rung.name })
@@ -336,7 +376,7 @@ async function runChain (host: ChainHost, options: ConnectOptions, rungs: Rung[]
     return
   }
   if (host.destroyed) return
-  const tried = rungs.map(r => r.name).join(', ')
+  const tried = rungs.filter(r => r.nodeConnect || availability(r.name as TransportName).available).map(r => r.name).join(', ')
   const agg = new AllTransportsFailedError(ctx.errors, `fastsock: no transport connected to ${hostname}:${port} (chain: ${tried})`)
   if (debugEnabled) debug('chain', agg.message)
   host.destroy(agg)

@@ -48,6 +48,8 @@ export function connect (...args: unknown[]): Socket {
 }
 /** `http2` was loaded in this process (checked until it is). */
 let http2Loaded = false
+/** The length of process.moduleLoadList when it was last scanned for http2. */
+let modulesScanned = -1
 
 /**
  * True when `connect` was called by http2's own connect() (with the preload hook, as
@@ -62,7 +64,11 @@ let http2Loaded = false
 function isH2cClientSocket (args: unknown[]): boolean {
   if (args.length !== 1 || typeof args[0] !== 'object' || args[0] === null) return false
   if (!http2Loaded) {
-    if (!(process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule http2')) return false
+    // Scanned again only once the list grew (a core module loaded since): not per connect.
+    const list = (process as unknown as { moduleLoadList: string[] }).moduleLoadList
+    if (list.length === modulesScanned) return false
+    modulesScanned = list.length
+    if (!list.includes('NativeModule http2')) return false
     http2Loaded = true
   }
   const limit = Error.stackTraceLimit

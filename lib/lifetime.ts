@@ -42,7 +42,12 @@ export const MAX_DESTINATIONS = 1024
 /** One destination's outcomes: the last `n` (at most HISTORY) as bits, 1 = short, newest lowest. */
 export interface LifetimeHistory { short: number, n: number }
 
-const byDestination = new Map<string, LifetimeHistory>()
+/**
+ * Histories by host, then port: no key string is built per connect (a host given as a literal
+ * keeps its hash; a port is a small-integer key). `count` is the number of histories kept.
+ */
+const byDestination = new Map<string, Map<number, LifetimeHistory>>()
+let count = 0
 let enabled: boolean | null = null
 
 /** False when FASTSOCK_SHORT_CONNECTIONS=fast (the fast rungs for every connection). */
@@ -51,16 +56,31 @@ export function lifetimeRoutingEnabled (): boolean {
   return enabled
 }
 
-/** The history of the destination `host` (as connect() got it), `port`; made empty when new. */
+/**
+ * The history of the destination `host` (as connect() got it), `port`; made empty when new (the
+ * oldest destination is forgotten first once MAX_DESTINATIONS are kept).
+ */
 export function historyOf (host: string, port: number): LifetimeHistory {
-  const key = `${host}|${port}`
-  let h = byDestination.get(key)
-  if (h === undefined) {
-    if (byDestination.size >= MAX_DESTINATIONS) byDestination.delete(byDestination.keys().next().value as string)
-    h = { short: 0, n: 0 }
-    byDestination.set(key, h)
+  let ports = byDestination.get(host)
+  let h = ports?.get(port)
+  if (h !== undefined) return h
+  if (count >= MAX_DESTINATIONS) forgetOldest()
+  if (ports === undefined) {
+    ports = new Map()
+    byDestination.set(host, ports)
   }
+  h = { short: 0, n: 0 }
+  ports.set(port, h)
+  count++
   return h
+}
+
+/** Forgets one destination: the oldest port of the host first remembered. */
+function forgetOldest (): void {
+  const [host, ports] = byDestination.entries().next().value as [string, Map<number, LifetimeHistory>]
+  ports.delete(ports.keys().next().value as number)
+  if (ports.size === 0) byDestination.delete(host)
+  count--
 }
 
 /** True when connections with this history are predicted short (see the module comment). */
@@ -79,7 +99,10 @@ export function recordLifetime (h: LifetimeHistory, bytes: number, lifetimeMs: n
 }
 
 /** Forgets every destination's history (tests; `clearNegativeCache()` calls it too). */
-export function clearLifetimes (): void { byDestination.clear() }
+export function clearLifetimes (): void {
+  byDestination.clear()
+  count = 0
+}
 
 function popcount (v: number): number {
   let c = 0

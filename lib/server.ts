@@ -275,6 +275,9 @@ function blockedPeer (server: net.Server, h: ClientHandle | null): boolean {
 /** accept() errors that name the connection, not the listener: the peer reset or aborted it first. */
 const RESET_BEFORE_ACCEPT = new Set(['ECONNRESET', 'ECONNABORTED'])
 
+/** What every connection accepted on a TCP listener of Node's own gets: one object for all (read, never written). */
+const TCP_ACCEPTED: AcceptedInfo = Object.freeze({ channel: Object.freeze(channel({ transport: NODE_TRANSPORT })) })
+
 /** Node's onconnection, creating a fastsock Socket. */
 function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHandle): void {
   if (err && stateOf(server).listenRung && RESET_BEFORE_ACCEPT.has(util.getSystemErrorName(err))) {
@@ -306,8 +309,7 @@ function onTcpConnection (server: AnyServer, err: number, clientHandle: ClientHa
     return
   }
   const rung = stateOf(server).listenRung
-  const ch = rung?.acceptedChannel ? rung.acceptedChannel(clientHandle as unknown as KernelHandle) : channel({ transport: NODE_TRANSPORT })
-  const socket = newSocket(server, clientHandle, { channel: ch })
+  const socket = newSocket(server, clientHandle, rung?.acceptedChannel ? { channel: rung.acceptedChannel(clientHandle as unknown as KernelHandle) } : TCP_ACCEPTED)
   const o = server as unknown as { noDelay?: boolean, keepAlive?: boolean, keepAliveInitialDelay?: number }
   if (o.noDelay) socket.setNoDelay(true)
   if (o.keepAlive) socket.setKeepAlive(true, (o.keepAliveInitialDelay ?? 0) * 1000)

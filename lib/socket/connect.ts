@@ -7,14 +7,14 @@ import type * as net from 'net'
 import { blocks } from '../address'
 import type { TransportName } from '../transports/names'
 import { NODE_TRANSPORT } from '../transports/registry'
-import type { ChainHost } from '../chain'
-import { discardChannel } from '../contract'
+import type { ChainHost, LookupEvent } from '../chain'
+import { discardChannel, Channel } from '../contract'
 import { originals } from '../originals'
 import { kState, applyChannel, newState, SocketState } from './state'
 import type { PreparedOptions } from './options'
 import { adoptChannel, attachEndpoint, AdoptingSocket, nodeSymbol } from './adopt'
 import { startConnectEntry, recordConnectEntry } from './perf'
-import { recordLifetime } from '../lifetime'
+import { recordLifetime, LifetimeHistory } from '../lifetime'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
 type FsSocket = AdoptingSocket & { transport: TransportName | null }
@@ -104,7 +104,8 @@ export function recordClose (sock: FsSocket, st: SocketState, err: Error | null)
 function nodeConnect (sock: FsSocket, normalized: unknown[], transport: TransportName): void {
   sock.transport = transport
   const self = sock as unknown as { _undestroy: AnyFn }
-  if (sock.connecting) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
+  const queued = sock.connecting
+  if (queued) self._undestroy = noop // a write()/end() queued while the chain ran stays queued
   // fastsock's connect() published 'net.client.socket' already (Socket#connect, Node 24 on):
   // Node's, called now or after the chain's fast rungs, must not publish it a second time. Its
   // connect runs no subscriber code synchronously, so shadowing the channel's publish for the
@@ -114,52 +115,56 @@ function nodeConnect (sock: FsSocket, normalized: unknown[], transport: Transpor
   try {
     ;(NodeSocket.prototype.connect as AnyFn).call(sock, normalized)
   } finally {
-    delete (self as { _undestroy?: AnyFn })._undestroy
+    if (queued) delete (self as { _undestroy?: AnyFn })._undestroy
     if (quiet) delete (clientSocketChannel as unknown as { publish?: AnyFn }).publish
   }
 }
 
-/** The socket as the chain sees it. */
-export function chainHost (sock: FsSocket): ChainHost {
-  const st = sock[kState]
-  // A connect() after the socket was destroyed and reused (reinitialize) ends this one's chain.
-  const current = (): boolean => sock[kState] === st
-  // The 'net' PerformanceEntry (./perf): from the first rung's attempt, as Node's from its
-  // handle's connect; recorded at adoption (Node's own connect records its own).
-  let perfStart: number | null = null
-  return {
-    get destroyed () { return sock.destroyed || !current() },
-    onDestroy: stop => { st.stopAttempt = stop },
-    transports: st.transports,
-    timeoutMs: st.timeoutMs,
-    shmRingBytes: st.shmRingBytes,
-    pollUs: st.pollUs,
-    hasHandleOrParent: () => {
-      const s = sock as unknown as { _parent: unknown, _handle: unknown }
-      return !!(s._parent || s._handle)
-    },
-    blocks: address => blocks((sock as unknown as { blockList?: net.BlockList }).blockList, address),
-    emit: (event, payload) => {
-      if (event === 'transportAttempt' && perfStart === null) perfStart = startConnectEntry()
-      return sock.emit(event, payload)
-    },
-    once: (event, cb) => sock.once(event, cb),
-    destroy: err => sock.destroy(err),
-    track (history) {
-      st.life = history
-      st.lifeStart = performance.now()
-    },
-    beginConnecting () {
-      st.writeImpl = null
-      ;(sock as unknown as { connecting: boolean }).connecting = true
-      sock._unrefTimer()
-    },
-    nodeConnect: (normalized, transport) => nodeConnect(sock, normalized, transport),
-    adopt: (ch, lookups, attempted) => {
-      if (!current()) return discardChannel(ch)
-      adoptChannel(sock, ch, lookups, attempted)
-      if (perfStart !== null && !sock.destroyed) recordConnectEntry(perfStart, sock.remoteAddress, sock.remotePort)
-    }
+/**
+ * The socket as the chain sees it: one small object per connect, its methods on the prototype
+ * (a closure per method made per connect cost ~3 µs of a short connection's set-up on TCP).
+ */
+class SocketHost implements ChainHost {
+  /** The 'net' PerformanceEntry's start (./perf): the first rung's attempt, as Node's from its handle's connect. */
+  private perfStart: number | null = null
+  constructor (private readonly sock: FsSocket, private readonly st: SocketState) {}
+  /** A connect() after the socket was destroyed and reused (reinitialize) ends this one's chain. */
+  private current (): boolean { return this.sock[kState] === this.st }
+  get destroyed (): boolean { return this.sock.destroyed || !this.current() }
+  onDestroy (stop: (() => void) | null): void { this.st.stopAttempt = stop }
+  get transports (): readonly TransportName[] { return this.st.transports }
+  get timeoutMs (): number { return this.st.timeoutMs }
+  get shmRingBytes (): number { return this.st.shmRingBytes }
+  get pollUs (): number | undefined { return this.st.pollUs }
+  hasHandleOrParent (): boolean {
+    const s = this.sock as unknown as { _parent: unknown, _handle: unknown }
+    return !!(s._parent || s._handle)
+  }
+  blocks (address: string): boolean { return blocks((this.sock as unknown as { blockList?: net.BlockList }).blockList, address) }
+  emit (event: string, payload: unknown): boolean {
+    if (event === 'transportAttempt' && this.perfStart === null) this.perfStart = startConnectEntry()
+    return this.sock.emit(event, payload)
+  }
+  once (event: 'connect', cb: AnyFn): unknown { return this.sock.once(event, cb) }
+  destroy (err?: Error): unknown { return this.sock.destroy(err) }
+  track (history: LifetimeHistory): void {
+    this.st.life = history
+    this.st.lifeStart = performance.now()
+  }
+  beginConnecting (): void {
+    this.st.writeImpl = null
+    ;(this.sock as unknown as { connecting: boolean }).connecting = true
+    this.sock._unrefTimer()
+  }
+  nodeConnect (normalized: unknown[], transport: TransportName): void { nodeConnect(this.sock, normalized, transport) }
+  adopt (ch: Channel, lookups: LookupEvent[], attempted: string[] | null): void {
+    if (!this.current()) return discardChannel(ch)
+    adoptChannel(this.sock, ch, lookups, attempted)
+    if (this.perfStart !== null && !this.sock.destroyed) recordConnectEntry(this.perfStart, this.sock.remoteAddress, this.sock.remotePort)
   }
 }
 
+/** The socket as the chain sees it (see SocketHost). */
+export function chainHost (sock: FsSocket): ChainHost {
+  return new SocketHost(sock, sock[kState])
+}

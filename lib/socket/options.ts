@@ -55,11 +55,24 @@ export interface PreparedOptions {
   accepted: AcceptedInfo | undefined
 }
 
+/** True when none of fastsock's own options (nor `onread`, which it wraps) is set. */
+function ownsNoFastsockOption (o: SocketOptions): boolean {
+  return o.transports === undefined && o.transportTimeoutMs === undefined && o.shmRingBytes === undefined &&
+    o.pollUs === undefined && o.shmPollUs === undefined && o.onread === undefined
+}
+
 /**
  * Validates fastsock's options (throws ERR_FASTSOCK_UNKNOWN_TRANSPORT, RangeError
  * ERR_OUT_OF_RANGE) and splits them from Node's: Node's options, and the socket's state.
  */
 export function prepareOptions (options?: SocketOptions | number): PreparedOptions {
+  const given = options == null ? undefined : (options as { [kAccepted]?: AcceptedInfo })[kAccepted]
+  if (options == null || (typeof options === 'object' && given?.pollUs === undefined && ownsNoFastsockOption(options))) {
+    // Node's options only (net.connect's, a TCP connection a server accepted): passed on as
+    // they are (Node's constructor copies them), the state from the process's settings.
+    const state = newState(defaultTransports(), DEFAULT_TRANSPORT_TIMEOUT_MS, configuredRingBytes(), configuredPollUs(), null)
+    return { nodeOptions: (options ?? {}) as net.SocketConstructorOpts, state, accepted: given }
+  }
   let opts: SocketOptions & { [kAccepted]?: AcceptedInfo } = typeof options === 'number' ? { fd: options } : { ...options }
   const transports = opts.transports !== undefined ? parseTransports(opts.transports) : null
   const timeoutMs = opts.transportTimeoutMs ?? DEFAULT_TRANSPORT_TIMEOUT_MS
