@@ -114,7 +114,7 @@ function fastsockNoop () {
   const dist = path.join(__dirname, '..', 'dist')
   const { Socket } = require(path.join(dist, 'index.js'))
   const { adoptChannel } = require(path.join(dist, 'socket', 'adopt.js'))
-  const { channel, NO_CAPABILITIES } = require(path.join(dist, 'transports', 'contract.js'))
+  const { channel, NO_CAPABILITIES } = require(path.join(dist, 'contract.js'))
   const endpoint = () => {
     let pending = null
     let onevent = null

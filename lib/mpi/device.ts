@@ -22,7 +22,8 @@ import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
 import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
-import { NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
+import { NONCE_BYTES, newNonce, proof, verify } from './auth'
+import { helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
 import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
@@ -177,14 +178,8 @@ export class Device implements FrameHandler {
     })
     sock.once('connect', () => {
       sock.setNoDelay?.(true)
-      const hello = Buffer.alloc(HELLO_BYTES)
-      hello.writeUInt32LE(MAGIC, 0)
-      hello.writeUInt16LE(VERSION, 4)
-      hello.writeUInt32LE(this.rank, 8)
-      hello.writeUInt32LE(this.jobKey, 12)
-      hello.writeUInt32LE(this.eagerBytes, 16)
-      const nonceA = newNonce()
-      nonceA.copy(hello, HELLO_NONCE)
+      const hello = helloOf(this.rank, this.jobKey, this.eagerBytes)
+      const nonceA = hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES)
       sock.write(hello)
       readExactly(sock, REPLY_BYTES, (reply, rest) => {
         if (this.dialing.get(w) === sock) this.dialing.delete(w)
@@ -198,7 +193,7 @@ export class Device implements FrameHandler {
         }
         if (verdict !== 1 || c.ready) { rejected = true; sock.destroy(); return }
         const nonceB = reply.subarray(REPLY_NONCE, REPLY_NONCE + NONCE_BYTES)
-        if (!verify(this.secret, 'hello', 'B', nonceA, nonceB, reply.subarray(REPLY_PROOF, REPLY_PROOF + PROOF_BYTES)) || !this.sameUser(sock)) {
+        if (!replyProves(this.secret, nonceA, reply) || !sameUser(sock)) {
           sock.destroy()
           this.lose(w, 'the process at its endpoint did not prove the job\'s secret (or runs as another user)', true)
           return
@@ -208,18 +203,6 @@ export class Device implements FrameHandler {
         this.adopt(c, sock, rest)
       })
     })
-  }
-
-  /**
-   * Whether `sock`'s peer may be a rank of this job as far as its user goes: a same-host TCP peer
-   * must run as this user (the socket's owner in /proc/net/tcp); the side channel's rungs (shm,
-   * unix) checked it already (SO_PEERCRED, servers' sameUidOnly); a peer on another host cannot
-   * be told (its proof of the secret is what counts).
-   */
-  private sameUser (sock: Socket): boolean {
-    if (sock.transport !== 'tcp') return true
-    const uid = peerUid(sock)
-    return uid === null || uid === myUid()
   }
 
   private onIncoming (sock: Socket): void {
@@ -238,20 +221,14 @@ export class Device implements FrameHandler {
         sock.destroy()
         return
       }
-      if (!this.sameUser(sock)) { sock.destroy(); return }
+      if (!sameUser(sock)) { sock.destroy(); return }
       sock.setNoDelay?.(true)
-      const reply = Buffer.alloc(REPLY_BYTES)
-      reply.writeUInt32LE(MAGIC, 0)
       const existing = this.conns[w]
       const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
-      reply.writeUInt32LE(accept ? 1 : 0, 4)
-      reply.writeUInt32LE(this.eagerBytes, 8)
       // A copy: the chunk under `hello` may be a view the socket reuses for the next read.
       const nonceA = Buffer.from(hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES))
       const nonceB = newNonce()
-      nonceB.copy(reply, REPLY_NONCE)
-      proof(this.secret, 'hello', 'B', nonceA, nonceB).copy(reply, REPLY_PROOF)
-      sock.write(reply)
+      sock.write(replyOf(accept, this.eagerBytes, this.secret, nonceA, nonceB))
       if (!accept) { sock.end(); return }
       // The connection object now, as for a dialer adopted at once, so that a send to `w` meanwhile
       // queues on it instead of dialing across this handshake; attached once the proof verifies.
@@ -806,20 +783,3 @@ function truncatedAt (source: number, tag: number, length: number, room: number)
   return truncated(length, room, source, tag, new Status(source, tag, length))
 }
 
-/**
- * Reads exactly `n` bytes from `sock` through a temporary 'data' listener, then calls
- * `done(bytes, rest)` (`rest`: what came after, or null) with the listener removed; `prefix`:
- * bytes already read from it (a previous readExactly's rest), taken first.
- */
-function readExactly (sock: Socket, n: number, done: (bytes: Buffer, rest: Buffer | null) => void, prefix: Buffer | null = null): void {
-  let got: Buffer = Buffer.alloc(0)
-  if (prefix !== null && prefix.length >= n) { done(prefix.subarray(0, n), prefix.length > n ? prefix.subarray(n) : null); return }
-  if (prefix !== null) got = Buffer.from(prefix)
-  const onData = (chunk: Buffer): void => {
-    got = got.length === 0 ? chunk : Buffer.concat([got, chunk])
-    if (got.length < n) return
-    sock.off('data', onData)
-    done(got.subarray(0, n), got.length > n ? got.subarray(n) : null)
-  }
-  sock.on('data', onData)
-}
