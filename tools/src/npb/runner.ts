@@ -13,7 +13,7 @@
  */
 import * as fs from 'fs'
 import * as os from 'os'
-import { median } from 'simple-statistics'
+import { median } from '../harness/stats'
 import { libraryVersion } from '../harness/library'
 import { findMpirun, referenceBinary, runNodeJob, runReferenceJob, type JobOutcome } from './jobs'
 import type { ImplId, NpbOptions } from './options'
