@@ -22,7 +22,8 @@ import * as net from 'net'
 import * as os from 'os'
 import * as path from 'path'
 import { track, which } from '../harness/children'
-import { LIBRARY_ENV, loadInternal } from '../harness/library'
+import { LIBRARY_ENV } from '../harness/library'
+import { startRanks, type RankExit } from '../harness/ranks'
 import type { RankConfig, RankOutput } from './rank-main'
 import type { KernelName, NpbClass } from './types'
 
@@ -119,27 +120,16 @@ export async function runNodeJob (np: number, config: Omit<RankConfig, 'out'>, l
     let failed: string | null = null
     let timedOut = false
     if (launcher === 'fastsock') {
-      const stderr: string[] = Array.from({ length: np }, () => '')
-      const job = await loadInternal().spawnRanks({
-        np,
-        command: process.execPath,
-        args: [script],
-        env: { ...process.env, ...envVars },
-        stdio: 'pipe',
-        prefix: false,
-        killGraceMs: 500,
-        onLine: (rank, stream, text) => { if (stream === 'stderr') stderr[rank] = (stderr[rank] + text + '\n').slice(-8000) }
-      })
-      for (const c of job.children) track(c)
-      const timer = setTimeout(() => { timedOut = true; job.kill('SIGKILL') }, timeoutMs)
-      let result
+      const job = startRanks(script, np, envVars)
+      const timer = setTimeout(() => { timedOut = true; job.killAll() }, timeoutMs)
+      let exits: RankExit[]
       try {
-        result = await job.done
+        exits = await job.exited
       } finally {
         clearTimeout(timer)
       }
-      const bad = result.exits.find((e) => e.rank === result.failedRank) ?? result.exits.find((e) => e.code !== 0)
-      if (bad !== undefined) failed = `rank ${bad.rank} of ${np} ${bad.signal !== null ? `was killed by ${bad.signal}` : `exited with status ${String(bad.code)}`}${stderr[bad.rank].trim() !== '' ? `:\n${tail(stderr[bad.rank])}` : ''}`
+      const bad = exits.find((e) => e.failedFirst) ?? exits.find((e) => e.code !== 0)
+      if (bad !== undefined) failed = `rank ${bad.rank} of ${np} ${bad.signal !== null ? `was killed by ${bad.signal}` : `exited with status ${String(bad.code)}`}${bad.stderr.trim() !== '' ? `:\n${tail(bad.stderr)}` : ''}`
     } else if (launcher === 'env') {
       const port = await freePort()
       const ranks = Array.from({ length: np }, (_v, r) => runProcess(process.execPath, [script], {

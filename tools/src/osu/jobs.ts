@@ -12,7 +12,7 @@
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
-import { startRanks, type RankExit } from './spawn'
+import { startRanks, type RankExit } from '../harness/ranks'
 import type { JobConfig, RawRow } from './types'
 
 /** What a Node job reports: its rows, and the transport rank 0 used to each peer. */

@@ -1,14 +1,14 @@
 /**
- * Starting the P Node ranks of a `fastsock osu` job on this host, through `fastsock mpirun`'s
+ * Starting the P Node ranks of a tool's job (`fastsock osu`, `fastsock npb`) on this host, through `fastsock mpirun`'s
  * spawnRanks (the library's lib/cli/mpirun.ts, from fastsock/internal): env:// variables (RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, FASTSOCK_MPI_JOB_ID), each rank in its
  * own process group, the first rank to fail ends the job (the others get SIGTERM, then SIGKILL).
- * This file adapts it to what jobs.ts needs: each rank's exit with the end of its stderr, and
- * which rank failed first.
+ * This file adapts it to what the tools' jobs need: each rank's exit with the end of its stderr,
+ * and which rank failed first.
  */
 import type { JobResult } from 'fastsock/internal'
-import { track } from '../harness/children'
-import { loadInternal } from '../harness/library'
+import { track } from './children'
+import { loadInternal } from './library'
 
 /** How one rank ended. `failedFirst`: the first rank that failed (the cause of the job's end). */
 export interface RankExit {
