@@ -369,9 +369,11 @@ export class Conn extends ConnWriter {
           try {
             if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, this.payloadOpts)
             else {
+              // Bounded by progress (streamRead); not at all while this rank's own bytes wait in
+              // the event loop's path: the peer may be waiting for them before it writes more.
               const o = this.bigOpts
-              o.timeoutMs = SYNC_PAYLOAD.timeoutMs + target.length / SYNC_BYTES_PER_MS
-              p = syncRead(socket, target, o)
+              o.timeoutMs = socket.writableLength > 0 ? NO_WAIT_MS : SYNC_PAYLOAD.timeoutMs
+              p = streamRead(socket, target, o)
             }
           } catch (err) {
             const e = err as { code?: string, bytesRead?: number }
@@ -559,6 +561,26 @@ export class Conn extends ConnWriter {
       if (e.code === 'ERR_FASTSOCK_SYNC_UNAVAILABLE') return -1
       this.atEof = true // ECONNRESET, EPIPE: the peer is gone
       return 0
+    }
+  }
+}
+
+/**
+ * syncRead of a large payload bounded by progress: each readIntoSync waits at most `opts`'
+ * bound for more bytes; the loop goes on while every call moves some (the peer is writing) and
+ * returns the count read once a call moved none (ETIMEDOUT is not thrown: the count says it).
+ */
+function streamRead (socket: Socket, view: Uint8Array, opts: SyncOpts): number {
+  let done = 0
+  for (;;) {
+    try {
+      return done + syncRead(socket, done === 0 ? view : view.subarray(done), opts)
+    } catch (err) {
+      const e = err as { code?: string, bytesRead?: number }
+      if (e.code !== 'ETIMEDOUT') { if (done > 0) return done; throw err }
+      const r = e.bytesRead ?? 0
+      if (r === 0) return done
+      done += r
     }
   }
 }

@@ -14,6 +14,37 @@ import { abortError, invalidArgType, timedOut, wouldBlock } from './errors'
 
 type Listener = (req: Request) => void
 
+/**
+ * The event loop stays alive while someone awaits a request. The job's connections are unref'd
+ * (device-init.ts: a rank whose program is done finalizes by itself at 'beforeExit'), so without
+ * this an awaited receive could leave the loop with no ref'd handle: libuv's run then returns,
+ * Node drains V8's background tasks (it blocks until concurrent compile jobs finish: milliseconds
+ * in a cold process; in Node 20 it can deadlock with a job waiting for a GC) and emits
+ * 'beforeExit', whose handler kept the loop going with a 50 ms timer. One timer that never fires
+ * is ref'd while at least one wait is pending and unref'd when none is (`Timeout.ref()` and
+ * `unref()` are flag flips; libuv's timer is toggled only when the process-wide count crosses 0).
+ */
+let waiting = 0
+let keeper: NodeJS.Timeout | null = null
+
+function noop (): void {}
+
+/** One more pending wait: the loop stays alive until the matching release(). */
+function hold (): void {
+  if (waiting++ === 0) {
+    if (keeper === null) keeper = setInterval(noop, 0x7fffffff)
+    else keeper.ref()
+  }
+}
+
+/** A pending wait settled. */
+function release (): void {
+  if (--waiting === 0) keeper!.unref()
+}
+
+/** @internal how many waits hold the event loop (tests). */
+export function waitsHoldingLoop (): number { return waiting }
+
 /** A pending operation; see the module comment. */
 export class Request {
   /** @internal the result once done */
@@ -62,6 +93,7 @@ export class Request {
     const res = this.res
     if (res !== null) {
       this.res = null
+      release()
       if (this._error !== null) this.rej!(this._error)
       else res(this._status!)
     }
@@ -121,7 +153,10 @@ export class Request {
       // path runs once this tick's synchronous code is over (see spinLater).
       if (this._status !== null) return Promise.resolve(this._status)
       if (this._error !== null) return Promise.reject(this._error)
-      if (this.promise === null) this.promise = new Promise<Status>((resolve, reject) => { this.res = resolve; this.rej = reject })
+      if (this.promise === null) {
+        this.promise = new Promise<Status>((resolve, reject) => { this.res = resolve; this.rej = reject })
+        hold()
+      }
       if (this._spin !== null) spinLater(this, Infinity)
       return this.promise
     }
@@ -145,7 +180,10 @@ export class Request {
         if (r._error !== null) reject(r._error)
         else resolve(r._status!)
       }
+      hold()
+      let held = true
       const cleanup = (): void => {
+        if (held) { held = false; release() }
         if (timer !== null) clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         this._offDone(listener)
@@ -258,7 +296,9 @@ export function waitAny (requests: Request[]): Promise<{ index: number, status: 
   }
   return new Promise((resolve, reject) => {
     const listeners: Listener[] = []
+    hold()
     const finish = (i: number, r: Request): void => {
+      release()
       reqs.forEach((q, j) => q._offDone(listeners[j]))
       if (r._error !== null) reject(r._error)
       else resolve({ index: i, status: r._status })

@@ -25,6 +25,15 @@ async function main () {
       else if (comm.rank === 1) { await comm.recv(a, 0, 1); console.log(`GOT ${a[0]}`) }
       done(comm.rank)
       return
+    case 'drain': { // rank 1 awaits a message rank 0 sends after 600 ms of synchronous work (no timer in either loop)
+      let drains = 0
+      process.on('beforeExit', () => { drains++ })
+      await comm.barrier() // the connections are up (a connect in progress holds the loop by itself)
+      if (comm.rank === 0) { const end = Date.now() + 600; while (Date.now() < end); await comm.send(new Float64Array([9]), 1, 1) }
+      else if (comm.rank === 1) { await comm.recv(a, 0, 1); console.log(`DRAINS ${drains} GOT ${a[0]}`) }
+      done(comm.rank)
+      return
+    }
     case 'caught': // rank 1 throws, the error is caught and logged; the others wait for it in a barrier
       if (comm.rank === 1) throw new Error('boom in rank 1')
       await comm.barrier()

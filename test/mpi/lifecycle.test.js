@@ -36,6 +36,16 @@ t.test('fastsock mpirun: a slow message is waited for (no early finalize), with 
   t.match(r.stderr, /rank 1 has waited \d+ s in a receive from rank 0 \(tag 1\) on communicator 0 for rank 0: rank 0 running/, 'the wait past the bound is reported once')
 })
 
+t.test('fastsock mpirun: an awaited receive holds the event loop (it does not drain to beforeExit while waiting)', async t => {
+  // Without the hold, the rank's loop had no ref'd handle while it waited (the job's connections
+  // are unref'd for the forgotten-finalize case): libuv's run returned, 'beforeExit' was emitted
+  // every 50 ms, and Node drained V8's background tasks each time (in Node 20 that could deadlock).
+  const r = await fastsockRun('drain')
+  t.notOk(r.timedOut)
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, /DRAINS 0 GOT 9/, "no 'beforeExit' while the receive was pending")
+})
+
 t.test('fastsock mpirun: an error caught and only logged ends the job', async t => {
   const r = await fastsockRun('caught')
   t.notOk(r.timedOut, 'the job ended by itself')
