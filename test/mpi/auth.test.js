@@ -62,3 +62,30 @@ t.test('peerUid of a loopback TCP socket and of a UNIX socket', async t => {
     t.same(seen, [me], `${typeof addr === 'string' ? 'unix' : 'tcp'}: the peer's uid is ours`)
   }
 })
+
+t.test('tcpSocketUid finds the row read in small chunks (rows straddling chunks) and another user\'s socket', async t => {
+  const cp = require('child_process')
+  const server = net.createServer(s => s.on('error', () => {}))
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  const port = server.address().port
+  const asNobody = auth.myUid() === 0 && cp.spawnSync('setpriv', ['--version']).status === 0
+  const uid = asNobody ? 65534 : auth.myUid()
+  const script = `const c = require('net').connect(${port}, '127.0.0.1', () => { process.stdout.write(c.localPort + '\\n') }); setTimeout(() => {}, 30000)`
+  const child = asNobody
+    ? cp.spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script])
+    : cp.spawn(process.execPath, ['-e', script])
+  const clientPort = await new Promise((resolve, reject) => {
+    child.stdout.once('data', d => resolve(Number(String(d).trim())))
+    child.once('exit', code => reject(new Error(`client exited ${code}`)))
+  })
+  try {
+    for (const chunk of [7, 97, 256, 4096, 256 * 1024]) {
+      t.equal(auth.tcpSocketUid('127.0.0.1', port, '127.0.0.1', clientPort, chunk), auth.myUid(), `our end, ${chunk}-byte chunks`)
+      t.equal(auth.tcpSocketUid('127.0.0.1', clientPort, '127.0.0.1', port, chunk), uid, `the client's end (uid ${uid}), ${chunk}-byte chunks`)
+    }
+    t.equal(auth.tcpSocketUid('127.0.0.1', 1, '127.0.0.1', 2, 97), null, 'no such socket: null')
+  } finally {
+    child.kill()
+    server.close()
+  }
+})
