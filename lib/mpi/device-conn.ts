@@ -15,6 +15,7 @@
 import { performance } from 'perf_hooks'
 import type { Socket } from '../index'
 import { HEADER_BYTES, EAGER, DATA } from './device-wire'
+import { PollBudget } from './poll-budget'
 import { ConnWriter, type SyncOpts, type WriteHandler, SYNC_WRITE_BYTES, SYNC_BYTES_PER_MS } from './device-write'
 
 /** What the device does with parsed frames (implemented by Device; no import cycle). */
@@ -154,19 +155,10 @@ export class Conn extends ConnWriter {
     if (rest !== null && rest.length > 0) this.onData(rest)
   }
 
-  /** A fast-path wait that went to the event loop ended: adjust the spin budget (see pollFrames). */
-  private learn (): void {
-    const blockUs = (performance.now() - this.missAt) * 1000
-    this.missAt = 0
-    const spin = this.spinUs
-    if (blockUs <= this.spinCap) this.spinUs = Math.min(this.spinCap, Math.max(spin * 2, 10))
-    else this.spinUs = Math.max(spin / 2, Math.min(this.spinCap, SPIN_FLOOR_US))
-  }
-
   /** The 'data' listener: runs the parser over a chunk. */
   readonly onData = (chunk: Buffer): void => {
     if (this.lost) return // a bad frame closed it: what follows is not read
-    if (this.missAt !== 0) this.learn()
+    if (this.budget.missing) this.budget.arrived(performance.now())
     this.parsing = true
     try {
       this.parse(chunk)
@@ -273,8 +265,6 @@ export class Conn extends ConnWriter {
     })
   }
 
-  /** When the current fast-path wait started (performance.now(), ms). */
-  private waitAt = 0
   /** The wait whose next polling slice is queued (setImmediate), and its slice cap. */
   private contReq: { readonly done: boolean } | null = null
   private contCap = 0
@@ -284,12 +274,8 @@ export class Conn extends ConnWriter {
     if (req !== null && !req.done && !this.lost) this.pollFrames(this.contCap, req, Infinity, true)
   }
 
-  /** The fast path's learned polling budget per wait, µs (see pollFrames); -1 before the first. */
-  private spinUs = -1
-  /** The cap the budget was learned under. */
-  private spinCap = 0
-  /** When a fast-path wait went to the event loop (performance.now(), ms); 0: none pending. */
-  private missAt = 0
+  /** The fast path's learned polling budget per wait (poll-budget.ts). */
+  private readonly budget = new PollBudget(SPIN_FLOOR_US)
 
   /**
    * The receive fast path on shm: reads and handles frames synchronously until `req` is done
@@ -297,11 +283,8 @@ export class Conn extends ConnWriter {
    * `capUs` (the window) with a turn of the event loop between slices (setImmediate; `cont`
    * marks such a continuation), up to a learned budget per wait of at most POLL_SLICES windows;
    * `limitUs` (a wait's timeout) bounds the spin and ends it after one slice. The budget is
-   * learned with the rule of KVM's haltpoll governor, as fastsock's own polling window
-   * (docs/polling.md): a wait the polling did not catch is timed from its start until its frame
-   * comes through the event loop; if a larger budget (up to the cap) would have caught it, the
-   * budget doubles (at least 10 µs), else it halves (not below SPIN_FLOOR_US). A caught frame
-   * leaves it unchanged. Does nothing when the connection is mid-frame or a readInto is pending.
+   * learned with the rule of KVM's haltpoll governor (PollBudget, poll-budget.ts; the floor is
+   * SPIN_FLOOR_US). Does nothing when the connection is mid-frame or a readInto is pending.
    */
   pollFrames (capUs: number, req: { readonly done: boolean } | null, limitUs = Infinity, cont = false): void {
     const socket = this.socket
@@ -318,13 +301,9 @@ export class Conn extends ConnWriter {
     let spin = 0
     let left = 0
     if (req !== null && !this.handler.othersBusy(this)) {
-      const cap = capUs * POLL_SLICES
-      if (this.spinUs < 0 || this.spinCap !== cap) { this.spinUs = cap; this.spinCap = cap }
-      const now = performance.now()
-      if (!cont) this.waitAt = now
       // What is left of this wait's polling budget, and this slice of it (at most the window).
-      left = this.spinUs - (now - this.waitAt) * 1000
-      if (left <= 0 || capUs === 0) { if (capUs > 0) this.missAt = this.waitAt; return }
+      left = this.budget.left(capUs * POLL_SLICES, performance.now(), cont)
+      if (left <= 0 || capUs === 0) { if (capUs > 0) this.budget.miss(); return }
       spin = Math.min(left, capUs, limitUs) // limitUs: the wait's own timeout (learning is left alone)
     }
     const hdr = this.hdr
@@ -352,7 +331,7 @@ export class Conn extends ConnWriter {
               this.contCap = capUs
               setImmediate(this.contRun)
             } else {
-              this.missAt = this.waitAt
+              this.budget.miss()
             }
           }
         }
