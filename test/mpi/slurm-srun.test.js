@@ -4,7 +4,10 @@
 // ranks (srun --overcommit: more ranks than CPUs) find rank, size and local rank from SLURM_*,
 // the store at the first host of SLURM_STEP_NODELIST on the step's reserved port; a Float64Array
 // goes 0 → 1 → 0 over shm. The allocation's own shell (salloc, no SLURM_STEP_ID) is a singleton;
-// mpi.abort(5) ends the step with 5. Needs root; skipped (with the reason) without the binaries.
+// mpi.abort(5) ends the step with 5. The job's secret comes from munge (lib/mpi/munge.ts): one
+// per job, shared by every rank; ranks made to believe they are on separate nodes (what a
+// multi-node step looks like to them) still start with it, and refuse to start, saying how to
+// give one, when munged cannot be found. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
 const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
@@ -52,6 +55,38 @@ else if (!IS_ROOT) {
       t.equal(o.store.host, cluster.node, 'the first host of SLURM_STEP_NODELIST')
       t.ok(o.store.port >= 12000 && o.store.port <= 12999, `the step's reserved port (${o.store.port})`)
     })
+  })
+
+  // Each rank sees a node of its own: SLURM_NODEID = its rank, one task per node.
+  const apart = (extra = '') => ['sh', '-c', `SLURM_STEP_TASKS_PER_NODE="1(x$SLURM_STEP_NUM_TASKS)" SLURM_NODEID=$SLURM_PROCID SLURM_LOCALID=0 ${extra} exec "$0" "$@"`, process.execPath, BOOT]
+
+  t.test('the secret comes from munge: one per job, also for ranks on separate nodes', async t => {
+    const one = await srun(['-n', '3', process.execPath, BOOT])
+    t.equal(one.code, 0, one.stderr)
+    const a = byRank(one.json)
+    t.equal(a.length, 3)
+    t.match(a[0].secret, /^[0-9a-f]{16}$/, 'one host: a secret all the same')
+    t.equal(new Set(a.map(o => o.secret)).size, 1, 'every rank has the same one')
+    const two = await srun(['-n', '3', process.execPath, BOOT])
+    t.not(byRank(two.json)[0].secret, a[0].secret, 'another job, another secret')
+    const r = await srun(['-n', '3', ...apart()])
+    t.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+    const outs = byRank(r.json)
+    t.equal(outs.length, 3)
+    outs.forEach((o, i) => t.match(o, { rank: i, size: 3, localRank: 0, localSize: 1, launcher: 'slurm', got: `from ${(i + 1) % 3}` }))
+    t.match(outs[0].secret, /^[0-9a-f]{16}$/)
+    t.equal(new Set(outs.map(o => o.secret)).size, 1, 'sealed by rank 0, opened by each')
+  })
+
+  t.test('ranks on separate nodes without munged refuse to start, saying how to give a secret', async t => {
+    const r = await srun(['-n', '2', ...apart('SLURM_CONF=/nonexistent PATH=/nonexistent')])
+    t.not(r.code, 0)
+    const errs = r.json.filter(o => o.error)
+    t.ok(errs.length > 0, r.stdout)
+    for (const e of errs) {
+      t.equal(e.error, 'ERR_MPI_LAUNCH')
+      t.match(e.message, /span several hosts.*FASTSOCK_MPI_SECRET.*munged/)
+    }
   })
 
   t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {
