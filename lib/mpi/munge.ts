@@ -63,7 +63,7 @@ export function slurmMungeSocket (file: string): string | null {
   try { text = fs.readFileSync(file, 'utf8') } catch { return null }
   for (const raw of text.split('\n')) {
     const line = raw.replace(/#.*/, '').trim()
-    const m = /^AuthInfo\s*=\s*(\S+)/i.exec(line)
+    const m = /^AuthInfo\s*=\s*(.+)$/i.exec(line)
     if (m === null) continue
     for (const part of m[1].split(',')) {
       const kv = /^socket=(.+)$/i.exec(part.trim())
