@@ -464,10 +464,14 @@ export class StoreServer extends EventEmitter {
     if (this.closing) return
     this.closing = true
     this.server.close()
-    if (this.conns.size > 0) {
+    // Connections that never proved the secret are no clients to wait for (an intruder's flood
+    // must not hold the job's end for graceMs).
+    for (const c of this.unproven) c.socket.destroy()
+    const registered = (): number => { let n = 0; for (const c of this.conns) if (c.rank !== null) n++; return n }
+    if (registered() > 0) {
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, graceMs)
-        const check = (): void => { if (this.conns.size === 0) { clearTimeout(timer); resolve() } }
+        const check = (): void => { if (registered() === 0) { clearTimeout(timer); resolve() } }
         for (const c of this.conns) c.socket.once('close', () => setImmediate(check))
       })
     }

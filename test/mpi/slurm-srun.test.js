@@ -7,11 +7,13 @@
 // mpi.abort(5) ends the step with 5. The job's secret comes from munge (lib/mpi/munge.ts): one
 // per job, shared by every rank; ranks made to believe they are on separate nodes (what a
 // multi-node step looks like to them) still start with it, and refuse to start, saying how to
-// give one, when munged cannot be found. Needs root; skipped (with the reason) without the binaries.
+// give one, when munged cannot be found. A process of nobody attacking a running step (floods,
+// forged handshakes) does not stop it. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
 const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
 const { startCluster } = require('../helpers/slurm')
+const { VICTIM, underAttack, checkUnharmed } = require('../helpers/intruder')
 
 const COMM = path.join(FIXTURES, 'launch-comm.js')
 const BOOT = path.join(FIXTURES, 'launch-bootstrap.js')
@@ -87,6 +89,11 @@ else if (!IS_ROOT) {
       t.equal(e.error, 'ERR_MPI_LAUNCH')
       t.match(e.message, /span several hosts.*FASTSOCK_MPI_SECRET.*munged/)
     }
+  })
+
+  t.test('another user (nobody) flooding and forging against a running step cannot stop it (test/helpers/intruder.js)', async t => {
+    const r = await underAttack(dep.paths.srun, ['--overcommit', '-N1', '-n', '3', process.execPath, VICTIM], { env: cluster.env })
+    checkUnharmed(t, r, 3)
   })
 
   t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {
