@@ -10,6 +10,10 @@
  *
  * Control traffic only: it rides Node's own `net` (TCP or a UNIX socket), never fastsock's chain.
  *
+ * Admission (docs/mpi-launch.md, "Threat model"): HELLO, CHALLENGE (carrying, under Slurm's MUNGE,
+ * the credential that seals the job's secret: lib/mpi/munge.ts), PROVE; before PROVE a connection
+ * may send 4 KiB, has HANDSHAKE_MS, and counts against maxUnproven (a flood cuts its oldest).
+ *
  * Wire format (docs/mpi-launch.md, "Store protocol"): frames of
  *   u32le length (of what follows) | u8 op | u32le id | body
  * strings are u16le byte length + UTF-8, numbers i32le / i64le. Client ops: HELLO(1), SET(2),
