@@ -6,8 +6,8 @@
 // goes 0 → 1 → 0 over shm. The allocation's own shell (salloc, no SLURM_STEP_ID) is a singleton;
 // mpi.abort(5) ends the step with 5. The job's secret comes from munge (lib/mpi/munge.ts): one
 // per job, shared by every rank; ranks made to believe they are on separate nodes (what a
-// multi-node step looks like to them) still start with it, and refuse to start, saying how to
-// give one, when munged cannot be found. A process of nobody attacking a running step (floods,
+// multi-node step looks like to them) still start with it; when munged cannot be found, one
+// node runs without a secret and separate nodes refuse to start, saying how to give one. A process of nobody attacking a running step (floods,
 // forged handshakes) does not stop it. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
@@ -80,8 +80,14 @@ else if (!IS_ROOT) {
     t.equal(new Set(outs.map(o => o.secret)).size, 1, 'sealed by rank 0, opened by each')
   })
 
-  t.test('ranks on separate nodes without munged refuse to start, saying how to give a secret', async t => {
-    const r = await srun(['-n', '2', ...apart('SLURM_CONF=/nonexistent PATH=/nonexistent')])
+  t.test('without munged: one node runs without a secret, separate nodes refuse, saying how to give one', async t => {
+    // The ranks read a slurm.conf whose munged socket does not exist (whatever runs on this host).
+    const conf = path.join(cluster.dir, 'nomunge.conf')
+    require('fs').writeFileSync(conf, 'AuthType=auth/munge\nAuthInfo=socket=/nonexistent/munge.socket.2\n')
+    const one = await srun(['-n', '2', 'sh', '-c', `SLURM_CONF=${conf} exec "$0" "$@"`, process.execPath, BOOT])
+    t.equal(one.code, 0, one.stderr)
+    t.match(byRank(one.json), [{ rank: 0, secret: null, got: 'from 1' }, { rank: 1, secret: null, got: 'from 0' }], 'one node: loopback and uid checks, no secret')
+    const r = await srun(['-n', '2', ...apart(`SLURM_CONF=${conf}`)])
     t.not(r.code, 0)
     const errs = r.json.filter(o => o.error)
     t.ok(errs.length > 0, r.stdout)
