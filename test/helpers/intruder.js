@@ -30,6 +30,7 @@ function underAttack (cmd, args, { env, timeoutMs = 90000, flood = 300 } = {}) {
     const outs = []
     let intruder = null
     let intruderOut = ''
+    let goSent = false
     job.stderr.on('data', d => { stderr += d })
     const killer = setTimeout(() => { try { process.kill(-job.pid, 'SIGKILL') } catch {} }, timeoutMs)
     const startIntruder = targets => {
@@ -44,7 +45,7 @@ function underAttack (cmd, args, { env, timeoutMs = 90000, flood = 300 } = {}) {
         { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] })
       intruder.stdout.on('data', d => {
         intruderOut += d
-        if (/"attacking":true/.test(intruderOut) && !fs.existsSync(go)) fs.writeFileSync(go, '')
+        if (!goSent && /"attacking":true/.test(intruderOut)) { goSent = true; fs.writeFileSync(go, '') }
       })
     }
     const targets = []
@@ -67,6 +68,7 @@ function underAttack (cmd, args, { env, timeoutMs = 90000, flood = 300 } = {}) {
       clearTimeout(killer)
       try { fs.unlinkSync(go) } catch {}
       const finish = () => {
+        try { fs.unlinkSync(go) } catch {}
         const seen = intruderOut.split('\n').filter(l => l.startsWith('{') && !l.includes('attacking')).map(l => JSON.parse(l))[0] ?? null
         resolve({ code, outs, seen, stderr, stdout })
       }
