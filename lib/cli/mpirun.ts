@@ -11,6 +11,10 @@
  *   2 s; mpirun exits with that rank's code (128 + n for signal n). All exit 0: 0. A command that
  *   cannot be started: 127. --timeout expired: the ranks are killed, status 124.
  * - The ranks' stdin is /dev/null.
+ * - When this process's stdout is closed under it (`fastsock mpirun ... | head -1`: EPIPE), the
+ *   ranks' output stops being forwarded and the job is stopped as a SIGPIPE would stop a filter
+ *   (SIGTERM, then SIGKILL), quietly: status 141 (128 + SIGPIPE), as the shell reports for
+ *   `yes | head -1`. A closed stderr only stops the forwarding of stderr lines.
  *
  * `spawnRanks` is the reusable part (used by `fastsock osu` too).
  */
@@ -64,6 +68,8 @@ export interface JobResult {
   failedRank: number | null
   /** True when timeoutMs ended the job. */
   timedOut: boolean
+  /** True when this process's stdout was closed (EPIPE) and the job was stopped for it (code 141). */
+  outputClosed?: boolean
   exits: RankExit[]
 }
 
@@ -139,6 +145,25 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
   let tearingDown = false
   let killTimer: NodeJS.Timeout | null = null
   let interrupts = 0
+  // Forwarded output whose reader is gone (EPIPE: `| head -1`) is dropped; a closed stdout stops
+  // the job as SIGPIPE stops a filter (module comment).
+  let outputClosed = false
+  const closedOut = { stdout: false, stderr: false }
+  const outErrors: Array<[NodeJS.WriteStream, (err: NodeJS.ErrnoException) => void]> = []
+  if (piped && stdio === 'inherit') {
+    for (const name of ['stdout', 'stderr'] as const) {
+      const out = name === 'stdout' ? process.stdout : process.stderr
+      const h = (err: NodeJS.ErrnoException): void => {
+        closedOut[name] = true
+        if (name === 'stdout' && (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') && !outputClosed) {
+          outputClosed = true
+          tearDown()
+        }
+      }
+      out.on('error', h)
+      outErrors.push([out, h])
+    }
+  }
 
   const running = (c: ChildProcess): boolean => c.exitCode === null && c.signalCode === null && c.pid !== undefined
   const signalAll = (signal: NodeJS.Signals): void => {
@@ -185,12 +210,15 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
     if (jobTimer !== null) clearTimeout(jobTimer)
     process.removeListener('exit', onExit)
     for (const [sig, h] of handlers) process.removeListener(sig, h)
+    // Left on: a write still in flight may yet fail with EPIPE, and must not throw.
+    for (const [out, h] of outErrors) { out.removeListener('error', h); out.on('error', () => {}) }
     // A job ended by a forwarded signal (no rank failed first) reports the first rank's status.
     if (failedRank === null && !timedOut) {
       const first = exits.find(e => e.signal !== null || e.code !== 0)
       if (first !== undefined) status = first.signal !== null ? signalStatus(first.signal) : (first.code ?? 1)
     }
-    finish({ code: timedOut ? 124 : status, failedRank, timedOut, exits })
+    if (outputClosed && failedRank === null && !timedOut) status = signalStatus('SIGPIPE')
+    finish({ code: timedOut ? 124 : status, failedRank, timedOut, exits, outputClosed })
   }
 
   let jobTimer: NodeJS.Timeout | null = null
@@ -248,7 +276,7 @@ export async function spawnRanks (opts: SpawnRanksOptions): Promise<RankJob> {
         if (stream === null) continue
         lines(stream, line => {
           opts.onLine?.(rank, name, line)
-          out.write(tag + line + '\n')
+          if (!closedOut[name] && !out.destroyed) out.write(tag + line + '\n')
         })
       }
     } else if (opts.onLine !== undefined) {

@@ -12,8 +12,9 @@
 import * as os from 'os'
 import { type MpiError, mpiError } from './errors'
 import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, type InitOptions, type LaunchInfo } from './launch'
-import { StoreClient, StoreServer } from './store'
+import { MAX_UNPROVEN, StoreClient, StoreServer } from './store'
 import { discoverSecret } from './auth'
+import { findMunge, openSecret, SealedSecret } from './munge'
 
 /** What bootstrap found and opened. `store`/`server` are null for a singleton; `server` is rank 0's only. */
 export interface Bootstrap {
@@ -75,12 +76,28 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   const info = detectLaunch(options, env)
   oversubscribedHelpers(info, env)
   if (info.store === null) return { info, store: null, server: null, secret: null }
-  const secret = discoverSecret(env, info.jobId)?.key ?? null
-  // Where the store is served and reached: the launcher's address, or loopback for a job without
-  // a secret (info.store keeps the launcher's, for messages).
-  const addr = secret === null && !('path' in info.store) ? loopbackStore(info, info.store, env) : info.store
+  let secret = discoverSecret(env, info.jobId)?.key ?? null
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
+  // Under Slurm without a given secret, rank 0 seals one in MUNGE credentials where munged runs
+  // (lib/mpi/munge.ts); the other ranks open it during the store's handshake.
+  let munge = secret === null && info.launcher === 'slurm' ? findMunge(env) : null
+  const oneHost = info.localKnown !== false && info.localSize === info.size
+  let sealed: SealedSecret | null = null
+  if (munge !== null && info.rank === 0) {
+    try {
+      sealed = await SealedSecret.create(munge, info.jobId)
+      secret = sealed.key
+    } catch (err) {
+      // One host: the job runs without a secret (loopback, uid checks); several: it cannot.
+      if (!oneHost) throw mpiError('ERR_MPI_LAUNCH', `init: ${(err as Error).message}; the ${info.size} ranks of this job span several hosts and need a job secret: ${HOW_SECRET}`, { rank: 0, cause: err })
+      munge = null
+    }
+  }
+  // Where the store is served and reached: the launcher's address, or loopback for a job without
+  // a secret or on one host (info.store keeps the launcher's, for messages).
+  const local = !('path' in info.store) && (secret === null || munge !== null) && (munge === null || oneHost)
+  const addr = local ? loopbackStore(info, info.store as { host: string, port: number }, env, munge !== null) : info.store
   // A path detectLaunch chose lives in this user's private directory: the server creates it mode
   // 700, the clients check it (a directory of someone else's could host a fake store).
   const privatePath = 'path' in info.store && options?.storePath === undefined
@@ -89,7 +106,7 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   try {
     if (info.rank === 0) {
       try {
-        server = await StoreServer.listen(addr, { privateDir: privatePath, secret, ...(secret === null && !('path' in addr) ? { listenHost: addr.host } : {}) })
+        server = await StoreServer.listen(addr, { privateDir: privatePath, secret, sealed, maxUnproven: Math.max(MAX_UNPROVEN, 2 * info.size), ...(local ? { listenHost: (addr as { host: string }).host } : {}) })
       } catch (err) {
         const e = err as MpiError
         throw mpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
@@ -98,7 +115,9 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
       }
     }
     try {
-      store = await StoreClient.connect(addr, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret })
+      const m = munge
+      const openSealed = m === null ? null : (cred: Buffer): Promise<Buffer> => openSecret(m, cred, info.jobId)
+      store = await StoreClient.connect(addr, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret, openSealed })
     } catch (err) {
       if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
       throw err
@@ -110,13 +129,15 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
     if (isLoopback(store.localAddress) && result.localSize < result.size && !('path' in info.store)) {
       store.localAddress = externalAddress(store.localAddress)
     }
-    return { info: result, store, server, secret }
+    return { info: result, store, server, secret: store.secret }
   } catch (err) {
     if (store !== null) await store.close()
     if (server !== null) await server.close({ graceMs: 0 })
     throw err
   }
 }
+
+const HOW_SECRET = 'give every rank the same secret of at least 128 bits: FASTSOCK_MPI_SECRET=$(openssl rand -hex 32), or FASTSOCK_MPI_SECRET_FILE=<a file of mode 600>; under Slurm, munged on every node gives one (docs/mpi-launch.md, "Threat model")'
 
 /**
  * A job without a secret runs on one host only, its store on loopback (no other host can reach
@@ -125,8 +146,9 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
  * did not say how many ranks share this host and the store address is not loopback), saying how
  * to give a secret.
  */
-function loopbackStore (info: LaunchInfo, store: { host: string, port: number }, env: NodeJS.ProcessEnv): { host: string, port: number } {
-  const how = 'give every rank the same secret of at least 128 bits: FASTSOCK_MPI_SECRET=$(openssl rand -hex 32), or FASTSOCK_MPI_SECRET_FILE=<a file of mode 600> (docs/mpi-launch.md, "Threat model")'
+function loopbackStore (info: LaunchInfo, store: { host: string, port: number }, env: NodeJS.ProcessEnv, sealed = false): { host: string, port: number } {
+  const how = HOW_SECRET
+  if (sealed) return { host: store.host === '::1' ? '::1' : '127.0.0.1', port: store.port }
   if (info.localKnown !== false && info.localSize < info.size) {
     throw mpiError('ERR_MPI_LAUNCH', `init: the ${info.size} ranks of this job span several hosts (${info.localSize} on this one) and the launcher (${info.launcher}) gives no job secret: ${how}; variables read: ${describeVars(info, env)}`, { rank: info.rank })
   }

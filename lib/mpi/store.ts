@@ -10,6 +10,10 @@
  *
  * Control traffic only: it rides Node's own `net` (TCP or a UNIX socket), never fastsock's chain.
  *
+ * Admission (docs/mpi-launch.md, "Threat model"): HELLO, CHALLENGE (carrying, under Slurm's MUNGE,
+ * the credential that seals the job's secret: lib/mpi/munge.ts), PROVE; before PROVE a connection
+ * may send 4 KiB, has HANDSHAKE_MS, and counts against maxUnproven (a flood cuts its oldest).
+ *
  * Wire format (docs/mpi-launch.md, "Store protocol"): frames of
  *   u32le length (of what follows) | u8 op | u32le id | body
  * strings are u16le byte length + UTF-8, numbers i32le / i64le. Client ops: HELLO(1), SET(2),
@@ -28,7 +32,7 @@ import * as net from 'net'
 import * as path from 'path'
 import { type MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange, systemError } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
-import { NONCE_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
+import { NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
 /** Protocol magic in HELLO ('FSMS') and version. */
 export const STORE_MAGIC = 0x534d5346
@@ -39,6 +43,13 @@ export const MAX_FRAME = 64 * 1024 * 1024
 export const MAX_HELLO_FRAME = 4096
 /** How long a connection may take to prove itself before the server hangs up, ms. */
 export const HANDSHAKE_MS = 10000
+/**
+ * Default bound on the connections that have not proved the job's secret yet (StoreServerOptions
+ * .maxUnproven): past it, each new connection evicts the oldest one that has not even sent a valid
+ * HELLO, else the oldest unproven one. A flood of connections that never send (or dribble
+ * garbage) then holds at most this many descriptors, and the newest (a rank retrying) gets in.
+ */
+export const MAX_UNPROVEN = 128
 /** Longest key in UTF-8 bytes. */
 export const MAX_KEY = 4096
 
@@ -152,6 +163,8 @@ interface Conn {
   /** The handshake: the client's nonce and ours once HELLO came (PROVE expected), null before. */
   nonces: { a: Buffer, b: Buffer, rank: number } | null
   decoder: FrameDecoder | null
+  /** True from a valid HELLO on (its CHALLENGE sent or being made). */
+  greeted: boolean
 }
 interface Waiter { conn: Conn, id: number, missing: Set<string>, get: string | null }
 
@@ -166,6 +179,14 @@ export interface StoreServerOptions {
    * Without one, only clients of this host running as this user are let in (peer uid).
    */
   secret?: Buffer | null
+  /**
+   * A job secret sealed in MUNGE credentials (lib/mpi/munge.ts, under Slurm): its key is the
+   * secret (the `secret` option is then ignored), and each CHALLENGE carries a credential that
+   * only the job's user can open.
+   */
+  sealed?: { key: Buffer, credential: () => Promise<Buffer> } | null
+  /** Connections that have not proved the secret, at most (default MAX_UNPROVEN; see there). */
+  maxUnproven?: number
 }
 
 /**
@@ -185,7 +206,13 @@ export class StoreServer extends EventEmitter {
   /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
   private readonly unlinkAtExit: (() => void) | null = null
 
-  private constructor (private readonly server: net.Server, readonly address: StoreAddress, private readonly secret: Buffer | null) {
+  /** Connections that have not proved the secret yet, oldest first. */
+  private readonly unproven = new Set<Conn>()
+  /** Connections cut to make room under maxUnproven (for tests and reports). */
+  evicted = 0
+
+  private constructor (private readonly server: net.Server, readonly address: StoreAddress, private readonly secret: Buffer | null,
+    private readonly sealed: StoreServerOptions['sealed'], private readonly maxUnproven: number) {
     super()
     server.on('connection', s => this.accept(s))
     if ('path' in address) {
@@ -223,7 +250,8 @@ export class StoreServer extends EventEmitter {
     })
     server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
     const actual = 'path' in addr ? addr : { host: addr.host, port: (server.address() as net.AddressInfo).port }
-    return new StoreServer(server, actual, options.secret ?? null)
+    const sealed = options.sealed ?? null
+    return new StoreServer(server, actual, sealed?.key ?? options.secret ?? null, sealed, Math.max(1, options.maxUnproven ?? MAX_UNPROVEN))
   }
 
   private unrefd = false
@@ -257,7 +285,16 @@ export class StoreServer extends EventEmitter {
   get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
 
   private accept (socket: net.Socket): void {
-    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null }
+    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null, greeted: false }
+    if (this.unproven.size >= this.maxUnproven) {
+      let victim: Conn | undefined
+      for (const c of this.unproven) if (!c.greeted) { victim = c; break }
+      victim ??= this.unproven.values().next().value as Conn
+      this.unproven.delete(victim)
+      this.evicted++
+      victim.socket.destroy()
+    }
+    this.unproven.add(conn)
     this.conns.add(conn)
     if (this.unrefd) socket.unref()
     socket.setNoDelay(true)
@@ -272,7 +309,7 @@ export class StoreServer extends EventEmitter {
       try { dec.push(chunk) } catch { socket.destroy() }
     })
     socket.on('error', () => { /* close follows */ })
-    socket.on('close', () => this.dropped(conn))
+    socket.on('close', () => { this.unproven.delete(conn); this.dropped(conn) })
   }
 
   private send (conn: Conn, buf: Buffer): void {
@@ -299,7 +336,15 @@ export class StoreServer extends EventEmitter {
           if (uid === null && this.secret === null) throw mpiError('ERR_MPI_LAUNCH', 'store: this job has no secret, so only clients of this host are let in (set FASTSOCK_MPI_SECRET on every rank)')
           const b = newNonce()
           conn.nonces = { a, b, rank }
-          this.send(conn, frame(Op.CHALLENGE, id, b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)))
+          conn.greeted = true
+          const challenge = [b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)]
+          if (this.sealed === null || this.sealed === undefined) { this.send(conn, frame(Op.CHALLENGE, id, ...challenge)); return }
+          // Under MUNGE the challenge carries the sealed secret (lib/mpi/munge.ts): only the job's
+          // user can open it, and opening it is what lets a rank check our proof and give its own.
+          this.sealed.credential().then(cred => this.send(conn, frame(Op.CHALLENGE, id, ...challenge, cred)), (err: Error) => {
+            this.send(conn, frame(Op.ERROR, id, str('ERR_MPI_LAUNCH'), str(`store: cannot seal the job's secret: ${err.message}`)))
+            conn.socket.end()
+          })
           return
         }
         case Op.PROVE: {
@@ -316,6 +361,7 @@ export class StoreServer extends EventEmitter {
             return
           }
           conn.rank = rank
+          this.unproven.delete(conn)
           if (conn.decoder !== null) conn.decoder.max = MAX_FRAME
           if (rank >= 0) this.ranks.set(rank, conn)
           this.send(conn, frame(Op.OK, id, str(plainAddress(conn.socket.remoteAddress))))
@@ -422,10 +468,14 @@ export class StoreServer extends EventEmitter {
     if (this.closing) return
     this.closing = true
     this.server.close()
-    if (this.conns.size > 0) {
+    // Connections that never proved the secret are no clients to wait for (an intruder's flood
+    // must not hold the job's end for graceMs).
+    for (const c of this.unproven) c.socket.destroy()
+    const registered = (): number => { let n = 0; for (const c of this.conns) if (c.rank !== null) n++; return n }
+    if (registered() > 0) {
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, graceMs)
-        const check = (): void => { if (this.conns.size === 0) { clearTimeout(timer); resolve() } }
+        const check = (): void => { if (registered() === 0) { clearTimeout(timer); resolve() } }
         for (const c of this.conns) c.socket.once('close', () => setImmediate(check))
       })
     }
@@ -454,6 +504,12 @@ export interface StoreConnectOptions {
    * Without one, the server must be of this host and run as this user (its uid is checked).
    */
   secret?: Buffer | null
+  /**
+   * For a job whose secret the store seals in a MUNGE credential (lib/mpi/munge.ts): opens the
+   * credential of the CHALLENGE and resolves with the secret key (rejects when it does not
+   * qualify). Used when `secret` is null; the key found is then `client.secret`.
+   */
+  openSealed?: ((credential: Buffer) => Promise<Buffer>) | null
 }
 
 /** Options of an operation: its deadline in ms (default: the client's; Infinity for none). */
@@ -472,6 +528,8 @@ export class StoreClient extends EventEmitter {
   observedAddress = ''
   /** Every rank reported lost so far (also those lost before this client registered). */
   readonly lostRanks = new Set<number>()
+  /** The job's secret key this client proved: the one given, or the one the store sealed for it; null for none. */
+  secret: Buffer | null = null
   /** The code of an abort another rank relayed, null while none (kept for a listener that registers late). */
   abortCode: number | null = null
   /** Who aborted (its rank) and why (its text, '' when it gave none), with abortCode. */
@@ -501,7 +559,7 @@ export class StoreClient extends EventEmitter {
    * (cause: the last error) when time runs out, ERR_MPI_LAUNCH when the rank is already
    * registered or the socket directory is not private.
    */
-  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null }: StoreConnectOptions): Promise<StoreClient> {
+  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null, openSealed = null }: StoreConnectOptions): Promise<StoreClient> {
     if (!Number.isInteger(rank) || rank < -1) {
       throw invalidArgType('The "rank" option must be an integer >= -1')
     }
@@ -515,7 +573,7 @@ export class StoreClient extends EventEmitter {
         if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
           throw systemError('ENOENT', `${path.dirname(addr.path)} does not exist yet`)
         }
-        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret)
+        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret, openSealed)
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? ''
         if (!RETRY_CODES.has(code)) throw err
@@ -533,7 +591,7 @@ export class StoreClient extends EventEmitter {
    * proof, or its uid checked when the job has no secret), PROVE (ours), OK. Rejects with the
    * system error, ERR_MPI_STORE_EOF, or ERR_MPI_LAUNCH when the server is not the job's.
    */
-  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, secret: Buffer | null): Promise<StoreClient> {
+  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, given: Buffer | null, openSealed: ((c: Buffer) => Promise<Buffer>) | null): Promise<StoreClient> {
     return new Promise((resolve, reject) => {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
       const timer = setTimeout(() => {
@@ -549,11 +607,18 @@ export class StoreClient extends EventEmitter {
         const a = newNonce()
         const ms = Math.max(1, leftMs)
         const handshake = async (): Promise<Buffer> => {
-          const challenge = await client.request('hello', Op.HELLO, ms, [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank), a], false) as Buffer
+          let challenge = await client.request('hello', Op.HELLO, ms, [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank), a], false) as Buffer
           if (challenge === undefined || challenge.length < NONCE_BYTES) throw mpiError('ERR_MPI_PROTOCOL', `the store at ${describeStore(addr)} answered HELLO with no challenge`)
           const b = challenge.subarray(0, NONCE_BYTES)
+          let secret = given
+          // A store that seals the secret sends nonce, proof and the credential (lib/mpi/munge.ts).
+          if (secret === null && openSealed !== null && challenge.length > NONCE_BYTES + PROOF_BYTES) {
+            secret = await openSealed(Buffer.from(challenge.subarray(NONCE_BYTES + PROOF_BYTES)))
+            challenge = challenge.subarray(0, NONCE_BYTES + PROOF_BYTES)
+          }
+          client.secret = secret
           if (secret !== null) {
-            if (!verify(secret, 'store', 'B', a, b, challenge.subarray(NONCE_BYTES))) {
+            if (!verify(secret, 'store', 'B', a, b, challenge.subarray(NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
               throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} did not prove the job's secret (another job's store, or another user's)`)
             }
           } else {

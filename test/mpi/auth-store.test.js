@@ -2,7 +2,8 @@
 // The store's challenge and response (lib/mpi/store.ts with lib/mpi/auth.ts), against real
 // second processes: a client with the wrong secret, one with none, and (as root) a process of
 // another user (nobody) that sends a HELLO claiming rank 1 to a store without a secret: each is
-// refused, and the real rank 1 still joins afterwards.
+// refused, and the real rank 1 still joins afterwards; a flood of silent connections holds at most
+// maxUnproven of them and a rank still joins.
 const t = require('tap')
 const { spawn } = require('child_process')
 const path = require('path')
@@ -80,4 +81,28 @@ s.on('close', () => console.log('REPLY', got.toString('latin1').replace(/[^ -~]/
   t.same(server.connectedRanks, [], 'the intruder holds no rank')
   const right = await child(CONNECT(port, 1), { FASTSOCK_MPI_SECRET: '' })
   t.match(right.out, /JOINED/, 'the real rank 1 still joins')
+})
+
+t.test('a flood of silent connections holds at most maxUnproven; a rank still joins', async t => {
+  const secret = auth.newSecret()
+  const key = auth.discoverSecret({ FASTSOCK_MPI_SECRET: secret }).key
+  const server = await StoreServer.listen({ host: '127.0.0.1', port: 0 }, { secret: key, maxUnproven: 8 })
+  t.teardown(() => server.close({ graceMs: 0 }))
+  const net = require('net')
+  const flood = []
+  let cut = 0
+  for (let i = 0; i < 40; i++) {
+    const s = net.connect(server.address.port, '127.0.0.1')
+    s.on('error', () => {})
+    s.on('close', () => { cut++ })
+    flood.push(s)
+  }
+  for (let i = 0; i < 500 && cut < 32; i++) await new Promise(resolve => setTimeout(resolve, 10))
+  t.equal(server.evicted, 32, 'the 32 oldest were cut')
+  t.equal(cut, 32)
+  // A rank arriving now evicts the oldest silent one and proves itself.
+  const right = await child(CONNECT(server.address.port, 1), { FASTSOCK_MPI_SECRET: secret })
+  t.match(right.out, /JOINED/, 'the real rank 1 joins through the flood')
+  t.same(server.connectedRanks, [], 'and left in order')
+  for (const s of flood) s.destroy()
 })

@@ -144,3 +144,31 @@ t.test('spawnRanks with stdio pipe and onLine', async t => {
   t.same(lines.sort(), ['0:stderr:err', '0:stdout:out0', '1:stderr:err', '1:stdout:out1'])
   await t.rejects(spawnRanks({ np: 0, command: 'node' }), { code: 'ERR_OUT_OF_RANGE' })
 })
+
+t.test('stdout closed under mpirun (`| head -1`): the job stops quietly, status 141', async t => {
+  // Each rank prints its pid, then output without end: only a stop ends the job.
+  const child = spawn(process.execPath, [CLI, 'mpirun', '-n', '2', 'node', '-e',
+    "console.log('pid ' + process.pid); setInterval(() => console.log('x'.repeat(200)), 1)"], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] })
+  const killer = setTimeout(() => child.kill('SIGKILL'), 30000)
+  let stderr = ''
+  child.stderr.on('data', d => { stderr += d })
+  const pids = []
+  let seen = ''
+  await new Promise(resolve => {
+    const onData = d => {
+      seen += d
+      for (const m of seen.matchAll(/pid (\d+)/g)) if (!pids.includes(Number(m[1]))) pids.push(Number(m[1]))
+      if (pids.length < 2) return
+      child.stdout.off('data', onData)
+      child.stdout.destroy() // the reader goes away, as head does after its line
+      resolve()
+    }
+    child.stdout.on('data', onData)
+  })
+  const [code, signal] = await new Promise(resolve => child.once('close', (c, s) => resolve([c, s])))
+  clearTimeout(killer)
+  t.equal(signal, null, 'mpirun exited by itself')
+  t.equal(code, 141, `128 + SIGPIPE\n${stderr}`)
+  t.notMatch(stderr, /EPIPE|Error|^\s+at /m, 'no error, no stack trace')
+  for (const pid of pids) t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `rank pid ${pid} is gone`)
+})

@@ -4,11 +4,16 @@
 // ranks (srun --overcommit: more ranks than CPUs) find rank, size and local rank from SLURM_*,
 // the store at the first host of SLURM_STEP_NODELIST on the step's reserved port; a Float64Array
 // goes 0 → 1 → 0 over shm. The allocation's own shell (salloc, no SLURM_STEP_ID) is a singleton;
-// mpi.abort(5) ends the step with 5. Needs root; skipped (with the reason) without the binaries.
+// mpi.abort(5) ends the step with 5. The job's secret comes from munge (lib/mpi/munge.ts): one
+// per job, shared by every rank; ranks made to believe they are on separate nodes (what a
+// multi-node step looks like to them) still start with it; when munged cannot be found, one
+// node runs without a secret and separate nodes refuse to start, saying how to give one. A process of nobody attacking a running step (floods,
+// forged handshakes) does not stop it. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
 const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
 const { startCluster } = require('../helpers/slurm')
+const { VICTIM, underAttack, checkUnharmed } = require('../helpers/intruder')
 
 const COMM = path.join(FIXTURES, 'launch-comm.js')
 const BOOT = path.join(FIXTURES, 'launch-bootstrap.js')
@@ -52,6 +57,49 @@ else if (!IS_ROOT) {
       t.equal(o.store.host, cluster.node, 'the first host of SLURM_STEP_NODELIST')
       t.ok(o.store.port >= 12000 && o.store.port <= 12999, `the step's reserved port (${o.store.port})`)
     })
+  })
+
+  // Each rank sees a node of its own: SLURM_NODEID = its rank, one task per node.
+  const apart = (extra = '') => ['sh', '-c', `SLURM_STEP_TASKS_PER_NODE="1(x$SLURM_STEP_NUM_TASKS)" SLURM_NODEID=$SLURM_PROCID SLURM_LOCALID=0 ${extra} exec "$0" "$@"`, process.execPath, BOOT]
+
+  t.test('the secret comes from munge: one per job, also for ranks on separate nodes', async t => {
+    const one = await srun(['-n', '3', process.execPath, BOOT])
+    t.equal(one.code, 0, one.stderr)
+    const a = byRank(one.json)
+    t.equal(a.length, 3)
+    t.match(a[0].secret, /^[0-9a-f]{16}$/, 'one host: a secret all the same')
+    t.equal(new Set(a.map(o => o.secret)).size, 1, 'every rank has the same one')
+    const two = await srun(['-n', '3', process.execPath, BOOT])
+    t.not(byRank(two.json)[0].secret, a[0].secret, 'another job, another secret')
+    const r = await srun(['-n', '3', ...apart()])
+    t.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+    const outs = byRank(r.json)
+    t.equal(outs.length, 3)
+    outs.forEach((o, i) => t.match(o, { rank: i, size: 3, localRank: 0, localSize: 1, launcher: 'slurm', got: `from ${(i + 1) % 3}` }))
+    t.match(outs[0].secret, /^[0-9a-f]{16}$/)
+    t.equal(new Set(outs.map(o => o.secret)).size, 1, 'sealed by rank 0, opened by each')
+  })
+
+  t.test('without munged: one node runs without a secret, separate nodes refuse, saying how to give one', async t => {
+    // The ranks read a slurm.conf whose munged socket does not exist (whatever runs on this host).
+    const conf = path.join(cluster.dir, 'nomunge.conf')
+    require('fs').writeFileSync(conf, 'AuthType=auth/munge\nAuthInfo=socket=/nonexistent/munge.socket.2\n')
+    const one = await srun(['-n', '2', 'sh', '-c', `SLURM_CONF=${conf} exec "$0" "$@"`, process.execPath, BOOT])
+    t.equal(one.code, 0, one.stderr)
+    t.match(byRank(one.json), [{ rank: 0, secret: null, got: 'from 1' }, { rank: 1, secret: null, got: 'from 0' }], 'one node: loopback and uid checks, no secret')
+    const r = await srun(['-n', '2', ...apart(`SLURM_CONF=${conf}`)])
+    t.not(r.code, 0)
+    const errs = r.json.filter(o => o.error)
+    t.ok(errs.length > 0, r.stdout)
+    for (const e of errs) {
+      t.equal(e.error, 'ERR_MPI_LAUNCH')
+      t.match(e.message, /span several hosts.*FASTSOCK_MPI_SECRET.*munged/)
+    }
+  })
+
+  t.test('another user (nobody) flooding and forging against a running step cannot stop it (test/helpers/intruder.js)', async t => {
+    const r = await underAttack(dep.paths.srun, ['--overcommit', '-N1', '-n', '3', process.execPath, VICTIM], { env: cluster.env })
+    checkUnharmed(t, r, 3)
   })
 
   t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {
