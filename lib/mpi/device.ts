@@ -23,7 +23,7 @@ import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
 import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
 import { NONCE_BYTES, newNonce, proof, verify } from './auth'
-import { helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
+import { HandshakeGate, helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
 import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
@@ -205,8 +205,14 @@ export class Device implements FrameHandler {
     })
   }
 
+  /** The connections of the listener still in handshake (device-handshake.ts HandshakeGate). */
+  private readonly gate = new HandshakeGate()
+
   private onIncoming (sock: Socket): void {
     sock.on('error', () => {})
+    // At most MAX_PENDING_HANDSHAKES connections in handshake at once (a flood cuts the oldest
+    // silent one), unref'd until proven: an intruder's connection keeps no rank alive.
+    this.gate.admit(sock)
     // A dialer that does not finish its HELLO in time is no rank of this job (a rank writes it at once).
     const timer = setTimeout(() => sock.destroy(), HANDSHAKE_MS)
     timer.unref()
@@ -222,6 +228,7 @@ export class Device implements FrameHandler {
         return
       }
       if (!sameUser(sock)) { sock.destroy(); return }
+      this.gate.greeted(sock)
       sock.setNoDelay?.(true)
       const existing = this.conns[w]
       const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
@@ -252,6 +259,7 @@ export class Device implements FrameHandler {
         settled = true
         clearTimeout(proveTimer)
         sock.off('close', unproven)
+        this.gate.done(sock)
         if (c.ready || this.lost.has(w)) { sock.destroy(); return }
         c.peerEager = eager
         this.adopt(c, sock, after)
@@ -760,6 +768,7 @@ export class Device implements FrameHandler {
       }
     }
     for (const s of this.dialing.values()) s.destroy()
+    this.gate.closeAll()
     const server = this.server
     if (server) await new Promise<void>(resolve => server.close(() => resolve()))
     for (const c of this.conns) c?.socket?.destroy()
