@@ -1,48 +1,25 @@
 /**
- * One connection of the device: a fastsock socket to one peer rank and its frame parser, over
- * its write path (ConnWriter, device-write.ts; device-wire.ts has the format).
+ * One connection of the device, whole: the write path (ConnWriter, device-write.ts), the frame
+ * parser and the event loop's reads (ConnReader, device-read.ts), and here the synchronous reads
+ * on shm with their polling:
  *
- * Reading: bytes come as 'data' chunks and run through a small state machine (handshake, header,
- * payload). Payloads are copied from the chunk straight into their target (the posted receive's
- * array, or an unexpected message's buffer); the rest of a rendezvous payload is read with
- * `socket.readInto(array)` (on shm: one copy, ring to array). On shm, the receive fast path
- * (`pollFrames`) reads headers and payloads with `readIntoSync` in a bounded spin instead of
- * waiting for the event loop.
+ * - the receive fast path (`pollFrames`): headers and payloads read with `readIntoSync` in a
+ *   bounded spin, with a learned budget per wait (PollBudget, poll-budget.ts), instead of
+ *   waiting for the event loop;
+ * - the blocking tier's read loop (`pumpSync`, for Request.waitSync);
+ * - the record-less blocking receive (`nextHeaderSync`, `takeEagerSync`, `handleHeld`).
  *
- * Every header, whichever path read it, goes through `header()`, which has the device check it
- * (FrameHandler.checkFrame) before any field is used.
+ * Every header these read goes through ConnReader's `header()` (the device's checkFrame) too.
  */
 import { performance } from 'perf_hooks'
 import type { Socket } from '../index'
-import { HEADER_BYTES, EAGER, DATA } from './device-wire'
+import { HEADER_BYTES, EAGER } from './device-wire'
 import { PollBudget } from './poll-budget'
-import { ConnWriter, type SyncOpts, type WriteHandler, SYNC_WRITE_BYTES, SYNC_BYTES_PER_MS } from './device-write'
+import { type SyncOpts, SYNC_WRITE_BYTES, SYNC_BYTES_PER_MS } from './device-write'
+import { ConnReader, St, type FrameHandler } from './device-read'
 
-/** What the device does with parsed frames (implemented by Device; no import cycle). */
-export interface FrameHandler extends WriteHandler {
-  /**
-   * Why a header from `conn` is not this protocol (its kind, length, context, source, tag or
-   * request ids), or null: every header goes through it before the device uses any field.
-   */
-  checkFrame (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): string | null
-  /** `conn`'s peer sent a header checkFrame refused (`why`): the connection is closed, the peer lost (ERR_MPI_PROTOCOL). */
-  onBadFrame (conn: Conn, why: string): void
-  /** A frame header arrived; for EAGER/DATA, sets `conn.target` (and `conn.sink`) for its payload. */
-  onHeader (conn: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void
-  /** The payload of the current frame is complete in `conn.target`. */
-  onPayload (conn: Conn): void
-  /**
-   * True when a synchronous spin on `conn` could stall other work: asynchronous writes queued, or
-   * another connection with protocol state in flight (rendezvous waiting for CTS or DATA, receives
-   * posted for other ranks): progress there needs the event loop.
-   */
-  othersBusy (conn: Conn): boolean
-  /** A rendezvous payload being read by readInto failed (connection lost). */
-  onPayloadError (conn: Conn, sink: unknown, err: Error): void
-}
+export type { FrameHandler } from './device-read'
 
-/** A rendezvous payload larger than this is finished with socket.readInto (no chunk copies). */
-const READINTO_MIN = 16 * 1024
 /** readIntoSync of a payload right behind its header: up to 200 µs, spinning only (see device-write.ts, SYNC_WRITE). */
 const SYNC_PAYLOAD = { spinUs: 1000, timeoutMs: 0.2 }
 /**
@@ -80,42 +57,9 @@ export const RECV_NONE = -2
 export const RECV_UNAVAILABLE = -3
 export const RECV_PARTIAL = -4
 
-const enum St { Header, Payload }
 
 /** A connection to one peer (world rank `peer`). */
-export class Conn extends ConnWriter {
-  declare readonly handler: FrameHandler
-  /** Lost (closed without BYE, or failed to connect). */
-  lost = false
-  /** The peer said BYE (finalized). */
-  departed = false
-  /** The peer's eager threshold, bytes (from the handshake): its EAGER frames are at most this long. */
-  peerEager = 0
-  // Parser state.
-  private st = St.Header
-  /** The header being read (sync reads and headers split across chunks), with its u32 view. */
-  private readonly hdr = Buffer.from(new ArrayBuffer(HEADER_BYTES))
-  private readonly hdr32 = new Uint32Array(this.hdr.buffer, 0, HEADER_BYTES / 4)
-  private hdrFill = 0
-  /** The current payload's destination and how much of it is filled. */
-  target: Uint8Array | null = null
-  filled = 0
-  /** What the payload belongs to (the device's record: posted receive, unexpected, rendezvous). */
-  sink: unknown = null
-  /** The device's tag for `sink`'s type. */
-  sinkType = 0
-  /** The current frame's header fields (valid from onHeader to onPayload). */
-  kind = 0
-  ctx = 0
-  source = 0
-  tag = 0
-  length = 0
-  /** A readInto of a rendezvous payload is pending (sync reads must wait). */
-  readIntoPending = 0
-  /** Inside the 'data' handler (no nested fast path). */
-  parsing = false
-  /** The blocking tier read the peer's end of stream (Device.waitSync reports the loss). */
-  atEof = false
+export class Conn extends ConnReader {
 
   /**
    * Options objects of the sync reads, reused (no allocation per call). Made with fractional
@@ -143,127 +87,6 @@ export class Conn extends ConnWriter {
     this.payloadOpts = { ...SYNC_PAYLOAD, yield: yieldSpin }
   }
 
-  /** Takes `socket` (handshake done, `rest`: bytes that followed the handshake) and flushes queued frames. */
-  attach (socket: Socket, rest: Buffer | null): void {
-    this.socket = socket
-    this.syncIo = socket.transport === 'shm'
-    this.ready = true
-    socket.on('data', this.onData)
-    const q = this.queued
-    this.queued = []
-    for (const f of q) this.writeAsync(f.head, f.payload, f.cb)
-    if (rest !== null && rest.length > 0) this.onData(rest)
-  }
-
-  /** The 'data' listener: runs the parser over a chunk. */
-  readonly onData = (chunk: Buffer): void => {
-    if (this.lost) return // a bad frame closed it: what follows is not read
-    if (this.budget.missing) this.budget.arrived(performance.now())
-    this.parsing = true
-    try {
-      this.parse(chunk)
-    } finally {
-      this.parsing = false
-    }
-  }
-
-  private parse (chunk: Buffer): void {
-    const n = chunk.length
-    let off = 0
-    while (off < n) {
-      if (this.st === St.Header) {
-        if (this.hdrFill === 0 && n - off >= HEADER_BYTES) {
-          this.header(chunk.readUInt32LE(off), chunk.readUInt32LE(off + 4), chunk.readInt32LE(off + 8), chunk.readInt32LE(off + 12),
-            chunk.readUInt32LE(off + 16) + chunk.readUInt32LE(off + 20) * 0x100000000, chunk.readUInt32LE(off + 24), chunk.readUInt32LE(off + 28))
-          off += HEADER_BYTES
-        } else {
-          const take = Math.min(HEADER_BYTES - this.hdrFill, n - off)
-          chunk.copy(this.hdr, this.hdrFill, off, off + take)
-          this.hdrFill += take
-          off += take
-          if (this.hdrFill < HEADER_BYTES) return
-          this.hdrFill = 0
-          this.headerFromHdr()
-        }
-        if (this.lost) return
-      } else {
-        const target = this.target!
-        const take = Math.min(target.length - this.filled, n - off)
-        target.set(take === n && off === 0 ? chunk : chunk.subarray(off, off + take), this.filled)
-        this.filled += take
-        off += take
-        if (this.filled === target.length) {
-          this.st = St.Header
-          this.handler.onPayload(this)
-        } else if (this.kind === DATA && target.length - this.filled >= READINTO_MIN) {
-          this.readRest() // off === n here: the chunk is used up
-        }
-      }
-    }
-  }
-
-  /** Hands the header in `hdr` to the device. */
-  private headerFromHdr (): void {
-    const h = this.hdr32
-    this.header(h[0], h[1], h[2] | 0, h[3] | 0, h[4] + h[5] * 0x100000000, h[6], h[7])
-  }
-
-  /** Hands a decoded header to the device and sets up its payload. */
-  private header (kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): void {
-    const bad = this.handler.checkFrame(this, kind, ctx, source, tag, length, sreq, rreq)
-    if (bad !== null) { this.refuse(bad); return }
-    this.kind = kind
-    this.ctx = ctx
-    this.source = source
-    this.tag = tag
-    this.length = length
-    this.target = null
-    this.filled = 0
-    this.handler.onHeader(this, kind, ctx, source, tag, length, sreq, rreq)
-    if ((kind === EAGER || kind === DATA) && this.target !== null) {
-      if ((this.target as Uint8Array).length === 0) this.handler.onPayload(this)
-      else this.st = St.Payload
-    }
-  }
-
-  /** The peer is lost: drops the staging buffer and what the parser held (nothing more is read or written). */
-  override release (): void {
-    super.release()
-    this.target = null
-    this.sink = null
-    this.contReq = null
-  }
-
-  /** A bad header (`why`): nothing more is read from this connection; the device reports the peer lost. */
-  private refuse (why: string): void {
-    this.lost = true
-    this.st = St.Header
-    this.hdrFill = 0
-    this.target = null
-    this.socket?.destroy()
-    this.handler.onBadFrame(this, why)
-  }
-
-  /** Reads the rest of the current DATA payload with socket.readInto (straight into the array). */
-  private readRest (): void {
-    const sink = this.sink
-    const target = this.target!
-    const rest = target.subarray(this.filled)
-    this.st = St.Header
-    this.readIntoPending++
-    const conn = this
-    const { kind, ctx, source, tag, length } = this
-    this.socket!.readInto(rest, (err: Error | null) => {
-      conn.readIntoPending--
-      if (err !== null) { conn.handler.onPayloadError(conn, sink, err); return }
-      // Restore the frame's fields for onPayload (later frames may have been parsed since).
-      const saved = [conn.kind, conn.ctx, conn.source, conn.tag, conn.length, conn.target, conn.filled, conn.sink] as const
-      conn.kind = kind; conn.ctx = ctx; conn.source = source; conn.tag = tag; conn.length = length
-      conn.target = target; conn.filled = target.length; conn.sink = sink
-      conn.handler.onPayload(conn)
-      ;[conn.kind, conn.ctx, conn.source, conn.tag, conn.length, conn.target, conn.filled, conn.sink] = saved
-    })
-  }
 
   /** The wait whose next polling slice is queued (setImmediate), and its slice cap. */
   private contReq: { readonly done: boolean } | null = null
@@ -276,6 +99,17 @@ export class Conn extends ConnWriter {
 
   /** The fast path's learned polling budget per wait (poll-budget.ts). */
   private readonly budget = new PollBudget(SPIN_FLOOR_US)
+
+  /** A chunk came through the event loop: a wait the polling missed ends here (learned). */
+  protected override chunkArrived (): void {
+    if (this.budget.missing) this.budget.arrived(performance.now())
+  }
+
+  /** The peer is lost: nothing more is read or written; a queued polling slice finds nothing to do. */
+  override release (): void {
+    super.release()
+    this.contReq = null
+  }
 
   /**
    * The receive fast path on shm: reads and handles frames synchronously until `req` is done
