@@ -61,6 +61,8 @@ const A4LR = A4L * R23
 
 /** Pairs generated per chunk before the accepted ones are transformed (three 16 KiB arrays, cache resident). */
 const CHUNK = 2048
+/** Index of a double's high 32-bit word in its Int32Array view (a module constant: no property read in the loop). */
+const HW = HIGH_WORD
 
 /** A rank's working arrays, made once: one chunk's accepted pairs and the generator's four lanes. */
 class Work {
@@ -152,12 +154,11 @@ function candidates (lanes: Int32Array, xs: Float64Array, ys: Float64Array, ts: 
  * CPU's predictor). `tWords` is t's Int32Array view, for the logarithm's high words.
  */
 function gaussians (xs: Float64Array, ys: Float64Array, ts: Float64Array, tWords: Int32Array, n: number, sums: Float64Array, q: Float64Array): void {
-  const hw = HIGH_WORD
   let sx = sums[0]
   let sy = sums[1]
   for (let i = 0; i < n; i++) {
     const t = ts[i]
-    const f = Math.sqrt(-2 * lnWithHighWord(t, tWords[2 * i + hw]) / t)
+    const f = Math.sqrt(-2 * lnWithHighWord(t, tWords[2 * i + HW]) / t)
     const gx = xs[i] * f
     const gy = ys[i] * f
     const lx = Math.abs(gx) | 0
