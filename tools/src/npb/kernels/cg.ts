@@ -105,16 +105,25 @@ function addInto (w: Float64Array, v: Float64Array, from: number, to: number): v
 }
 
 /**
- * w[0..nrows) = A · p on this rank's block (CSR, 0-based local columns). Four products per
- * trip, added left to right: the reference's summation order, so the same result to the bit,
- * with a quarter of the loop's compare-and-branch (1.2 to 1.4× the one-product loop in V8).
+ * w[0..nrows) = A · p on this rank's block (CSR, 0-based local columns). Twelve products per
+ * trip, added left to right: the reference's summation order, so the same result to the bit.
+ * V8 spends most of this loop on its own work per trip (bounds checks, the arrays' data pointers
+ * and lengths, spilled indices), so a longer trip amortizes it: twelve products per trip ran
+ * 1.1 to 1.15× faster than four and four 1.2 to 1.4× faster than one (class A's matrix, one
+ * process, interleaved). The `| 0` on each index tells V8 the sum is a 32-bit integer (k + 11
+ * stays below 2^31: k indexes an Int32Array), so it emits no overflow check for it.
  */
 function spmv (rowstr: Int32Array, colidx: Int32Array, a: Float64Array, p: Float64Array, w: Float64Array, nrows: number): void {
   let k = rowstr[0]
   for (let j = 0; j < nrows; j++) {
     const end = rowstr[j + 1]
     let sum = 0
-    for (; k + 3 < end; k += 4) sum = sum + a[k] * p[colidx[k]] + a[k + 1] * p[colidx[k + 1]] + a[k + 2] * p[colidx[k + 2]] + a[k + 3] * p[colidx[k + 3]]
+    for (; ((k + 11) | 0) < end; k = (k + 12) | 0) {
+      sum = sum + a[k] * p[colidx[k]] + a[(k + 1) | 0] * p[colidx[(k + 1) | 0]] + a[(k + 2) | 0] * p[colidx[(k + 2) | 0]] +
+        a[(k + 3) | 0] * p[colidx[(k + 3) | 0]] + a[(k + 4) | 0] * p[colidx[(k + 4) | 0]] + a[(k + 5) | 0] * p[colidx[(k + 5) | 0]] +
+        a[(k + 6) | 0] * p[colidx[(k + 6) | 0]] + a[(k + 7) | 0] * p[colidx[(k + 7) | 0]] + a[(k + 8) | 0] * p[colidx[(k + 8) | 0]] +
+        a[(k + 9) | 0] * p[colidx[(k + 9) | 0]] + a[(k + 10) | 0] * p[colidx[(k + 10) | 0]] + a[(k + 11) | 0] * p[colidx[(k + 11) | 0]]
+    }
     for (; k < end; k++) sum += a[k] * p[colidx[k]]
     w[j] = sum
   }
