@@ -52,17 +52,20 @@ function initTimeout (info: LaunchInfo, env: NodeJS.ProcessEnv, what: string, ti
 }
 
 /**
- * With more ranks on this host than CPUs (as the launcher says, before any connection), V8's
- * worker threads keep their priority (FASTSOCK_HELPER_NICE=0 unless set): the socket layer raises
- * their nice value when its first polling connection starts (docs/polling.md), which is right
- * while each polling thread has a CPU, but with four ranks yielding on two CPUs a nice-19 worker
- * hardly ever runs and its garbage collection work falls to the ranks' main threads in long
- * pauses (`fastsock osu allreduce --np 4 -m 64K:1M` on 2 vCPUs, three runs each: 0.9-3.0 ms with
- * the workers at nice 0, 1.9-4.4 ms at nice 19; docs/mpi.md, "Polling").
+ * A rank keeps V8's worker threads at their priority (FASTSOCK_HELPER_NICE=0 unless set). The
+ * socket layer raises them to nice 19 when a process's first polling connection starts
+ * (docs/polling.md), which shortens the tail of a request/response server, but a rank computes
+ * between its messages: its garbage collector's and JIT's concurrent work runs on those
+ * threads, and at nice 19 beside a busy CPU (its own main thread, a peer rank, any other
+ * process) they hardly run, so that work falls to the main thread in long pauses. Measured (NPB
+ * IS class A, 2 ranks on 2 vCPUs, other processes at load 7, 5 interleaved runs, medians):
+ * 1.35 s with the workers at nice 19, 0.53 s at nice 0 (Node net: 0.68 s); with four ranks on two
+ * CPUs (`fastsock osu allreduce --np 4 -m 64K:1M`, three runs each): 0.9-3.0 ms at nice 0,
+ * 1.9-4.4 ms at nice 19. FASTSOCK_HELPER_NICE=19 restores the socket layer's choice.
  */
-function oversubscribedHelpers (info: LaunchInfo, env: NodeJS.ProcessEnv): void {
-  if (env !== process.env || env.FASTSOCK_HELPER_NICE !== undefined || info.localKnown === false) return
-  if (info.localSize > os.availableParallelism()) env.FASTSOCK_HELPER_NICE = '0'
+function rankHelpers (env: NodeJS.ProcessEnv): void {
+  if (env !== process.env || env.FASTSOCK_HELPER_NICE !== undefined) return
+  env.FASTSOCK_HELPER_NICE = '0'
 }
 
 /**
@@ -74,7 +77,7 @@ function oversubscribedHelpers (info: LaunchInfo, env: NodeJS.ProcessEnv): void 
  */
 export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv = process.env): Promise<Bootstrap> {
   const info = detectLaunch(options, env)
-  oversubscribedHelpers(info, env)
+  rankHelpers(env)
   if (info.store === null) return { info, store: null, server: null, secret: null }
   let secret = discoverSecret(env, info.jobId)?.key ?? null
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
