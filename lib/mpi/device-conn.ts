@@ -15,6 +15,7 @@ import { performance } from 'perf_hooks'
 import type { Socket } from '../index'
 import { HEADER_BYTES, EAGER } from './device-wire'
 import { PollBudget } from './poll-budget'
+import { contended, spinEnded } from './contention'
 import { type SyncOpts, SYNC_WRITE_BYTES, SYNC_BYTES_PER_MS } from './device-write'
 import { ConnReader, St, type FrameHandler } from './device-read'
 
@@ -74,6 +75,8 @@ export class Conn extends ConnReader {
 
   /** The receive fast path's largest spin on this connection, µs (0: none). */
   readonly spinCapUs: number
+  /** Every spin yields (the device's choice); else a spin yields while the CPUs look contended (contention.ts). */
+  private readonly yieldSpin: boolean
 
   /**
    * `yieldSpin`: every synchronous wait on this connection spins with sched_yield() between its
@@ -81,6 +84,7 @@ export class Conn extends ConnReader {
    */
   constructor (peer: number, handler: FrameHandler, spinCapUs = 0, yieldSpin = false) {
     super(peer, handler, yieldSpin)
+    this.yieldSpin = yieldSpin
     this.spinCapUs = spinCapUs
     this.spinOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
     this.blockOpts = { spinUs: 0.5, timeoutMs: 0.5, yield: yieldSpin }
@@ -149,15 +153,18 @@ export class Conn extends ConnReader {
       for (;;) {
         if (this.batchLen > 0) this.flush() // CTS (and the like) answered while reading go out before waiting
         let got: number
+        const t0 = spin > 0 ? performance.now() : 0
         try {
           const o = this.spinOpts
           o.spinUs = spin + 1000
           o.timeoutMs = Math.max(spin, 1) / 1000
+          o.yield = this.yieldSpin || (spin > 0 && contended(t0))
           got = syncRead(socket, hdr, o)
         } catch (err) {
           const e = err as { code?: string, bytesRead?: number }
           if (e.code !== 'ETIMEDOUT') return
           got = e.bytesRead ?? 0
+          if (got === 0 && spin > 0) spinEnded(t0, spin, performance.now())
           if (got === 0 && spin > 0 && !req!.done) {
             if (limitUs === Infinity && left > spin) {
               // The next slice after a turn of the event loop (timers, I/O, other sockets run).
@@ -328,7 +335,10 @@ export class Conn extends ConnReader {
     const hdr = this.hdr
     o.spinUs = spinUs
     o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
+    const t0 = spinUs > 0 ? performance.now() : 0
+    o.yield = this.yieldSpin || (spinUs > 0 && contended(t0))
     let got = this.blockRead(hdr, o, HEADER_BYTES)
+    if (got === 0 && spinUs > 0 && waitMs * 1000 <= spinUs) spinEnded(t0, waitMs * 1000, performance.now())
     if (got <= 0 || got === HEADER_BYTES) return got
     if (this.atEof) return 0
     o.spinUs = FRAME_SPIN_US
