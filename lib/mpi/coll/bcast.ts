@@ -10,7 +10,7 @@ import type { CollComm, CollRequest } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'
-import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
+import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waiting } from './util'
 
 declare module './state' {
   interface CollState {
@@ -248,9 +248,9 @@ export async function bcastScatterAllgather (comm: CollComm, buf: Uint8Array, ro
   for (let i = 0; i < P - 1; i++) {
     const sb = (v - i + P) % P; const rb = (v - i - 1 + P) % P
     const rv = buf.subarray(lo(rb), lo(rb + 1))
-    const r = waiting(comm._collIrecv(rv, left, collTag(seq, 1 + i)))
+    const r = runAsync(received(comm._collIrecv(rv, left, collTag(seq, 1 + i)), rv.byteLength, 'bcast', left))
     const s = waiting(comm._collIsend(buf.subarray(lo(sb), lo(sb + 1)), right, collTag(seq, 1 + i)))
-    await Promise.all([waitRecv(r, rv.byteLength, 'bcast', left), s])
+    await all([r, s])
   }
 }
 

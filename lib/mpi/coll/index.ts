@@ -29,7 +29,7 @@ import { algorithmTable, envName, THRESHOLDS } from './select'
 import type { Case } from './select'
 import { DEFAULT_SEGMENT_BYTES, EMPTY, bytes, copyBytes } from './util'
 import { AWAITED, BLOCKING, CollectiveRequest, invoke } from './invoke'
-import type { Collective, LastShape, Prep } from './invoke'
+import type { Collective, LastShape } from './invoke'
 import type { CheckedComm } from './check'
 import { kindOf } from './check'
 import type { Gathered, Place, Scattered, AllGathered } from './gather'
@@ -80,6 +80,19 @@ function caseOf (bytes: number, total: number, P: number, commute: boolean, item
 function placeOf (c: ArrayLike<number>, d: ArrayLike<number>, e: number): Place {
   return (i) => [d[i] * e, c[i] * e]
 }
+/**
+ * The root's layout of a gatherv/scatterv buffer `buf`: `counts`/`displs` (elements of buf)
+ * checked against it, and the root's own part (`own`, its `ownName`) against counts[root].
+ */
+function rootPlaces (buf: ArrayBufferView, counts_: ArrayLike<number> | null, displs: ArrayLike<number> | null, P: number, root: number, own: Uint8Array | null, what: string, ownName: string): Place {
+  const c = counts(counts_, P, what, 'counts'); const d = counts(displs, P, what, 'displs')
+  const e = (buf as NumericArray).BYTES_PER_ELEMENT ?? 1
+  for (let i = 0; i < P; i++) within(buf, d[i] * e, c[i] * e, what)
+  if (own !== null && own.byteLength !== c[root] * e) throw outOfRange(`${what}: the root's ${ownName} has ${own.byteLength} bytes, counts[${root}] says ${c[root] * e}`)
+  return placeOf(c, d, e)
+}
+/** A non-root's place function of a v-variant (it reads none). */
+const NOWHERE: Place = (i) => [0, i]
 /** Rank i's block of `block` bytes. */
 function blocks (block: number): Place {
   return (i) => [i * block, block]
@@ -223,17 +236,9 @@ const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = {
     const P = comm.size; const isRoot = comm.rank === root
     if (sendbuf === IN_PLACE && !isRoot) throw invalidArgType('gatherv: IN_PLACE is only for the root')
     const own = sendbuf === IN_PLACE ? null : bytes(view(sendbuf, 'gatherv', 'sendbuf'))
-    let out: Uint8Array | null = null
-    let place: Place = (i) => [0, i]
-    if (isRoot) {
-      const rb = view(recvbuf, 'gatherv', 'recvbuf'); out = bytes(rb)
-      const c = counts(counts_, P, 'gatherv', 'counts'); const d = counts(displs, P, 'gatherv', 'displs')
-      const e = (rb as NumericArray).BYTES_PER_ELEMENT ?? 1
-      place = placeOf(c, d, e)
-      for (let i = 0; i < P; i++) within(rb, d[i] * e, c[i] * e, 'gatherv')
-      if (own !== null && own.byteLength !== c[root] * e) throw outOfRange(`gatherv: the root's sendbuf has ${own.byteLength} bytes, counts[${root}] says ${c[root] * e}`)
-    }
-    const data: Gathered = { own, out, block: 0, place }
+    const rb = isRoot ? view(recvbuf, 'gatherv', 'recvbuf') : null
+    const place = rb !== null ? rootPlaces(rb, counts_, displs, P, root, own, 'gatherv', 'sendbuf') : NOWHERE
+    const data: Gathered = { own, out: rb !== null ? bytes(rb) : null, block: 0, place }
     return { case: caseOf(own?.byteLength ?? 0, 0, P, true, 0), root, opId: 0, kind: 0, count: 0, data }
   },
   result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
@@ -269,17 +274,9 @@ const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = {
     const P = comm.size; const isRoot = comm.rank === root
     if (recvbuf === IN_PLACE && !isRoot) throw invalidArgType('scatterv: IN_PLACE is only for the root')
     const own = recvbuf === IN_PLACE ? null : bytes(view(recvbuf, 'scatterv', 'recvbuf'))
-    let src: Uint8Array | null = null
-    let place: Place = (i) => [0, i]
-    if (isRoot) {
-      const sb = view(sendbuf, 'scatterv', 'sendbuf'); src = bytes(sb)
-      const c = counts(counts_, P, 'scatterv', 'counts'); const d = counts(displs, P, 'scatterv', 'displs')
-      const e = (sb as NumericArray).BYTES_PER_ELEMENT ?? 1
-      place = placeOf(c, d, e)
-      for (let i = 0; i < P; i++) within(sb, d[i] * e, c[i] * e, 'scatterv')
-      if (own !== null && own.byteLength !== c[root] * e) throw outOfRange(`scatterv: the root's recvbuf has ${own.byteLength} bytes, counts[${root}] says ${c[root] * e}`)
-    }
-    const data: Scattered = { src, own, block: 0, place }
+    const sb = isRoot ? view(sendbuf, 'scatterv', 'sendbuf') : null
+    const place = sb !== null ? rootPlaces(sb, counts_, displs, P, root, own, 'scatterv', 'recvbuf') : NOWHERE
+    const data: Scattered = { src: sb !== null ? bytes(sb) : null, own, block: 0, place }
     return { case: caseOf(own?.byteLength ?? 0, 0, P, true, 0), root, opId: 0, kind: 0, count: 0, data }
   },
   result: (_, a) => a.recvbuf,

@@ -19,7 +19,7 @@ import type { CollSteps } from './drive'
 import { stateOf } from './state'
 import { BINOMIAL, bcastTreeSteps } from './bcast'
 import { scatterBinomial } from './gather'
-import { SYNC_INLINE_MAX, all, blockStart, bytes, collTag, Exchange, exchangeNow, keepable, pof2Below, received, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { SYNC_INLINE_MAX, all, blockStart, bytes, collTag, Exchange, exchangeNow, keepable, pof2Below, received, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waiting } from './util'
 
 declare module './state' {
   interface CollState {
@@ -112,7 +112,7 @@ export async function reduceBinomial (comm: CollComm, acc: NumericArray, op: Op,
       for (let s = 0; s < nseg; s++) {
         const o = s * seg; const len = Math.min(seg, n - o)
         const view = (t as { v: NumericArray }).v.subarray(ci * n + o, ci * n + o + Math.max(0, len))
-        const p = waitRecv(waiting(comm._collIrecv(view, c, tag)), view.byteLength, 'reduce', c)
+        const p = runAsync(received(comm._collIrecv(view, c, tag), view.byteLength, 'reduce', c))
         p.catch(() => {})
         ps.push(p)
       }

@@ -115,20 +115,6 @@ export function * received (r: CollRequest, expect: number, what: string, source
   checkCount(st, expect, what, source)
 }
 
-/**
- * Wait for a receive of exactly `expect` bytes; a different size (or the point-to-point layer's
- * ERR_MPI_TRUNCATE) is ERR_MPI_COLL_MISMATCH. Other errors pass through.
- */
-export async function waitRecv (p: Promise<CollStatus>, expect: number, what: string, source: number): Promise<void> {
-  let st: CollStatus
-  try {
-    st = await p
-  } catch (err) {
-    throw recvError(err, expect, what, source)
-  }
-  checkCount(st, expect, what, source)
-}
-
 /** Start waiting on a request, with a handler attached (the returned promise still rejects). */
 export function waiting (r: CollRequest): Promise<CollStatus> {
   const p = r.wait()
