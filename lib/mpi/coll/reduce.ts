@@ -13,7 +13,7 @@
  */
 import type { Op } from './ops'
 import type { CollComm, CollRequest, NumericArray } from './types'
-import type { Call } from './select'
+import type { Call } from './record'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'

@@ -17,9 +17,10 @@
  */
 import { mpiError } from '../errors'
 import type { NumericArray } from './types'
-import type { CollComm } from './types'
 import type { Op } from './ops'
 import type { CollSteps } from './drive'
+import type { Algorithm, Call, Case } from './record'
+export type { Algorithm, Call, Case }
 import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, BINOMIAL, LINEAR } from './bcast'
 import type { TreeShape } from './bcast'
 import { allreducePairSync, allreduceRabenseifnerSteps, allreduceRecursiveDoublingSteps, allreduceRing, reduceBcastRun, reduceBinomialRun, reduceRabenseifnerRun, reduceScatterRingRun, reduceThenScatterRun, scanLinear, scanRecursiveDoubling } from './reduce'
@@ -29,18 +30,6 @@ import type { AllGathered, Gathered, Scattered } from './gather'
 import { alltoallBruck, alltoallLinear, alltoallPairwise, withSendBytes } from './alltoall'
 import type { Exchanged } from './alltoall'
 import { SYNC_INLINE_MAX, bytes } from './util'
-
-/** What selection looks at. `bytes`: the message of one rank (allgather/alltoall: one block). */
-export interface Case {
-  bytes: number
-  /** Total bytes of the result (allgather: P·block). */
-  total: number
-  P: number
-  /** The op commutes (true when there is no op). */
-  commute: boolean
-  /** Items to reduce (elements / op.unit); 0 where there is no op. */
-  items: number
-}
 
 /**
  * Named thresholds (bytes, ranks), with their sources: MPICH's control variables (MPIR_CVAR_*,
@@ -117,55 +106,6 @@ const TRG = 'Thakur, Rabenseifner, Gropp 2005'
 /** Ids of the collectives in the descriptor (check.ts) and the opt-in argument check (index.ts agree). */
 export const COLLECTIVE_IDS: Readonly<Record<string, number>> = {
   barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
-}
-
-/**
- * A call as an algorithm's functions see it (check.ts CheckedComm is one; declared here so this
- * table does not import check.ts, which reads it): a CollComm that also carries the call's `rec`,
- * `seq` (and `seq2`, a second sequence number of the collectives that take one), `buf` (bcast's
- * buf, allreduce's recvbuf), `n` (buf's bytes), `op`, `root`, `seg`, `count`, and `data`: the
- * other collectives' arguments as their preamble (index.ts) prepared them for the record's run.
- */
-export interface Call extends CollComm {
-  readonly rec: Algorithm
-  readonly root: number
-  seq: number
-  seq2: number
-  buf: ArrayBufferView
-  op: Op | null
-  seg: number
-  n: number
-  data: unknown
-  readonly count: number
-}
-
-/** One algorithm of one collective. */
-export interface Algorithm {
-  readonly collective: string
-  readonly name: string
-  /** Its id in the descriptor (check.ts), 1..255, unique within the collective (a call and its peer naming different algorithms differ in it). */
-  readonly wire: number
-  /** When the default selection takes it. */
-  readonly when: string
-  readonly source: string
-  /** Why this algorithm cannot serve the case, or null. */
-  readonly cannot?: (c: Case) => string | null
-  /**
-   * Its steps (drive.ts), which the blocking tier drives with waitSync and the awaited tier with
-   * the same waits under its bound (tier.ts) or with wait(). Every algorithm has either steps or
-   * `awaited`, never both.
-   */
-  readonly steps?: (call: Call) => CollSteps
-  /** Whether the blocking tier's waits serve this call (default: yes); else both tiers drive the steps with wait() (e.g. a pipeline of several segments). */
-  readonly stepsServe?: (call: Call) => boolean
-  /**
-   * The blocking tier's direct path (docs/mpi-collectives.md, "Direct paths"): the steps' messages
-   * without their machinery. Null: done; else the rest (all of it when nothing could be sent
-   * now) as steps, which the blocking tier drives as it drives `steps`.
-   */
-  readonly direct?: (call: Call) => CollSteps | null
-  /** The run of an algorithm of the awaited tier only (no steps): both tiers run it in the event loop. */
-  readonly awaited?: (call: Call) => Promise<void>
 }
 
 /** A record without run functions: the object collectives' and communicator creation's own algorithm (comms.ts runs it): not in algorithmTable(), not forced. */
