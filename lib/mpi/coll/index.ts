@@ -28,7 +28,7 @@ import type { UserOpFunction } from './ops'
 import { algorithmTable, envName, THRESHOLDS } from './select'
 import type { Case } from './select'
 import { DEFAULT_SEGMENT_BYTES, EMPTY, bytes, copyBytes } from './util'
-import { AWAITED, BLOCKING, CollectiveRequest, invoke } from './invoke'
+import { AWAITED, BLOCKING, CollectiveRequest, collective, invoke } from './invoke'
 import type { Collective, LastShape } from './invoke'
 import type { CheckedComm } from './check'
 import { kindOf } from './check'
@@ -111,17 +111,17 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
 
 // ---- the collectives: argument checks, local part, what the records read, result -------------
 
-const BARRIER: Collective<null, void> = {
+const BARRIER: Collective<null, void> = collective({
   name: 'barrier',
   slot: 0,
   prepare: (comm) => comm.size === 1 ? null : { case: caseOf(0, 0, comm.size, true, 0), root: 0, opId: 0, kind: 0, count: 0 },
   hit: (last, comm) => last.hit(comm, EMPTY, 0, null, 0),
   result: () => undefined,
   bytes: () => 0
-}
+})
 
 interface BcastArgs { buf: ArrayBufferView, root: number }
-const BCAST: Collective<BcastArgs, ArrayBufferView> = {
+const BCAST: Collective<BcastArgs, ArrayBufferView> = collective({
   name: 'bcast',
   slot: 1,
   prepare: (comm, a, opts) => {
@@ -137,10 +137,10 @@ const BCAST: Collective<BcastArgs, ArrayBufferView> = {
   },
   result: (_, a) => a.buf,
   bytes: (a) => a.buf?.byteLength ?? 0
-}
+})
 
 interface ReduceArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray | null, op: Op, root: number }
-const REDUCE: Collective<ReduceArgs, NumericArray | null> = {
+const REDUCE: Collective<ReduceArgs, NumericArray | null> = collective({
   name: 'reduce',
   slot: -1,
   notice: true,
@@ -164,7 +164,7 @@ const REDUCE: Collective<ReduceArgs, NumericArray | null> = {
   },
   result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
   bytes: (a) => a.recvbuf?.byteLength ?? 0
-}
+})
 
 interface AllreduceArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
 /** allreduce's argument checks; recvbuf then holds this rank's input. */
@@ -180,7 +180,7 @@ function allreduceInput (sendbuf: NumericArray | InPlace, recvbuf: NumericArray,
     copyInto(recvbuf, sendbuf)
   }
 }
-const ALLREDUCE: Collective<AllreduceArgs, NumericArray> = {
+const ALLREDUCE: Collective<AllreduceArgs, NumericArray> = collective({
   name: 'allreduce',
   slot: 2,
   prepare: (comm, { sendbuf, recvbuf, op }, opts) => {
@@ -203,10 +203,10 @@ const ALLREDUCE: Collective<AllreduceArgs, NumericArray> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: (a) => a.recvbuf?.byteLength ?? 0
-}
+})
 
 interface GatherArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, root: number }
-const GATHER: Collective<GatherArgs, ArrayBufferView | null> = {
+const GATHER: Collective<GatherArgs, ArrayBufferView | null> = collective({
   name: 'gather',
   slot: -1,
   notice: true,
@@ -224,10 +224,10 @@ const GATHER: Collective<GatherArgs, ArrayBufferView | null> = {
   },
   result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
   bytes: () => 0
-}
+})
 
 interface GathervArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, counts: ArrayLike<number> | null, displs: ArrayLike<number> | null, root: number }
-const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = {
+const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = collective({
   name: 'gatherv',
   slot: -1,
   notice: true,
@@ -243,10 +243,10 @@ const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = {
   },
   result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
   bytes: () => 0
-}
+})
 
 interface ScatterArgs { sendbuf: ArrayBufferView | null, recvbuf: ArrayBufferView | InPlace, root: number }
-const SCATTER: Collective<ScatterArgs, ArrayBufferView | InPlace> = {
+const SCATTER: Collective<ScatterArgs, ArrayBufferView | InPlace> = collective({
   name: 'scatter',
   slot: -1,
   prepare: (comm, { sendbuf, recvbuf, root }) => {
@@ -263,10 +263,10 @@ const SCATTER: Collective<ScatterArgs, ArrayBufferView | InPlace> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface ScattervArgs { sendbuf: ArrayBufferView | null, counts: ArrayLike<number> | null, displs: ArrayLike<number> | null, recvbuf: ArrayBufferView | InPlace, root: number }
-const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = {
+const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = collective({
   name: 'scatterv',
   slot: -1,
   prepare: (comm, { sendbuf, counts: counts_, displs, recvbuf, root }) => {
@@ -281,10 +281,10 @@ const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface AllgatherArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView }
-const ALLGATHER: Collective<AllgatherArgs, ArrayBufferView> = {
+const ALLGATHER: Collective<AllgatherArgs, ArrayBufferView> = collective({
   name: 'allgather',
   slot: -1,
   prepare: (comm, { sendbuf, recvbuf }) => {
@@ -299,10 +299,10 @@ const ALLGATHER: Collective<AllgatherArgs, ArrayBufferView> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface AllgathervArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView, counts: ArrayLike<number>, displs: ArrayLike<number> }
-const ALLGATHERV: Collective<AllgathervArgs, ArrayBufferView> = {
+const ALLGATHERV: Collective<AllgathervArgs, ArrayBufferView> = collective({
   name: 'allgatherv',
   slot: -1,
   prepare: (comm, { sendbuf, recvbuf, counts: counts_, displs }) => {
@@ -322,10 +322,10 @@ const ALLGATHERV: Collective<AllgathervArgs, ArrayBufferView> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface AlltoallArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView }
-const ALLTOALL: Collective<AlltoallArgs, ArrayBufferView> = {
+const ALLTOALL: Collective<AlltoallArgs, ArrayBufferView> = collective({
   name: 'alltoall',
   slot: -1,
   prepare: (comm, { sendbuf, recvbuf }) => {
@@ -342,10 +342,10 @@ const ALLTOALL: Collective<AlltoallArgs, ArrayBufferView> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface AlltoallvArgs { sendbuf: ArrayBufferView, sendCounts: ArrayLike<number>, sendDispls: ArrayLike<number>, recvbuf: ArrayBufferView, recvCounts: ArrayLike<number>, recvDispls: ArrayLike<number> }
-const ALLTOALLV: Collective<AlltoallvArgs, ArrayBufferView> = {
+const ALLTOALLV: Collective<AlltoallvArgs, ArrayBufferView> = collective({
   name: 'alltoallv',
   slot: -1,
   prepare: (comm, a) => {
@@ -362,10 +362,10 @@ const ALLTOALLV: Collective<AlltoallvArgs, ArrayBufferView> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface ReduceScatterArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
-const REDUCE_SCATTER_BLOCK: Collective<ReduceScatterArgs, NumericArray> = {
+const REDUCE_SCATTER_BLOCK: Collective<ReduceScatterArgs, NumericArray> = collective({
   name: 'reduceScatterBlock',
   slot: -1,
   seq2: true,
@@ -384,12 +384,12 @@ const REDUCE_SCATTER_BLOCK: Collective<ReduceScatterArgs, NumericArray> = {
   },
   result: (_, a) => a.recvbuf,
   bytes: () => 0
-}
+})
 
 interface ScanArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
 /** MPI_Scan (inclusive) or MPI_Exscan (exclusive: rank 0's recvbuf untouched). */
 function scanOf (what: 'scan' | 'exscan'): Collective<ScanArgs, NumericArray> {
-  return {
+  return collective({
     name: what,
     slot: -1,
     prepare: (comm, { sendbuf, recvbuf, op }) => {
@@ -403,7 +403,7 @@ function scanOf (what: 'scan' | 'exscan'): Collective<ScanArgs, NumericArray> {
     },
     result: (_, a) => a.recvbuf,
     bytes: () => 0
-  }
+  })
 }
 const SCAN = scanOf('scan')
 const EXSCAN = scanOf('exscan')

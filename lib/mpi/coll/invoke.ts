@@ -66,27 +66,32 @@ export interface Prep {
   readonly data?: unknown
 }
 
-/** One collective as invoke() runs it; `A`: its arguments, `R`: its result. */
+/** One collective as invoke() runs it (made by `collective`); `A`: its arguments, `R`: its result. */
 export interface Collective<A, R> {
   /** Its name (select.ts records, COLLECTIVE_IDS). */
   readonly name: string
   /** Its index in the communicator's last shapes (state.ts `lasts`), -1 when it keeps none. */
   readonly slot: number
   /** It takes a second sequence number (after the check's), for a second phase (Call `seq2`). */
-  readonly seq2?: true
+  readonly seq2: boolean
   /** Rooted fan-in: the root's descriptor goes to rank root + 1 first (check.ts rootNotice). */
-  readonly notice?: true
+  readonly notice: boolean
   /**
    * The argument checks (throwing ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_MPI_OP) and this
    * rank's local part (its own block copied); null when that completed the call (P = 1).
    */
-  prepare: (comm: CollComm, a: A, opts: CollOptions | undefined) => Prep | null
+  readonly prepare: (comm: CollComm, a: A, opts: CollOptions | undefined) => Prep | null
   /** (slot ≥ 0) The last call, made ready for this one, when `a` has its shape (LastShape.hit), else null. */
-  hit?: (last: LastShape, comm: CollComm, a: A) => CheckedComm | null
+  readonly hit: ((last: LastShape, comm: CollComm, a: A) => CheckedComm | null) | null
   /** What the call returns (resolves with). */
-  result: (comm: CollComm, a: A) => R
+  readonly result: (comm: CollComm, a: A) => R
   /** Bytes of the call's array (the Status count of the blocking tier's Request). */
-  bytes: (a: A) => number
+  readonly bytes: (a: A) => number
+}
+
+/** A Collective from its parts (every one the same object shape: invoke's reads of it stay monomorphic). */
+export function collective<A, R> (c: Pick<Collective<A, R>, 'name' | 'slot' | 'prepare' | 'result' | 'bytes'> & Partial<Pick<Collective<A, R>, 'seq2' | 'notice' | 'hit'>>): Collective<A, R> {
+  return { name: c.name, slot: c.slot, seq2: c.seq2 ?? false, notice: c.notice ?? false, prepare: c.prepare, hit: c.hit ?? null, result: c.result, bytes: c.bytes }
 }
 
 /** FASTSOCK_MPI_COLL_CHECK=1, read when the module loads. */
@@ -113,9 +118,9 @@ export function invoke<A, R> (c: Collective<A, R>, tier: Tier, comm: CollComm, a
   try {
     const seq = comm._collSeq()
     const cseq = check ? comm._collSeq() : -1
-    const seq2 = c.seq2 === true ? comm._collSeq() : -1
+    const seq2 = c.seq2 ? comm._collSeq() : -1
     const last = opts === undefined && c.slot >= 0 ? lastShape(comm, c.slot) : null
-    let call = last !== null ? (c.hit as NonNullable<Collective<A, R>['hit']>)(last, comm, a) : null
+    let call = last !== null && c.hit !== null ? c.hit(last, comm, a) : null
     if (call === null) {
       const p = c.prepare(comm, a, opts)
       if (p === null) { const v = c.result(comm, a); return tier === AWAITED ? Promise.resolve(v) : v }
@@ -150,7 +155,7 @@ function blocking<A, R> (c: Collective<A, R>, call: CheckedComm, last: LastShape
 
 /** The awaited tier's end of a call: a Promise of its result (with the rooted fan-in's notice). */
 function awaited<A, R> (c: Collective<A, R>, call: CheckedComm, last: LastShape | null, comm: CollComm, a: A): Promise<R> {
-  const note = c.notice === true ? call.rootNotice(call.root, collTag(call.seq, 0)) : null
+  const note = c.notice ? call.rootNotice(call.root, collTag(call.seq, 0)) : null
   let p = invokeAwaited(call, last)
   if (note !== null) p = withNotice(note, p ?? Promise.resolve())
   return p === null ? Promise.resolve(c.result(comm, a)) : p.then(() => c.result(comm, a))
