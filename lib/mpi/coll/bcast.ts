@@ -10,6 +10,7 @@ import type { CollComm, CollRequest } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'
+import type { CollState } from './state'
 import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waiting } from './util'
 
 declare module './state' {
@@ -137,7 +138,7 @@ export const LINEAR: TreeShape = Object.freeze({
  * P call after call, and the tree, an object and an array, is then built once, not per call).
  */
 function treeOf (comm: CollComm, shape: TreeShape, v: number, P: number): Tree {
-  const trees = stateOf(comm).trees ??= [null, null]
+  const trees = ((comm as { state?: CollState }).state ?? stateOf(comm)).trees ??= [null, null]
   const t = trees[shape.id]
   if (t !== null && t.v === v && t.P === P) return t.tree
   const tree = shape.build(v, P)

@@ -111,7 +111,7 @@ function copyInto (dst: NumericArray, src: NumericArray): void {
 
 // ---- the collectives: argument checks, local part, what the records read, result -------------
 
-const BARRIER: Collective<null, void> = collective({
+const BARRIER: Collective<null, null, null, void> = collective({
   name: 'barrier',
   slot: 0,
   prepare: (comm) => comm.size === 1 ? null : { case: caseOf(0, 0, comm.size, true, 0), root: 0, opId: 0, kind: 0, count: 0 },
@@ -120,31 +120,31 @@ const BARRIER: Collective<null, void> = collective({
   bytes: () => 0
 })
 
-interface BcastArgs { buf: ArrayBufferView, root: number }
-const BCAST: Collective<BcastArgs, ArrayBufferView> = collective({
+const BCAST: Collective<ArrayBufferView, number, null, ArrayBufferView> = collective({
   name: 'bcast',
   slot: 1,
-  prepare: (comm, a, opts) => {
-    const buf = view(a.buf, 'bcast', 'buf'); checkRoot(comm, a.root, 'bcast')
+  prepare: (comm, b, root, _, opts) => {
+    const buf = view(b, 'bcast', 'buf'); checkRoot(comm, root, 'bcast')
     if (comm.size === 1) return null
     const len = buf.byteLength
-    return { case: caseOf(len, len, comm.size, true, 0), root: a.root, opId: 0, kind: 0, count: len, buf, n: len, seg: segBytes(opts) }
+    return { case: caseOf(len, len, comm.size, true, 0), root, opId: 0, kind: 0, count: len, buf, n: len, seg: segBytes(opts) }
   },
-  hit: (last, comm, a) => {
-    const call = last.hit(comm, a.buf, a.buf?.byteLength, null, a.root)
-    if (call !== null) call.buf = a.buf
+  hit: (last, comm, buf, root) => {
+    const call = last.hit(comm, buf, buf?.byteLength, null, root)
+    if (call !== null) call.buf = buf
     return call
   },
-  result: (_, a) => a.buf,
-  bytes: (a) => a.buf?.byteLength ?? 0
+  result: (_, buf) => buf,
+  bytes: (buf) => buf?.byteLength ?? 0
 })
 
-interface ReduceArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray | null, op: Op, root: number }
-const REDUCE: Collective<ReduceArgs, NumericArray | null> = collective({
+/** reduce's op and root. */
+interface OpRoot { op: Op, root: number }
+const REDUCE: Collective<NumericArray | InPlace, NumericArray | null, OpRoot, NumericArray | null> = collective({
   name: 'reduce',
   slot: -1,
   notice: true,
-  prepare: (comm, { sendbuf, recvbuf, op, root }, opts) => {
+  prepare: (comm, sendbuf, recvbuf, { op, root }, opts) => {
     checkRoot(comm, root, 'reduce')
     const P = comm.size; const isRoot = comm.rank === root
     if (sendbuf === IN_PLACE && !isRoot) throw invalidArgType('reduce: IN_PLACE is only for the root')
@@ -162,11 +162,10 @@ const REDUCE: Collective<ReduceArgs, NumericArray | null> = collective({
     const data: Reduced = { src, result }
     return { case: caseOf(src.byteLength, src.byteLength, P, op.commute, n / op.unit), root, opId: op.id, kind: kindOf(src), count: n, op, seg: segBytes(opts), data }
   },
-  result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
-  bytes: (a) => a.recvbuf?.byteLength ?? 0
+  result: (comm, _, recvbuf, { root }) => comm.rank === root ? recvbuf : null,
+  bytes: (_, recvbuf) => recvbuf?.byteLength ?? 0
 })
 
-interface AllreduceArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
 /** allreduce's argument checks; recvbuf then holds this rank's input. */
 function allreduceInput (sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op): void {
   numeric(recvbuf, 'allreduce', 'recvbuf')
@@ -180,17 +179,17 @@ function allreduceInput (sendbuf: NumericArray | InPlace, recvbuf: NumericArray,
     copyInto(recvbuf, sendbuf)
   }
 }
-const ALLREDUCE: Collective<AllreduceArgs, NumericArray> = collective({
+const ALLREDUCE: Collective<NumericArray | InPlace, NumericArray, Op, NumericArray> = collective({
   name: 'allreduce',
   slot: 2,
-  prepare: (comm, { sendbuf, recvbuf, op }, opts) => {
+  prepare: (comm, sendbuf, recvbuf, op, opts) => {
     allreduceInput(sendbuf, recvbuf, op)
     if (comm.size === 1) return null
     const nb = recvbuf.byteLength; const len = recvbuf.length
     return { case: caseOf(nb, nb, comm.size, op.commute, len / op.unit), root: 0, opId: op.id, kind: kindOf(recvbuf), count: len, buf: recvbuf, op, n: nb, seg: segBytes(opts) }
   },
   // The last call's shape: only the send buffer is new (anything but its kind and length throws).
-  hit: (last: LastShape, comm, { sendbuf, recvbuf, op }): CheckedComm | null => {
+  hit: (last: LastShape, comm, sendbuf, recvbuf, op): CheckedComm | null => {
     const len = recvbuf?.length
     const call = last.hit(comm, recvbuf, len, op, 0)
     if (call === null) return null
@@ -201,16 +200,15 @@ const ALLREDUCE: Collective<AllreduceArgs, NumericArray> = collective({
     call.buf = recvbuf
     return call
   },
-  result: (_, a) => a.recvbuf,
-  bytes: (a) => a.recvbuf?.byteLength ?? 0
+  result: (_, __, recvbuf) => recvbuf,
+  bytes: (_, recvbuf) => recvbuf?.byteLength ?? 0
 })
 
-interface GatherArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, root: number }
-const GATHER: Collective<GatherArgs, ArrayBufferView | null> = collective({
+const GATHER: Collective<ArrayBufferView | InPlace, ArrayBufferView | null, number, ArrayBufferView | null> = collective({
   name: 'gather',
   slot: -1,
   notice: true,
-  prepare: (comm, { sendbuf, recvbuf, root }) => {
+  prepare: (comm, sendbuf, recvbuf, root) => {
     checkRoot(comm, root, 'gather')
     const P = comm.size; const isRoot = comm.rank === root
     if (sendbuf === IN_PLACE && !isRoot) throw invalidArgType('gather: IN_PLACE is only for the root')
@@ -222,16 +220,17 @@ const GATHER: Collective<GatherArgs, ArrayBufferView | null> = collective({
     const data: Gathered = { own, out, block, place: blocks(block) }
     return { case: caseOf(block, P * block, P, true, 0), root, opId: 0, kind: 0, count: block, data }
   },
-  result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
+  result: (comm, _, recvbuf, root) => comm.rank === root ? recvbuf : null,
   bytes: () => 0
 })
 
-interface GathervArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, counts: ArrayLike<number> | null, displs: ArrayLike<number> | null, root: number }
-const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = collective({
+/** A v-variant's counts and displacements (elements), and its root. */
+interface Layout { counts: ArrayLike<number> | null, displs: ArrayLike<number> | null, root: number }
+const GATHERV: Collective<ArrayBufferView | InPlace, ArrayBufferView | null, Layout, ArrayBufferView | null> = collective({
   name: 'gatherv',
   slot: -1,
   notice: true,
-  prepare: (comm, { sendbuf, recvbuf, counts: counts_, displs, root }) => {
+  prepare: (comm, sendbuf, recvbuf, { counts: counts_, displs, root }) => {
     checkRoot(comm, root, 'gatherv')
     const P = comm.size; const isRoot = comm.rank === root
     if (sendbuf === IN_PLACE && !isRoot) throw invalidArgType('gatherv: IN_PLACE is only for the root')
@@ -241,15 +240,14 @@ const GATHERV: Collective<GathervArgs, ArrayBufferView | null> = collective({
     const data: Gathered = { own, out: rb !== null ? bytes(rb) : null, block: 0, place }
     return { case: caseOf(own?.byteLength ?? 0, 0, P, true, 0), root, opId: 0, kind: 0, count: 0, data }
   },
-  result: (comm, a) => comm.rank === a.root ? a.recvbuf : null,
+  result: (comm, _, recvbuf, { root }) => comm.rank === root ? recvbuf : null,
   bytes: () => 0
 })
 
-interface ScatterArgs { sendbuf: ArrayBufferView | null, recvbuf: ArrayBufferView | InPlace, root: number }
-const SCATTER: Collective<ScatterArgs, ArrayBufferView | InPlace> = collective({
+const SCATTER: Collective<ArrayBufferView | null, ArrayBufferView | InPlace, number, ArrayBufferView | InPlace> = collective({
   name: 'scatter',
   slot: -1,
-  prepare: (comm, { sendbuf, recvbuf, root }) => {
+  prepare: (comm, sendbuf, recvbuf, root) => {
     checkRoot(comm, root, 'scatter')
     const P = comm.size; const isRoot = comm.rank === root
     if (recvbuf === IN_PLACE && !isRoot) throw invalidArgType('scatter: IN_PLACE is only for the root')
@@ -261,15 +259,14 @@ const SCATTER: Collective<ScatterArgs, ArrayBufferView | InPlace> = collective({
     const data: Scattered = { src, own, block, place: blocks(block) }
     return { case: caseOf(block, P * block, P, true, 0), root, opId: 0, kind: 0, count: block, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface ScattervArgs { sendbuf: ArrayBufferView | null, counts: ArrayLike<number> | null, displs: ArrayLike<number> | null, recvbuf: ArrayBufferView | InPlace, root: number }
-const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = collective({
+const SCATTERV: Collective<ArrayBufferView | null, ArrayBufferView | InPlace, Layout, ArrayBufferView | InPlace> = collective({
   name: 'scatterv',
   slot: -1,
-  prepare: (comm, { sendbuf, counts: counts_, displs, recvbuf, root }) => {
+  prepare: (comm, sendbuf, recvbuf, { counts: counts_, displs, root }) => {
     checkRoot(comm, root, 'scatterv')
     const P = comm.size; const isRoot = comm.rank === root
     if (recvbuf === IN_PLACE && !isRoot) throw invalidArgType('scatterv: IN_PLACE is only for the root')
@@ -279,15 +276,14 @@ const SCATTERV: Collective<ScattervArgs, ArrayBufferView | InPlace> = collective
     const data: Scattered = { src: sb !== null ? bytes(sb) : null, own, block: 0, place }
     return { case: caseOf(own?.byteLength ?? 0, 0, P, true, 0), root, opId: 0, kind: 0, count: 0, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface AllgatherArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView }
-const ALLGATHER: Collective<AllgatherArgs, ArrayBufferView> = collective({
+const ALLGATHER: Collective<ArrayBufferView | InPlace, ArrayBufferView, null, ArrayBufferView> = collective({
   name: 'allgather',
   slot: -1,
-  prepare: (comm, { sendbuf, recvbuf }) => {
+  prepare: (comm, sendbuf, recvbuf) => {
     const P = comm.size; const r = comm.rank
     const out = bytes(view(recvbuf, 'allgather', 'recvbuf'))
     const block = sendbuf === IN_PLACE ? Math.floor(out.byteLength / P) : view(sendbuf, 'allgather', 'sendbuf').byteLength
@@ -297,15 +293,14 @@ const ALLGATHER: Collective<AllgatherArgs, ArrayBufferView> = collective({
     const data: AllGathered = { out, block, place: blocks(block) }
     return { case: caseOf(block, P * block, P, true, 0), root: 0, opId: 0, kind: 0, count: block, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface AllgathervArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView, counts: ArrayLike<number>, displs: ArrayLike<number> }
-const ALLGATHERV: Collective<AllgathervArgs, ArrayBufferView> = collective({
+const ALLGATHERV: Collective<ArrayBufferView | InPlace, ArrayBufferView, Layout, ArrayBufferView> = collective({
   name: 'allgatherv',
   slot: -1,
-  prepare: (comm, { sendbuf, recvbuf, counts: counts_, displs }) => {
+  prepare: (comm, sendbuf, recvbuf, { counts: counts_, displs }) => {
     const P = comm.size; const r = comm.rank
     const out = bytes(view(recvbuf, 'allgatherv', 'recvbuf'))
     const c = counts(counts_, P, 'allgatherv', 'counts'); const d = counts(displs, P, 'allgatherv', 'displs')
@@ -320,15 +315,14 @@ const ALLGATHERV: Collective<AllgathervArgs, ArrayBufferView> = collective({
     const data: AllGathered = { out, block: 0, place: placeOf(c, d, e) }
     return { case: caseOf(0, out.byteLength, P, true, 0), root: 0, opId: 0, kind: 0, count: 0, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface AlltoallArgs { sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView }
-const ALLTOALL: Collective<AlltoallArgs, ArrayBufferView> = collective({
+const ALLTOALL: Collective<ArrayBufferView | InPlace, ArrayBufferView, null, ArrayBufferView> = collective({
   name: 'alltoall',
   slot: -1,
-  prepare: (comm, { sendbuf, recvbuf }) => {
+  prepare: (comm, sendbuf, recvbuf) => {
     const P = comm.size
     const out = bytes(view(recvbuf, 'alltoall', 'recvbuf'))
     const send = sendbuf === IN_PLACE ? null : bytes(view(sendbuf, 'alltoall', 'sendbuf'))
@@ -340,17 +334,18 @@ const ALLTOALL: Collective<AlltoallArgs, ArrayBufferView> = collective({
     const data: Exchanged = { send, out, block, sendPlace: blocks(block), recvPlace: blocks(block) }
     return { case: caseOf(block, P * block, P, true, 0), root: 0, opId: 0, kind: 0, count: block, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface AlltoallvArgs { sendbuf: ArrayBufferView, sendCounts: ArrayLike<number>, sendDispls: ArrayLike<number>, recvbuf: ArrayBufferView, recvCounts: ArrayLike<number>, recvDispls: ArrayLike<number> }
-const ALLTOALLV: Collective<AlltoallvArgs, ArrayBufferView> = collective({
+/** alltoallv's counts and displacements (elements of the buffer each indexes). */
+interface Layouts { sendCounts: ArrayLike<number>, sendDispls: ArrayLike<number>, recvCounts: ArrayLike<number>, recvDispls: ArrayLike<number> }
+const ALLTOALLV: Collective<ArrayBufferView, ArrayBufferView, Layouts, ArrayBufferView> = collective({
   name: 'alltoallv',
   slot: -1,
-  prepare: (comm, a) => {
+  prepare: (comm, sendbuf, recvbuf, a) => {
     const P = comm.size
-    const sv = view(a.sendbuf, 'alltoallv', 'sendbuf'); const rv = view(a.recvbuf, 'alltoallv', 'recvbuf')
+    const sv = view(sendbuf, 'alltoallv', 'sendbuf'); const rv = view(recvbuf, 'alltoallv', 'recvbuf')
     const sc = counts(a.sendCounts, P, 'alltoallv', 'sendCounts'); const sd = counts(a.sendDispls, P, 'alltoallv', 'sendDispls')
     const rc = counts(a.recvCounts, P, 'alltoallv', 'recvCounts'); const rd = counts(a.recvDispls, P, 'alltoallv', 'recvDispls')
     const se = (sv as NumericArray).BYTES_PER_ELEMENT ?? 1; const re = (rv as NumericArray).BYTES_PER_ELEMENT ?? 1
@@ -360,16 +355,15 @@ const ALLTOALLV: Collective<AlltoallvArgs, ArrayBufferView> = collective({
     const data: Exchanged = { send: bytes(sv), out: bytes(rv), block: 0, sendPlace: placeOf(sc, sd, se), recvPlace: placeOf(rc, rd, re) }
     return { case: caseOf(0, 0, P, true, 0), root: 0, opId: 0, kind: 0, count: 0, data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface ReduceScatterArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
-const REDUCE_SCATTER_BLOCK: Collective<ReduceScatterArgs, NumericArray> = collective({
+const REDUCE_SCATTER_BLOCK: Collective<NumericArray | InPlace, NumericArray, Op, NumericArray> = collective({
   name: 'reduceScatterBlock',
   slot: -1,
   seq2: true,
-  prepare: (comm, { sendbuf, recvbuf, op }, opts) => {
+  prepare: (comm, sendbuf, recvbuf, op, opts) => {
     const P = comm.size
     numeric(recvbuf, 'reduceScatterBlock', 'recvbuf')
     const src = sendbuf === IN_PLACE ? recvbuf : numeric(sendbuf, 'reduceScatterBlock', 'sendbuf')
@@ -382,17 +376,16 @@ const REDUCE_SCATTER_BLOCK: Collective<ReduceScatterArgs, NumericArray> = collec
     const data: ReduceScattered = { src, recvbuf, m }
     return { case: caseOf(src.byteLength, src.byteLength, P, op.commute, src.length / op.unit), root: 0, opId: op.id, kind: kindOf(src), count: m, op, seg: segBytes(opts), data }
   },
-  result: (_, a) => a.recvbuf,
+  result: (_, __, recvbuf) => recvbuf,
   bytes: () => 0
 })
 
-interface ScanArgs { sendbuf: NumericArray | InPlace, recvbuf: NumericArray, op: Op }
 /** MPI_Scan (inclusive) or MPI_Exscan (exclusive: rank 0's recvbuf untouched). */
-function scanOf (what: 'scan' | 'exscan'): Collective<ScanArgs, NumericArray> {
+function scanOf (what: 'scan' | 'exscan'): Collective<NumericArray | InPlace, NumericArray, Op, NumericArray> {
   return collective({
     name: what,
     slot: -1,
-    prepare: (comm, { sendbuf, recvbuf, op }) => {
+    prepare: (comm, sendbuf, recvbuf, op) => {
       numeric(recvbuf, what, 'recvbuf')
       const mine = sendbuf === IN_PLACE ? recvbuf : numeric(sendbuf, what, 'sendbuf')
       sameKind(mine, recvbuf, what); checkOp(op, mine, what)
@@ -401,7 +394,7 @@ function scanOf (what: 'scan' | 'exscan'): Collective<ScanArgs, NumericArray> {
       const data: Scanned = { mine, acc: recvbuf }
       return { case: caseOf(mine.byteLength, mine.byteLength, comm.size, op.commute, mine.length / op.unit), root: 0, opId: op.id, kind: kindOf(mine), count: mine.length, op, data }
     },
-    result: (_, a) => a.recvbuf,
+    result: (_, __, recvbuf) => recvbuf,
     bytes: () => 0
   })
 }
@@ -412,7 +405,7 @@ const EXSCAN = scanOf('exscan')
 
 /** MPI_Barrier. Algorithms: dissemination, linear (select.ts chooses), tree. */
 export function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
-  return invoke(BARRIER, AWAITED, comm, null, opts) as Promise<void>
+  return invoke(BARRIER, AWAITED, comm, null, null, null, opts) as Promise<void>
 }
 
 /**
@@ -423,12 +416,12 @@ export function barrier (comm: CollComm, opts?: CollOptions): Promise<void> {
  * tree algorithm, `opts.check`. Ranks may mix barrier() and barrierSync(): the messages are the same.
  */
 export function barrierSync (comm: CollComm, opts?: CollOptions): void {
-  invoke(BARRIER, BLOCKING, comm, null, opts)
+  invoke(BARRIER, BLOCKING, comm, null, null, null, opts)
 }
 
 /** MPI_Bcast: root's `buf` into every rank's `buf` (same byteLength on every rank); resolves with buf. Algorithms: binomial, scatterAllgather, linear. */
 export function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): Promise<T> {
-  return invoke(BCAST, AWAITED, comm, { buf, root }, opts) as Promise<T>
+  return invoke(BCAST, AWAITED, comm, buf, root, null, opts) as Promise<T>
 }
 
 /**
@@ -439,7 +432,7 @@ export function bcast<T extends ArrayBufferView> (comm: CollComm, buf: T, root =
  * written without the event loop (larger than the room in the shm ring).
  */
 export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, root = 0, opts?: CollOptions): T {
-  return invoke(BCAST, BLOCKING, comm, { buf, root }, opts) as T
+  return invoke(BCAST, BLOCKING, comm, buf, root, null, opts) as T
 }
 
 /**
@@ -448,7 +441,7 @@ export function bcastSync<T extends ArrayBufferView> (comm: CollComm, buf: T, ro
  * recvbuf at the root, null elsewhere. Algorithms: binomial, rabenseifner.
  */
 export function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, recvbuf: NumericArray | null, op: Op = SUM, root = 0, opts?: CollOptions): Promise<NumericArray | null> {
-  return invoke(REDUCE, AWAITED, comm, { sendbuf, recvbuf, op, root }, opts) as Promise<NumericArray | null>
+  return invoke(REDUCE, AWAITED, comm, sendbuf, recvbuf, { op, root }, opts) as Promise<NumericArray | null>
 }
 
 /**
@@ -457,7 +450,7 @@ export function reduce (comm: CollComm, sendbuf: NumericArray | InPlace, recvbuf
  * Algorithms: recursiveDoubling, rabenseifner, ring, reduceBcast.
  */
 export function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  return invoke(ALLREDUCE, AWAITED, comm, { sendbuf, recvbuf, op }, opts) as Promise<T>
+  return invoke(ALLREDUCE, AWAITED, comm, sendbuf, recvbuf, op, opts) as Promise<T>
 }
 
 /**
@@ -469,7 +462,7 @@ export function allreduce<T extends NumericArray> (comm: CollComm, sendbuf: T | 
  * than the room in the shm ring).
  */
 export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): T {
-  return invoke(ALLREDUCE, BLOCKING, comm, { sendbuf, recvbuf, op }, opts) as T
+  return invoke(ALLREDUCE, BLOCKING, comm, sendbuf, recvbuf, op, opts) as T
 }
 
 /**
@@ -478,7 +471,7 @@ export function allreduceSync<T extends NumericArray> (comm: CollComm, sendbuf: 
  * null elsewhere. Algorithms: binomial, linear.
  */
 export function gather (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, root = 0, opts?: CollOptions): Promise<ArrayBufferView | null> {
-  return invoke(GATHER, AWAITED, comm, { sendbuf, recvbuf, root }, opts) as Promise<ArrayBufferView | null>
+  return invoke(GATHER, AWAITED, comm, sendbuf, recvbuf, root, opts) as Promise<ArrayBufferView | null>
 }
 
 /**
@@ -487,7 +480,7 @@ export function gather (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recv
  * already in place. Resolves with recvbuf at the root, null elsewhere. Algorithm: linear.
  */
 export function gatherv (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recvbuf: ArrayBufferView | null, counts_: ArrayLike<number> | null, displs: ArrayLike<number> | null, root = 0, opts?: CollOptions): Promise<ArrayBufferView | null> {
-  return invoke(GATHERV, AWAITED, comm, { sendbuf, recvbuf, counts: counts_, displs, root }, opts) as Promise<ArrayBufferView | null>
+  return invoke(GATHERV, AWAITED, comm, sendbuf, recvbuf, { counts: counts_, displs, root }, opts) as Promise<ArrayBufferView | null>
 }
 
 /**
@@ -496,7 +489,7 @@ export function gatherv (comm: CollComm, sendbuf: ArrayBufferView | InPlace, rec
  * Algorithms: binomial, linear.
  */
 export function scatter (comm: CollComm, sendbuf: ArrayBufferView | null, recvbuf: ArrayBufferView | InPlace, root = 0, opts?: CollOptions): Promise<ArrayBufferView | InPlace> {
-  return invoke(SCATTER, AWAITED, comm, { sendbuf, recvbuf, root }, opts) as Promise<ArrayBufferView | InPlace>
+  return invoke(SCATTER, AWAITED, comm, sendbuf, recvbuf, root, opts) as Promise<ArrayBufferView | InPlace>
 }
 
 /**
@@ -504,7 +497,7 @@ export function scatter (comm: CollComm, sendbuf: ArrayBufferView | null, recvbu
  * recvbuf (which must be exactly that many bytes). Resolves with recvbuf. Algorithm: linear.
  */
 export function scatterv (comm: CollComm, sendbuf: ArrayBufferView | null, counts_: ArrayLike<number> | null, displs: ArrayLike<number> | null, recvbuf: ArrayBufferView | InPlace, root = 0, opts?: CollOptions): Promise<ArrayBufferView | InPlace> {
-  return invoke(SCATTERV, AWAITED, comm, { sendbuf, counts: counts_, displs, recvbuf, root }, opts) as Promise<ArrayBufferView | InPlace>
+  return invoke(SCATTERV, AWAITED, comm, sendbuf, recvbuf, { counts: counts_, displs, root }, opts) as Promise<ArrayBufferView | InPlace>
 }
 
 /**
@@ -513,7 +506,7 @@ export function scatterv (comm: CollComm, sendbuf: ArrayBufferView | null, count
  * Algorithms: recursiveDoubling (power-of-two P), bruck, ring.
  */
 export function allgather<T extends ArrayBufferView> (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recvbuf: T, opts?: CollOptions): Promise<T> {
-  return invoke(ALLGATHER, AWAITED, comm, { sendbuf, recvbuf }, opts) as Promise<T>
+  return invoke(ALLGATHER, AWAITED, comm, sendbuf, recvbuf, null, opts) as Promise<T>
 }
 
 /**
@@ -521,7 +514,7 @@ export function allgather<T extends ArrayBufferView> (comm: CollComm, sendbuf: A
  * recvbuf). Resolves with recvbuf. Algorithm: ring.
  */
 export function allgatherv<T extends ArrayBufferView> (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recvbuf: T, counts_: ArrayLike<number>, displs: ArrayLike<number>, opts?: CollOptions): Promise<T> {
-  return invoke(ALLGATHERV, AWAITED, comm, { sendbuf, recvbuf, counts: counts_, displs }, opts) as Promise<T>
+  return invoke(ALLGATHERV, AWAITED, comm, sendbuf, recvbuf, { counts: counts_, displs, root: 0 }, opts) as Promise<T>
 }
 
 /**
@@ -530,7 +523,7 @@ export function allgatherv<T extends ArrayBufferView> (comm: CollComm, sendbuf: 
  * Algorithms: bruck, linear, pairwise.
  */
 export function alltoall<T extends ArrayBufferView> (comm: CollComm, sendbuf: ArrayBufferView | InPlace, recvbuf: T, opts?: CollOptions): Promise<T> {
-  return invoke(ALLTOALL, AWAITED, comm, { sendbuf, recvbuf }, opts) as Promise<T>
+  return invoke(ALLTOALL, AWAITED, comm, sendbuf, recvbuf, null, opts) as Promise<T>
 }
 
 /**
@@ -538,7 +531,7 @@ export function alltoall<T extends ArrayBufferView> (comm: CollComm, sendbuf: Ar
  * receives it into recvbuf[recvDispls[i], + recvCounts[i]) (elements of recvbuf). Algorithm: linear.
  */
 export function alltoallv<T extends ArrayBufferView> (comm: CollComm, sendbuf: ArrayBufferView, sendCounts: ArrayLike<number>, sendDispls: ArrayLike<number>, recvbuf: T, recvCounts: ArrayLike<number>, recvDispls: ArrayLike<number>, opts?: CollOptions): Promise<T> {
-  return invoke(ALLTOALLV, AWAITED, comm, { sendbuf, sendCounts, sendDispls, recvbuf, recvCounts, recvDispls }, opts) as Promise<T>
+  return invoke(ALLTOALLV, AWAITED, comm, sendbuf, recvbuf, { sendCounts, sendDispls, recvCounts, recvDispls }, opts) as Promise<T>
 }
 
 /**
@@ -547,17 +540,17 @@ export function alltoallv<T extends ArrayBufferView> (comm: CollComm, sendbuf: A
  * input and receives the result in its first m elements. Algorithms: ring, reduceThenScatter.
  */
 export function reduceScatterBlock<T extends NumericArray> (comm: CollComm, sendbuf: NumericArray | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  return invoke(REDUCE_SCATTER_BLOCK, AWAITED, comm, { sendbuf, recvbuf, op }, opts) as Promise<T>
+  return invoke(REDUCE_SCATTER_BLOCK, AWAITED, comm, sendbuf, recvbuf, op, opts) as Promise<T>
 }
 
 /** MPI_Scan: recvbuf on rank r = sendbuf_0 ∘ ... ∘ sendbuf_r. Algorithms: recursiveDoubling, linear. */
 export function scan<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  return invoke(SCAN, AWAITED, comm, { sendbuf, recvbuf, op }, opts) as Promise<T>
+  return invoke(SCAN, AWAITED, comm, sendbuf, recvbuf, op, opts) as Promise<T>
 }
 
 /** MPI_Exscan: recvbuf on rank r > 0 = sendbuf_0 ∘ ... ∘ sendbuf_{r-1}; rank 0's recvbuf untouched. Algorithms: recursiveDoubling, linear. */
 export function exscan<T extends NumericArray> (comm: CollComm, sendbuf: T | InPlace, recvbuf: T, op: Op = SUM, opts?: CollOptions): Promise<T> {
-  return invoke(EXSCAN, AWAITED, comm, { sendbuf, recvbuf, op }, opts) as Promise<T>
+  return invoke(EXSCAN, AWAITED, comm, sendbuf, recvbuf, op, opts) as Promise<T>
 }
 
 /** MPI_Ibarrier: starts the barrier; returns its Request (wait()/test(), waitAll...). */

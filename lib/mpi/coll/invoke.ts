@@ -37,7 +37,7 @@ import { CheckedComm } from './check'
 declare module './state' {
   interface CollState {
     /** The last call's shape of each collective that keeps one (barrier, bcast, allreduce: Collective `slot`). */
-    lasts?: Array<LastShape | undefined>
+    lasts?: Array<LastShape | null>
   }
 }
 
@@ -66,8 +66,13 @@ export interface Prep {
   readonly data?: unknown
 }
 
-/** One collective as invoke() runs it (made by `collective`); `A`: its arguments, `R`: its result. */
-export interface Collective<A, R> {
+/**
+ * One collective as invoke() runs it (made by `collective`): its arguments are three values
+ * `x`, `y`, `z` (each collective says which: e.g. allreduce's sendbuf, recvbuf, op; a
+ * collective of more arguments passes an object as `z`), passed as they are (no object per call
+ * on the small paths); `R`: its result.
+ */
+export interface Collective<X, Y, Z, R> {
   /** Its name (select.ts records, COLLECTIVE_IDS). */
   readonly name: string
   /** Its index in the communicator's last shapes (state.ts `lasts`), -1 when it keeps none. */
@@ -80,17 +85,17 @@ export interface Collective<A, R> {
    * The argument checks (throwing ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_MPI_OP) and this
    * rank's local part (its own block copied); null when that completed the call (P = 1).
    */
-  readonly prepare: (comm: CollComm, a: A, opts: CollOptions | undefined) => Prep | null
-  /** (slot ≥ 0) The last call, made ready for this one, when `a` has its shape (LastShape.hit), else null. */
-  readonly hit: ((last: LastShape, comm: CollComm, a: A) => CheckedComm | null) | null
+  readonly prepare: (comm: CollComm, x: X, y: Y, z: Z, opts: CollOptions | undefined) => Prep | null
+  /** (slot ≥ 0) The last call, made ready for this one, when the arguments have its shape (LastShape.hit), else null. */
+  readonly hit: ((last: LastShape, comm: CollComm, x: X, y: Y, z: Z) => CheckedComm | null) | null
   /** What the call returns (resolves with). */
-  readonly result: (comm: CollComm, a: A) => R
+  readonly result: (comm: CollComm, x: X, y: Y, z: Z) => R
   /** Bytes of the call's array (the Status count of the blocking tier's Request). */
-  readonly bytes: (a: A) => number
+  readonly bytes: (x: X, y: Y) => number
 }
 
 /** A Collective from its parts (every one the same object shape: invoke's reads of it stay monomorphic). */
-export function collective<A, R> (c: Pick<Collective<A, R>, 'name' | 'slot' | 'prepare' | 'result' | 'bytes'> & Partial<Pick<Collective<A, R>, 'seq2' | 'notice' | 'hit'>>): Collective<A, R> {
+export function collective<X, Y, Z, R> (c: Pick<Collective<X, Y, Z, R>, 'name' | 'slot' | 'prepare' | 'result' | 'bytes'> & Partial<Pick<Collective<X, Y, Z, R>, 'seq2' | 'notice' | 'hit'>>): Collective<X, Y, Z, R> {
   return { name: c.name, slot: c.slot, seq2: c.seq2 ?? false, notice: c.notice ?? false, prepare: c.prepare, hit: c.hit ?? null, result: c.result, bytes: c.bytes }
 }
 
@@ -107,28 +112,31 @@ const CHECK_ROUND = 'the argument check (opts.check) is a round of its own in th
 const PAIR_PATH = process.env.FASTSOCK_MPI_PAIR !== '0'
 
 /**
- * Runs collective `c` with arguments `a` in `tier`: BLOCKING returns its result or throws
+ * Runs collective `c` with arguments x, y, z in `tier`: BLOCKING returns its result or throws
  * (ERR_MPI_WOULD_BLOCK with `.request` when it must go on in the event loop); AWAITED returns a
  * Promise of it (bad arguments reject). Every rank takes its sequence numbers here,
  * synchronously, so collectives started back to back without awaiting match across ranks.
  */
-export function invoke<A, R> (c: Collective<A, R>, tier: Tier, comm: CollComm, a: A, opts: CollOptions | undefined): R | Promise<R> {
+export function invoke<X, Y, Z, R> (c: Collective<X, Y, Z, R>, tier: Tier, comm: CollComm, x: X, y: Y, z: Z, opts: CollOptions | undefined): R | Promise<R> {
   const check = opts?.check ?? CHECK_ENV
-  if (tier === BLOCKING && check) blocked(later(invoke(c, AWAITED, comm, a, opts) as Promise<R>, CHECK_ROUND), c.bytes(a))
+  if (tier === BLOCKING && check) blocked(later(invoke(c, AWAITED, comm, x, y, z, opts) as Promise<R>, CHECK_ROUND), c.bytes(x, y))
   try {
     const seq = comm._collSeq()
     const cseq = check ? comm._collSeq() : -1
     const seq2 = c.seq2 ? comm._collSeq() : -1
     const last = opts === undefined && c.slot >= 0 ? lastShape(comm, c.slot) : null
-    let call = last !== null && c.hit !== null ? c.hit(last, comm, a) : null
+    let call = last !== null && c.hit !== null ? c.hit(last, comm, x, y, z) : null
     if (call === null) {
-      const p = c.prepare(comm, a, opts)
-      if (p === null) { const v = c.result(comm, a); return tier === AWAITED ? Promise.resolve(v) : v }
-      if (cseq >= 0) return agreed(c, comm, a, opts, p, seq, cseq, seq2)
+      const p = c.prepare(comm, x, y, z, opts)
+      if (p === null) { const v = c.result(comm, x, y, z); return tier === AWAITED ? Promise.resolve(v) : v }
+      if (cseq >= 0) return agreed(c, comm, x, y, z, opts, p, seq, cseq, seq2)
       call = callOf(c.name, comm, p, opts)
     }
     call.seq = seq; call.seq2 = seq2
-    return tier === BLOCKING ? blocking(c, call, last, comm, a) : awaited(c, call, last, comm, a)
+    if (tier === AWAITED) return awaited(c, call, last, comm, x, y, z)
+    const l = invokeBlocking(call, last)
+    if (l !== null) blocked(l, c.bytes(x, y))
+    return c.result(comm, x, y, z)
   } catch (e) {
     if (tier === AWAITED) return Promise.reject(e)
     throw e
@@ -146,27 +154,20 @@ function callOf (name: string, comm: CollComm, p: Prep, opts: CollOptions | unde
   return call
 }
 
-/** The blocking tier's end of a call: its result, or ERR_MPI_WOULD_BLOCK with the rest as its request. */
-function blocking<A, R> (c: Collective<A, R>, call: CheckedComm, last: LastShape | null, comm: CollComm, a: A): R {
-  const l = invokeBlocking(call, last)
-  if (l !== null) blocked(l, c.bytes(a))
-  return c.result(comm, a)
-}
-
 /** The awaited tier's end of a call: a Promise of its result (with the rooted fan-in's notice). */
-function awaited<A, R> (c: Collective<A, R>, call: CheckedComm, last: LastShape | null, comm: CollComm, a: A): Promise<R> {
+function awaited<X, Y, Z, R> (c: Collective<X, Y, Z, R>, call: CheckedComm, last: LastShape | null, comm: CollComm, x: X, y: Y, z: Z): Promise<R> {
   const note = c.notice ? call.rootNotice(call.root, collTag(call.seq, 0)) : null
   let p = invokeAwaited(call, last)
   if (note !== null) p = withNotice(note, p ?? Promise.resolve())
-  return p === null ? Promise.resolve(c.result(comm, a)) : p.then(() => c.result(comm, a))
+  return p === null ? Promise.resolve(c.result(comm, x, y, z)) : p.then(() => c.result(comm, x, y, z))
 }
 
 /** The call with the argument check (opts.check) first: one round, then the call in the awaited tier. */
-async function agreed<A, R> (c: Collective<A, R>, comm: CollComm, a: A, opts: CollOptions | undefined, p: Prep, seq: number, cseq: number, seq2: number): Promise<R> {
+async function agreed<X, Y, Z, R> (c: Collective<X, Y, Z, R>, comm: CollComm, x: X, y: Y, z: Z, opts: CollOptions | undefined, p: Prep, seq: number, cseq: number, seq2: number): Promise<R> {
   await agree(comm, cseq, c.name, p.count, p.root, p.opId, p.kind)
   const call = callOf(c.name, comm, p, opts)
   call.seq = seq; call.seq2 = seq2
-  return await awaited(c, call, null, comm, a)
+  return await awaited(c, call, null, comm, x, y, z)
 }
 
 /** The record's run in the event loop: its steps with wait(), or its `awaited` run. */
@@ -242,8 +243,8 @@ async function agree (comm: CollComm, cseq: number, what: string, count: number,
 
 /** The communicator's LastShape of collective slot `slot` (state.ts), made at its first use. */
 function lastShape (comm: CollComm, slot: number): LastShape {
-  const lasts = stateOf(comm).lasts ??= []
-  return lasts[slot] ??= new LastShape()
+  const lasts = stateOf(comm).lasts ??= [null, null, null]
+  return lasts[slot] ?? (lasts[slot] = new LastShape())
 }
 
 /**
