@@ -6,7 +6,7 @@
  *
  * Each collective is one `Collective` here (its argument checks and local part, what its
  * algorithms' records read, its result) and each public function one line: invoke.ts
- * `invoke(collective, tier, comm, args, opts)` runs the preamble once for all of them (sequence
+ * `invoke(collective, tier, comm, x, y, z, opts)` runs the preamble once for all of them (sequence
  * numbers, taken synchronously before any await so collectives started back to back without
  * awaiting still match across ranks; the checks; the optional agreement; the choice; the
  * CheckedComm) and dispatches by tier through the algorithm's record (select.ts).

@@ -1,6 +1,6 @@
 /**
  * One entry for every collective, as Open MPI's coll/tuned has one decision and one dispatch
- * over its algorithm table: `invoke(collective, tier, comm, args, opts)` runs the preamble once,
+ * over its algorithm table: `invoke(collective, tier, comm, x, y, z, opts)` runs the preamble once,
  * the same for barrier, bcast, reduce, ..., scan (the sequence number and any second one, the
  * collective's argument checks and local part, the optional agreement of `opts.check`, the
  * choice of algorithm and the checked communicator, check.ts CheckedComm, which is the call), then

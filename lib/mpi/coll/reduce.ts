@@ -1,7 +1,8 @@
 /**
  * Reduction algorithms: reduce, allreduce, reduce-scatter-block, scan and exscan, on typed arrays
  * (element offsets; an "item" is `op.unit` elements, 2 for MAXLOC/MINLOC pairs, so arrays split
- * on item boundaries). The caller (index.ts) has already placed this rank's contribution in `acc`.
+ * on item boundaries). The caller (index.ts's preamble, or a record's run below) has already
+ * placed this rank's contribution in `acc`.
  *
  * Sources: Thakur, Rabenseifner and Gropp 2005 (IJHPCA 19(1)): binomial reduce (4.4), recursive
  * doubling allreduce for short messages and Rabenseifner's reduce-scatter (recursive halving) +
