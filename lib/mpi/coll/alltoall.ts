@@ -6,6 +6,24 @@
  */
 import type { CollComm } from './types'
 import { all, collTag, copyBytes, recv, release, scratch, sendrecv, waiting } from './util'
+import type { Place } from './gather'
+
+/**
+ * An alltoall(v) call's arguments as its records read them (index.ts prepares them): the send
+ * bytes (null: IN_PLACE, `out` is both), the receive bytes, the block size (alltoall), and each
+ * rank's place in the send and receive bytes.
+ */
+export interface Exchanged { send: Uint8Array | null, out: Uint8Array, block: number, sendPlace: Place, recvPlace: Place }
+
+/** Runs `run` on the call's send bytes: IN_PLACE, a copy of `out` in the communicator's scratch, given back after. */
+export async function withSendBytes (comm: CollComm, d: Exchanged, run: (d: Exchanged, send: Uint8Array) => Promise<void>): Promise<void> {
+  if (d.send !== null) { await run(d, d.send); return }
+  const n = d.out.byteLength
+  const ab = scratch(comm, Math.max(1, n))
+  const sb = new Uint8Array(ab, 0, n)
+  sb.set(d.out)
+  try { await run(d, sb) } finally { release(comm, ab) }
+}
 
 /**
  * Bruck all-to-all: rotate so block j is for rank r + j; in step k send every block whose index

@@ -9,7 +9,16 @@
 import type { CollComm, CollRequest } from './types'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
-import { all, collTag, Exchange, exchangeNow, recv, recvNow, recvSteps, send, sendrecvSteps, waitRecv, waiting } from './util'
+import { stateOf } from './state'
+import type { CollState } from './state'
+import { all, collTag, Exchange, exchangeNow, received, recv, recvNow, recvSteps, send, sendrecvSteps, waiting } from './util'
+
+declare module './state' {
+  interface CollState {
+    /** The last tree of each shape (by TreeShape id) this communicator's calls walked, with its v and P (treeOf). */
+    trees?: Array<{ v: number, P: number, tree: Tree } | null>
+  }
+}
 
 const EMPTY = new Uint8Array(0)
 
@@ -28,9 +37,9 @@ export function * barrierDisseminationSteps (comm: CollComm, seq: number): CollS
 /**
  * The dissemination barrier at P = 2 in the blocking tier: its one exchange of empty messages
  * run directly (util.ts exchangeNow: the same messages and tag as the steps). As
- * allreducePairSync: null when nothing was sent (run the steps), true when done, else the rest.
+ * allreducePairSync: null when done, else the rest as steps.
  */
-export function barrierPairSync (comm: CollComm, seq: number): true | CollSteps | null {
+export function barrierPairSync (comm: CollComm, seq: number): CollSteps | null {
   return exchangeNow(comm, EMPTY, EMPTY, comm.rank ^ 1, collTag(seq, 0), 'barrier', 0, 0)
 }
 
@@ -58,36 +67,25 @@ function * linearRootRest (comm: CollComm, first: CollSteps | null, recvFrom: nu
   const P = comm.size
   if (first !== null) yield * first
   for (let r = recvFrom; r < P; r++) yield * recvSteps(comm, EMPTY, r, tag, 'barrier')
-  yield * sendsAfter(comm, null, EMPTY, linearShape(0, P).children, sendFrom - 1, 0, tag)
+  yield * sendsAfter(comm, null, EMPTY, treeOf(comm, LINEAR, 0, P).children, sendFrom - 1, 0, tag)
 }
 
 /**
  * The linear barrier in the blocking tier without the steps' machinery (docs/mpi-collectives.md,
  * "Direct paths"): a rank other than 0 runs its exchange with rank 0 directly (exchangeNow); rank 0
  * reads each arrival now (recvNow) and writes each release now (comm._collSendNow). The same
- * messages and tag as barrierLinearSteps. Null when nothing was sent (run the steps), true when
- * done, else the rest as steps.
+ * messages and tag as barrierLinearSteps. Null when done, else the rest as steps.
  */
-export function barrierLinearNow (comm: CollComm, seq: number): true | CollSteps | null {
+export function barrierLinearNow (comm: CollComm, seq: number): CollSteps | null {
   const P = comm.size
   const tag = collTag(seq, 0)
   if (comm.rank !== 0) return exchangeNow(comm, EMPTY, EMPTY, 0, tag, 'barrier', 0, 0)
   for (let r = 1; r < P; r++) {
-    const got = recvNow(comm, EMPTY, r, tag, 'barrier', 0)
-    if (got !== true) return linearRootRest(comm, got, r + 1, 1, tag)
+    const rest = recvNow(comm, EMPTY, r, tag, 'barrier', 0)
+    if (rest !== null) return linearRootRest(comm, rest, r + 1, 1, tag)
   }
   for (let r = 1; r < P; r++) if (comm._collSendNow === undefined || !comm._collSendNow(EMPTY, r, tag, 0)) return linearRootRest(comm, null, P, r, tag)
-  return true
-}
-
-/** The linear barrier in the awaited tier. */
-export function barrierLinear (comm: CollComm, seq: number): Promise<void> {
-  return runAsync(barrierLinearSteps(comm, seq))
-}
-
-/** The dissemination barrier in the awaited tier. */
-export function barrierDissemination (comm: CollComm, seq: number): Promise<void> {
-  return runAsync(barrierDisseminationSteps(comm, seq))
+  return null
 }
 
 /** Tree barrier: binomial fan-in of 0-byte messages to rank 0, then binomial fan-out. 2·ceil(log2 P) steps. */
@@ -99,63 +97,89 @@ export async function barrierTree (comm: CollComm, seq: number): Promise<void> {
     if (r + mask < P) await recv(comm, EMPTY, r + mask, collTag(seq, 0), 'barrier')
     mask <<= 1
   }
-  await bcastBinomial(comm, EMPTY, 0, seq, 1, 65536)
+  await runAsync(bcastTreeSteps(comm, EMPTY, 0, seq, 1, BINOMIAL, Infinity))
 }
 
 /** A broadcast tree seen from relative rank v: its parent (relative; -1 at the root) and children (relative, in sending order). */
 export interface Tree { readonly parent: number, readonly children: readonly number[] }
-/** A broadcast tree's shape: relative rank v's Tree among P ranks (shared between calls: read only). */
-export type TreeShape = (v: number, P: number) => Tree
-
-/**
- * `build`, keeping its last answer: a loop calls one collective with the same v and P call after
- * call, and the tree (an object and an array) is then built once, not per call.
- */
-function lastTreeOf (build: (v: number, P: number) => Tree): TreeShape {
-  let lastV = -1; let lastP = -1
-  let last: Tree = { parent: -1, children: [] }
-  return (v, P) => {
-    if (v !== lastV || P !== lastP) { last = build(v, P); lastV = v; lastP = P }
-    return last
-  }
-}
+/** A broadcast tree's shape: `build` gives relative rank v's Tree among P ranks; `id` indexes the communicator's last tree of the shape (treeOf). */
+export interface TreeShape { readonly id: number, readonly build: (v: number, P: number) => Tree }
 
 /** The binomial tree (F-MPJ's MST): v's parent is v - 2^k (2^k its lowest set bit), its children v + 2^j for 2^j < 2^k, largest first. */
-export const binomialShape: TreeShape = lastTreeOf((v, P) => {
-  let mask = 1
-  let parent = -1
-  while (mask < P) {
-    if ((v & mask) !== 0) { parent = v - mask; break }
-    mask <<= 1
+export const BINOMIAL: TreeShape = Object.freeze({
+  id: 0,
+  build: (v: number, P: number): Tree => {
+    let mask = 1
+    let parent = -1
+    while (mask < P) {
+      if ((v & mask) !== 0) { parent = v - mask; break }
+      mask <<= 1
+    }
+    const children: number[] = []
+    for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push(v + m)
+    return { parent, children }
   }
-  const children: number[] = []
-  for (let m = mask >> 1; m > 0; m >>= 1) if (v + m < P) children.push(v + m)
-  return { parent, children }
 })
 
 /** The flat tree: the root sends to every other rank, in rank order from the root. */
-export const linearShape: TreeShape = lastTreeOf((v, P) => {
-  if (v !== 0) return { parent: 0, children: [] }
-  const children: number[] = []
-  for (let c = 1; c < P; c++) children.push(c)
-  return { parent: -1, children }
+export const LINEAR: TreeShape = Object.freeze({
+  id: 1,
+  build: (v: number, P: number): Tree => {
+    if (v !== 0) return { parent: 0, children: [] }
+    const children: number[] = []
+    for (let c = 1; c < P; c++) children.push(c)
+    return { parent: -1, children }
+  }
 })
 
 /**
- * Broadcast of one segment down tree `shape`, as steps (drive.ts): relative rank
- * v = (rank - root) mod P receives `buf` from its parent, then sends it to each child (every
- * send started before the first is waited for). Steps: the tree's depth.
+ * `shape`'s tree at relative rank v of P (read only): the communicator's last one of that shape
+ * when v and P are the same (state.ts `trees`: a loop calls one collective with the same v and
+ * P call after call, and the tree, an object and an array, is then built once, not per call).
  */
-export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, shape: TreeShape): CollSteps {
+function treeOf (comm: CollComm, shape: TreeShape, v: number, P: number): Tree {
+  const trees = ((comm as { state?: CollState }).state ?? stateOf(comm)).trees ??= [null, null]
+  const t = trees[shape.id]
+  if (t !== null && t.v === v && t.P === P) return t.tree
+  const tree = shape.build(v, P)
+  trees[shape.id] = { v, P, tree }
+  return tree
+}
+
+/**
+ * Broadcast down tree `shape`, as steps (drive.ts): relative rank v = (rank - root) mod P
+ * receives `buf` from its parent, then sends it to each child (every send started before the
+ * first is waited for). Steps: the tree's depth. Larger than `segBytes` (binomial: the pipelined
+ * MST broadcast of Thakur et al. 4.1): every segment's receive posted, each segment forwarded to
+ * the children as soon as it arrives. Every non-root rank receives n bytes; a rank with c
+ * children sends c·n.
+ */
+export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, shape: TreeShape, segBytes: number): CollSteps {
   const P = comm.size
   if (P === 1) return
-  const { parent, children } = shape((comm.rank - root + P) % P, P)
+  const { parent, children } = treeOf(comm, shape, (comm.rank - root + P) % P, P)
   const tag = collTag(seq, round)
-  if (parent >= 0) yield * recvSteps(comm, buf, (parent + root) % P, tag, 'bcast')
-  if (children.length === 1) { yield new Exchange(comm, buf, (children[0] + root) % P, null, -1, tag); return }
-  // Several children: every send starts before the first is waited for (a rendezvous send
-  // waits for its child's answer; one after another they would add up).
-  const sends = children.map((c) => comm._collIsend(buf, (c + root) % P, tag))
+  const n = buf.byteLength
+  if (n <= segBytes) {
+    if (parent >= 0) yield * recvSteps(comm, buf, (parent + root) % P, tag, 'bcast')
+    if (children.length === 1) { yield new Exchange(comm, buf, (children[0] + root) % P, null, -1, tag); return }
+    // Several children: every send starts before the first is waited for (a rendezvous send
+    // waits for its child's answer; one after another they would add up).
+    const sends = children.map((c) => comm._collIsend(buf, (c + root) % P, tag))
+    for (const s of sends) yield s
+    return
+  }
+  const nseg = Math.ceil(n / segBytes)
+  const segment = (s: number): Uint8Array => buf.subarray(s * segBytes, Math.min(n, (s + 1) * segBytes))
+  const from = (parent + root) % P
+  const recvs: CollRequest[] = []
+  if (parent >= 0) for (let s = 0; s < nseg; s++) recvs.push(comm._collIrecv(segment(s), from, tag))
+  const sends: CollRequest[] = []
+  for (let s = 0; s < nseg; s++) {
+    const v = segment(s)
+    if (parent >= 0) yield * received(recvs[s], v.byteLength, 'bcast', from)
+    for (const c of children) sends.push(comm._collIsend(v, (c + root) % P, tag))
+  }
   for (const s of sends) yield s
 }
 
@@ -163,23 +187,23 @@ export function * bcastTreeSteps (comm: CollComm, buf: Uint8Array, root: number,
  * A one-segment tree broadcast in the blocking tier without the steps' machinery, for buffers
  * the small path carries (docs/mpi-collectives.md, "Direct paths"): the parent's message read now
  * (recvNow), then each child's written now (comm._collSendNow); the same messages, tag and
- * descriptor as bcastTreeSteps. Null when nothing was done (the root's first send could not go
- * out now: run the steps), true when done, else the rest as steps. `n`: buf.byteLength.
+ * descriptor as bcastTreeSteps. Null when done, else the rest as steps (all of the root's
+ * sends when its first could not go out now). `n`: buf.byteLength.
  */
-export function bcastTreeNow (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, shape: TreeShape, n = buf.byteLength): true | CollSteps | null {
+export function bcastTreeNow (comm: CollComm, buf: ArrayBufferView, root: number, seq: number, shape: TreeShape, n = buf.byteLength): CollSteps | null {
   const P = comm.size
   const tag = collTag(seq, 0)
-  const { parent, children } = shape((comm.rank - root + P) % P, P)
+  const { parent, children } = treeOf(comm, shape, (comm.rank - root + P) % P, P)
   if (parent >= 0) {
-    const got = recvNow(comm, buf, (parent + root) % P, tag, 'bcast', n)
-    if (got !== true) return children.length === 0 ? got : sendsAfter(comm, got, buf, children, 0, root, tag)
+    const rest = recvNow(comm, buf, (parent + root) % P, tag, 'bcast', n)
+    if (rest !== null) return children.length === 0 ? rest : sendsAfter(comm, rest, buf, children, 0, root, tag)
   }
   for (let i = 0; i < children.length; i++) {
     if (comm._collSendNow === undefined || !comm._collSendNow(buf, (children[i] + root) % P, tag, n)) {
-      return parent < 0 && i === 0 ? null : sendsAfter(comm, null, buf, children, i, root, tag)
+      return sendsAfter(comm, null, buf, children, i, root, tag)
     }
   }
-  return true
+  return null
 }
 
 /** The sends to `children` (relative ranks) from index `from` on, after `first` (a receive under way) if any. */
@@ -189,45 +213,6 @@ function * sendsAfter (comm: CollComm, first: CollSteps | null, buf: ArrayBuffer
   const sends: CollRequest[] = []
   for (let i = from; i < children.length; i++) sends.push(comm._collIsend(buf, (children[i] + root) % P, tag))
   for (const s of sends) yield s
-}
-
-/** Binomial-tree broadcast of one segment, as steps: ceil(log2 P) steps (bcastTreeSteps). */
-export function bcastBinomialSteps (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number): CollSteps {
-  return bcastTreeSteps(comm, buf, root, seq, round, binomialShape)
-}
-
-/**
- * Binomial-tree broadcast (MST), pipelined in segments of `segBytes`: relative rank
- * v = (rank - root) mod P receives from v - 2^k (2^k its lowest set bit) and forwards each segment,
- * as soon as it arrives, to v + 2^j for 2^j < 2^k. ceil(log2 P) steps; every non-root rank
- * receives n bytes; a rank with c children sends c·n. One segment: bcastBinomialSteps.
- */
-export async function bcastBinomial (comm: CollComm, buf: Uint8Array, root: number, seq: number, round: number, segBytes: number): Promise<void> {
-  const P = comm.size
-  if (P === 1) return
-  const n = buf.byteLength
-  const nseg = n === 0 ? 1 : Math.ceil(n / segBytes)
-  if (nseg === 1) { await runAsync(bcastBinomialSteps(comm, buf, root, seq, round)); return }
-  const tag = collTag(seq, round)
-  const v = (comm.rank - root + P) % P
-  const tree = binomialShape(v, P)
-  const parent = tree.parent < 0 ? -1 : (tree.parent + root) % P
-  const children = tree.children.map((c) => (c + root) % P)
-  const recvs: Array<Promise<void>> = []
-  if (parent >= 0) {
-    for (let s = 0; s < nseg; s++) {
-      const seg = buf.subarray(s * segBytes, Math.min(n, (s + 1) * segBytes))
-      recvs.push(waitRecv(waiting(comm._collIrecv(seg, parent, tag)), seg.byteLength, 'bcast', parent))
-    }
-    for (const p of recvs) p.catch(() => {})
-  }
-  const sends: Array<Promise<unknown>> = []
-  for (let s = 0; s < nseg; s++) {
-    if (parent >= 0) await recvs[s]
-    const seg = buf.subarray(s * segBytes, Math.min(n, (s + 1) * segBytes))
-    for (const c of children) sends.push(waiting(comm._collIsend(seg, c, tag)))
-  }
-  await all(sends)
 }
 
 /**
@@ -264,9 +249,9 @@ export async function bcastScatterAllgather (comm: CollComm, buf: Uint8Array, ro
   for (let i = 0; i < P - 1; i++) {
     const sb = (v - i + P) % P; const rb = (v - i - 1 + P) % P
     const rv = buf.subarray(lo(rb), lo(rb + 1))
-    const r = waiting(comm._collIrecv(rv, left, collTag(seq, 1 + i)))
+    const r = runAsync(received(comm._collIrecv(rv, left, collTag(seq, 1 + i)), rv.byteLength, 'bcast', left))
     const s = waiting(comm._collIsend(buf.subarray(lo(sb), lo(sb + 1)), right, collTag(seq, 1 + i)))
-    await Promise.all([waitRecv(r, rv.byteLength, 'bcast', left), s])
+    await all([r, s])
   }
 }
 

@@ -25,7 +25,7 @@
  * even when a peer rejects; ranks that all only wait on one another (e.g. bcast where no rank
  * names itself root) exchange nothing and wait as in MPI. `{ check: true }` covers both.
  */
-import { isMpiError, wouldBlock as wouldBlockError } from '../errors'
+import { isMpiError } from '../errors'
 import type { MpiError } from '../errors'
 import type { CollComm, CollRequest, CollStatus } from './types'
 import { BytesOf, EMPTY, SYNC_INLINE_MAX, copyDisjoint, mismatch, release, scratch } from './util'
@@ -34,6 +34,7 @@ import { stateOf } from './state'
 import type { CollState } from './state'
 import type { Algorithm } from './select'
 import type { Op } from './ops'
+import { waitNow } from './drive'
 
 declare module './state' {
   interface CollState {
@@ -130,10 +131,10 @@ function putU32 (b: Uint8Array, o: number, w: number): void {
 
 
 /**
- * A collective call: its descriptor, and a CollComm whose messages carry and check it; for the
- * collectives whose algorithms are records with steps (select.ts: barrier, bcast, allreduce), also
- * the call's arguments the record's functions read (`rec`, `seq`, `buf`, `op`, `seg`), so a
- * call is this one object (kept for the next call of the same shape: index.ts LastShape).
+ * A collective call (select.ts Call): its descriptor, a CollComm whose messages carry and check
+ * it, and the call's arguments its record's functions read (`rec`, `seq`, `seq2`, `buf`, `op`,
+ * `seg`, `n`, `data`), so a call is this one object (kept for the next call of the same shape:
+ * invoke.ts LastShape).
  */
 export class CheckedComm implements CollComm {
   readonly rank: number
@@ -144,6 +145,10 @@ export class CheckedComm implements CollComm {
   readonly root: number
   /** The call's sequence number (set per call). */
   seq = 0
+  /** Its second sequence number (a collective of two phases, e.g. reduceScatterBlock's scatter), else -1. */
+  seq2 = -1
+  /** The other collectives' arguments as their preamble prepared them (invoke.ts Prep `data`). */
+  data: unknown = null
   /** The call's array: bcast's buf, allreduce's recvbuf holding this rank's input (set per call). */
   buf: ArrayBufferView = EMPTY
   /** The call's op (allreduce; null elsewhere). */
@@ -457,7 +462,7 @@ class InlineRecv implements CollRequest {
     if (this.st !== null) return this.st
     if (this.err !== null) throw this.err
     let s: CollStatus
-    try { s = blockOn(this.r) } catch (e) { if (wouldBlock(e)) throw e; this.failed(e) }
+    try { s = waitNow(this.r) } catch (e) { if (wouldBlock(e)) throw e; this.failed(e) }
     return this.finish(s)
   }
 
@@ -518,10 +523,10 @@ class LargeRecv implements CollRequest {
     if (this.err !== null) throw this.err
     if (!this.checked) {
       let s: CollStatus
-      try { s = blockOn(this.dr) } catch (e) { if (wouldBlock(e)) throw e; this.descFailed(e) }
+      try { s = waitNow(this.dr) } catch (e) { if (wouldBlock(e)) throw e; this.descFailed(e) }
       this.checkDesc(s)
     }
-    return blockOn(this.r)
+    return waitNow(this.r)
   }
 
   wait (): Promise<CollStatus> {
@@ -541,19 +546,13 @@ class PairSend implements CollRequest {
   }
 
   waitSync (): CollStatus {
-    blockOn(this.d)
-    return blockOn(this.s)
+    waitNow(this.d)
+    return waitNow(this.s)
   }
 
   wait (): Promise<CollStatus> {
     return Promise.all([this.d.wait(), this.s.wait()]).then((a) => a[1])
   }
-}
-
-/** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK when it has none (the blocking tier then awaits). */
-function blockOn (r: CollRequest): CollStatus {
-  if (r.waitSync === undefined) throw wouldBlockError(r, 'a request without a blocking wait')
-  return r.waitSync()
 }
 
 /** True for MpiError ERR_MPI_WOULD_BLOCK (it passes through the checked requests unchanged). */

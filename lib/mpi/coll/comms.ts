@@ -15,8 +15,9 @@ import { UNDEFINED } from './types'
 import type { CollComm } from './types'
 import { MAX } from './ops'
 import { allgatherRing, gatherBinomial, gatherLinear } from './gather'
-import { bcastBinomial } from './bcast'
-import { allreduceRecursiveDoubling } from './reduce'
+import { BINOMIAL, bcastTreeSteps } from './bcast'
+import { allreduceRecursiveDoublingSteps } from './reduce'
+import { runAsync } from './drive'
 import { DEFAULT_SEGMENT_BYTES, collTag } from './util'
 import { dropState } from './state'
 import { CheckedComm } from './check'
@@ -33,9 +34,9 @@ export async function bcastObject (comm: CollComm, obj: unknown, root = 0): Prom
   const cc = new CheckedComm(comm, 'bcastObject', 'binomial', root, 0, 0, 0)
   const data = isRoot ? new Uint8Array(v8.serialize(obj)) : null
   const len = new Float64Array([data?.byteLength ?? 0])
-  await bcastBinomial(cc, new Uint8Array(len.buffer), root, seq, 0, DEFAULT_SEGMENT_BYTES)
+  await runAsync(bcastTreeSteps(cc, new Uint8Array(len.buffer), root, seq, 0, BINOMIAL, DEFAULT_SEGMENT_BYTES))
   const buf = data ?? new Uint8Array(len[0])
-  await bcastBinomial(cc, buf, root, seq2, 0, DEFAULT_SEGMENT_BYTES)
+  await runAsync(bcastTreeSteps(cc, buf, root, seq2, 0, BINOMIAL, DEFAULT_SEGMENT_BYTES))
   return isRoot ? obj : v8.deserialize(buf)
 }
 
@@ -90,7 +91,7 @@ export async function allgatherObject (comm: CollComm, obj: unknown): Promise<un
 export async function dup<C extends CollComm> (comm: C): Promise<C> {
   const seq = comm._collSeq()
   const cand = new Float64Array([comm._nextContextCandidate()])
-  await allreduceRecursiveDoubling(new CheckedComm(comm, 'dup', 'recursiveDoubling', 0, MAX.id, 9, 1), cand, MAX, seq)
+  await runAsync(allreduceRecursiveDoublingSteps(new CheckedComm(comm, 'dup', 'recursiveDoubling', 0, MAX.id, 9, 1), cand, MAX, seq))
   const ranks: number[] = []
   for (let i = 0; i < comm.size; i++) ranks.push(comm._worldRankOf(i))
   return comm._derive(ranks, cand[0]) as C

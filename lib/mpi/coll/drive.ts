@@ -49,6 +49,16 @@ export async function runAsync<R> (steps: CollSteps<R>, first?: CollRequest): Pr
 }
 
 /**
+ * `r`'s blocking wait (waitSync), the one place coll makes "not finished now" an error: a
+ * request without one throws ERR_MPI_WOULD_BLOCK as a waitSync that cannot finish does, with `r`
+ * as its request; runSync turns either into a Later.
+ */
+export function waitNow (r: CollRequest): CollStatus {
+  if (r.waitSync === undefined) throw wouldBlock(r, 'a request without a blocking wait')
+  return r.waitSync()
+}
+
+/**
  * Drives `steps` with blocking waits. Returns null when every step completed synchronously, or
  * a Later (the rest already running in the awaited tier) when a step threw ERR_MPI_WOULD_BLOCK
  * or its request has no blocking wait. Other errors go into the steps (their `finally` blocks
@@ -58,10 +68,9 @@ export function runSync (steps: CollSteps): Later | null {
   let next: IteratorResult<CollRequest, void> = steps.next()
   while (next.done !== true) {
     const req = next.value
-    if (req.waitSync === undefined) return { rest: runAsync(steps, req), cause: wouldBlock(req, 'a request without a blocking wait') }
     let st: CollStatus
     try {
-      st = req.waitSync()
+      st = waitNow(req)
     } catch (err) {
       if (isMpiError(err, 'ERR_MPI_WOULD_BLOCK')) return { rest: runAsync(steps, req), cause: err as Error }
       next = steps.throw(err)

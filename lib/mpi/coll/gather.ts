@@ -8,6 +8,16 @@
 import type { CollComm } from './types'
 import { all, collTag, copyBytes, recv, release, scratch, send, sendrecv, waiting } from './util'
 
+/** [byteOffset, byteLength] of rank i's block. */
+export type Place = (i: number) => [number, number]
+
+/** A gather(v) call's arguments as its records read them (index.ts prepares them): this rank's block, the root's receive bytes, the block size (gather) and each rank's place in `out`. */
+export interface Gathered { own: Uint8Array | null, out: Uint8Array | null, block: number, place: Place }
+/** A scatter(v) call's: the root's send bytes, this rank's receive bytes (null: IN_PLACE at the root of scatterv), the block size (scatter) and each rank's place in `src`. */
+export interface Scattered { src: Uint8Array | null, own: Uint8Array | null, block: number, place: Place }
+/** An allgather(v) call's: the receive bytes, the block size (allgather) and each rank's place in `out`. */
+export interface AllGathered { out: Uint8Array, block: number, place: Place }
+
 /**
  * Binomial gather (MST): relative rank v collects the blocks of its subtree [v, v + 2^lowbit) in
  * relative order and sends them up. ceil(log2 P) steps; the root receives n·(P-1) bytes in

@@ -85,7 +85,19 @@ function compile (name: string, kind: string): Kernel | null {
     for (let i = 0; i < n; i++) { const x = a[i], y = b[i]; a[i] = ${e} }`) as Kernel
 }
 
-let nextUserId = 100
+/**
+ * A user op's id (the descriptor's op field, 24 bits; check.ts): 100 + an FNV-1a hash of its
+ * function's source and `commute`, so every rank that creates the same op gets the same id
+ * without a counter (a process-wide counter gave ids in creation order: a rank that created one
+ * more op elsewhere would have mismatched every later call), and two different functions differ
+ * but for a hash collision (then only the opt-in check or the result tells).
+ */
+function userOpId (fn: UserOpFunction, commute: boolean): number {
+  const text = `${commute ? 'c' : 'n'}${Function.prototype.toString.call(fn)}`
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return 100 + ((h >>> 0) % (0xffffff - 100))
+}
 /** FASTSOCK_MPI_SIMD=0 turns the vector kernels off (measurement: bench/mpi-kernels.js). */
 const SIMD = process.env.FASTSOCK_MPI_SIMD !== '0'
 
@@ -99,7 +111,7 @@ export class Op {
   readonly name: string
   /** True when a ∘ b = b ∘ a (every built-in). */
   readonly commute: boolean
-  /** A small id, equal on every rank for built-ins (user ops: in creation order). */
+  /** The op's id in the descriptor: 1..12 for the built-ins, a hash of the function for user ops (userOpId). */
   readonly id: number
   /** Elements per reduced item (2 for MAXLOC/MINLOC pairs). */
   readonly unit: number
@@ -138,7 +150,9 @@ export class Op {
    */
   static create<T extends NumericArray = NumericArray> (fn: (inout: T, input: T) => void, options: { commute?: boolean } = {}): Op {
     if (typeof fn !== 'function') throw invalidArgType('Op.create: fn must be a function (inout, input) => void')
-    return new Op(`USER${nextUserId}`, nextUserId++, options.commute !== false, fn as UserOpFunction)
+    const commute = options.commute !== false
+    const id = userOpId(fn as UserOpFunction, commute)
+    return new Op(`USER${id}`, id, commute, fn as UserOpFunction)
   }
 
   /** @internal Make a built-in op. */

@@ -1,7 +1,8 @@
 /**
  * Reduction algorithms: reduce, allreduce, reduce-scatter-block, scan and exscan, on typed arrays
  * (element offsets; an "item" is `op.unit` elements, 2 for MAXLOC/MINLOC pairs, so arrays split
- * on item boundaries). The caller (index.ts) has already placed this rank's contribution in `acc`.
+ * on item boundaries). The caller (index.ts's preamble, or a record's run below) has already
+ * placed this rank's contribution in `acc`.
  *
  * Sources: Thakur, Rabenseifner and Gropp 2005 (IJHPCA 19(1)): binomial reduce (4.4), recursive
  * doubling allreduce for short messages and Rabenseifner's reduce-scatter (recursive halving) +
@@ -12,11 +13,14 @@
  * root 0, recursive doubling with the fold, scan); select.ts enforces that.
  */
 import type { Op } from './ops'
-import type { CollComm, NumericArray } from './types'
+import type { CollComm, CollRequest, NumericArray } from './types'
+import type { Call } from './record'
 import { runAsync } from './drive'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'
-import { SYNC_INLINE_MAX, all, blockStart, collTag, Exchange, exchangeNow, keepable, pof2Below, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waitRecv, waiting } from './util'
+import { BINOMIAL, bcastTreeSteps } from './bcast'
+import { scatterBinomial } from './gather'
+import { SYNC_INLINE_MAX, all, blockStart, bytes, collTag, Exchange, exchangeNow, keepable, pof2Below, received, recv, recvSteps, release, scratch, send, sendrecv, sendrecvSteps, viewLike, waiting } from './util'
 
 declare module './state' {
   interface CollState {
@@ -36,45 +40,50 @@ function segElems (like: NumericArray, unit: number, segBytes: number): number {
   return Math.max(unit, Math.floor(segBytes / like.BYTES_PER_ELEMENT / unit) * unit)
 }
 
-/**
- * Exchange with reduction, pipelined: send acc[sOff, sOff+sN) to `dest` while receiving rN
- * elements from `src` into tmp and reducing each segment into acc[rOff..] as it arrives
- * (acc = acc ∘ in when accLeft, else in ∘ acc). The two ranges must not overlap.
- */
-async function exchangeReduce (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
-  rOff: number, rN: number, src: number, tmp: NumericArray, tag: number, op: Op, accLeft: boolean, seg: number): Promise<void> {
-  const recvs: Array<Promise<void>> = []
-  for (let o = 0; o < rN || (o === 0 && rN === 0); o += seg) {
-    const len = Math.min(seg, rN - o)
-    const v = tmp.subarray(o, o + len)
-    recvs.push(waitRecv(waiting(comm._collIrecv(v, src, tag)), v.byteLength, 'reduction', src))
-    if (rN === 0) break
-  }
-  for (const p of recvs) p.catch(() => {})
-  const sends: Array<Promise<unknown>> = []
-  for (let o = 0; o < sN || (o === 0 && sN === 0); o += seg) {
-    sends.push(waiting(comm._collIsend(acc.subarray(sOff + o, sOff + o + Math.min(seg, sN - o)), dest, tag)))
-    if (sN === 0) break
-  }
-  for (let k = 0, o = 0; k < recvs.length; k++, o += seg) {
-    await recvs[k]
-    op.apply(acc, rOff + o, tmp, o, Math.min(seg, rN - o), accLeft)
-  }
-  await all(sends)
+/** [offset, length] of each `seg`-element segment of `n` elements (one empty segment when n = 0). */
+function segments (n: number, seg: number): Array<[number, number]> {
+  const out: Array<[number, number]> = []
+  for (let o = 0; o < n || (o === 0 && n === 0); o += seg) { out.push([o, Math.min(seg, n - o)]); if (n === 0) break }
+  return out
 }
 
-/** Plain pipelined exchange into acc: send acc[sOff, +sN) to dest, receive acc[rOff, +rN) from src. */
-async function exchange (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
-  rOff: number, rN: number, src: number, tag: number, seg: number): Promise<void> {
-  const ps: Array<Promise<unknown>> = []
-  for (let o = 0; o === 0 || o < rN; o += seg) {
-    const v = acc.subarray(rOff + o, rOff + o + Math.min(seg, Math.max(0, rN - o)))
-    ps.push(waitRecv(waiting(comm._collIrecv(v, src, tag)), v.byteLength, 'reduction', src))
+/**
+ * Exchange with reduction, as steps (drive.ts): send acc[sOff, +sN) to `dest` while receiving rN
+ * elements from `src` into tmp and reducing them into acc[rOff..] (acc = acc ∘ in when accLeft,
+ * else in ∘ acc). The two ranges must not overlap. Up to `seg` elements each way: one exchange
+ * (util.ts sendrecvSteps); more: a pipeline, every segment's receive posted, then every send,
+ * each segment reduced as it arrives.
+ */
+function * exchangeReduceSteps (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
+  rOff: number, rN: number, src: number, tmp: NumericArray, tag: number, op: Op, accLeft: boolean, seg: number): CollSteps {
+  if (sN <= seg && rN <= seg) {
+    yield * sendrecvSteps(comm, acc.subarray(sOff, sOff + sN), dest, tmp.subarray(0, rN), src, tag, 'reduction')
+    op.apply(acc, rOff, tmp, 0, rN, accLeft)
+    return
   }
-  for (let o = 0; o === 0 || o < sN; o += seg) {
-    ps.push(waiting(comm._collIsend(acc.subarray(sOff + o, sOff + o + Math.min(seg, Math.max(0, sN - o))), dest, tag)))
+  const bpe = acc.BYTES_PER_ELEMENT
+  const recvs = segments(rN, seg).map(([o, len]) => comm._collIrecv(tmp.subarray(o, o + len), src, tag))
+  const sends = segments(sN, seg).map(([o, len]) => comm._collIsend(acc.subarray(sOff + o, sOff + o + len), dest, tag))
+  for (let k = 0, o = 0; k < recvs.length; k++, o += seg) {
+    const len = Math.max(0, Math.min(seg, rN - o))
+    yield * received(recvs[k], len * bpe, 'reduction', src)
+    op.apply(acc, rOff + o, tmp, o, len, accLeft)
   }
-  await all(ps)
+  for (const s of sends) yield s
+}
+
+/** Plain exchange into acc, as steps: send acc[sOff, +sN) to dest, receive acc[rOff, +rN) from src; one exchange up to `seg` elements each way, else a pipeline of segments. */
+function * exchangeSteps (comm: CollComm, acc: NumericArray, sOff: number, sN: number, dest: number,
+  rOff: number, rN: number, src: number, tag: number, seg: number): CollSteps {
+  if (sN <= seg && rN <= seg) {
+    yield * sendrecvSteps(comm, acc.subarray(sOff, sOff + sN), dest, acc.subarray(rOff, rOff + rN), src, tag, 'reduction')
+    return
+  }
+  const bpe = acc.BYTES_PER_ELEMENT
+  const recvs: Array<[CollRequest, number]> = segments(rN, seg).map(([o, len]) => [comm._collIrecv(acc.subarray(rOff + o, rOff + o + len), src, tag), len])
+  const sends = segments(sN, seg).map(([o, len]) => comm._collIsend(acc.subarray(sOff + o, sOff + o + len), dest, tag))
+  for (const [r, len] of recvs) yield * received(r, len * bpe, 'reduction', src)
+  for (const s of sends) yield s
 }
 
 /**
@@ -104,7 +113,7 @@ export async function reduceBinomial (comm: CollComm, acc: NumericArray, op: Op,
       for (let s = 0; s < nseg; s++) {
         const o = s * seg; const len = Math.min(seg, n - o)
         const view = (t as { v: NumericArray }).v.subarray(ci * n + o, ci * n + o + Math.max(0, len))
-        const p = waitRecv(waiting(comm._collIrecv(view, c, tag)), view.byteLength, 'reduce', c)
+        const p = runAsync(received(comm._collIrecv(view, c, tag), view.byteLength, 'reduce', c))
         p.catch(() => {})
         ps.push(p)
       }
@@ -135,11 +144,6 @@ function * foldSteps (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: 
   return r >> 1
 }
 
-/** foldSteps in the awaited tier. */
-function fold (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, rem: number, tag: number): Promise<number> {
-  return runAsync(foldSteps(comm, acc, tmp, op, rem, tag))
-}
-
 const realRank = (nr: number, rem: number): number => nr < rem ? nr * 2 + 1 : nr + rem
 
 /** Undo the fold, as steps: odd ranks < 2·rem send the result to their even partner. */
@@ -148,11 +152,6 @@ function * unfoldSteps (comm: CollComm, acc: NumericArray, rem: number, tag: num
   if (r >= 2 * rem) return
   if ((r & 1) === 1) yield new Exchange(comm, acc, r - 1, null, -1, tag)
   else yield * recvSteps(comm, acc, r + 1, tag, 'allreduce')
-}
-
-/** unfoldSteps in the awaited tier. */
-function unfold (comm: CollComm, acc: NumericArray, rem: number, tag: number): Promise<void> {
-  return runAsync(unfoldSteps(comm, acc, rem, tag))
 }
 
 /**
@@ -182,32 +181,30 @@ export function * allreduceRecursiveDoublingSteps (comm: CollComm, acc: NumericA
 /**
  * The recursive-doubling allreduce at P = 2 in the blocking tier: one exchangeNow with the
  * partner (util.ts: the same messages as allreduceRecursiveDoublingSteps, without its
- * generators), then the reduction. Returns null when nothing was sent (run the steps instead),
- * true when the call completed here, else the rest (the receive, then the reduction) as steps to
- * drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
+ * generators), then the reduction. Returns null when the call completed here, else the rest (the
+ * exchange or its receive, then the reduction) as steps to drive. `node bench/mpi-small.js`: p50 0.74-0.78× the steps' in the same processes (1.43-1.51
  * against 1.89-1.97 µs for one float64; docs/mpi-collectives.md, "Direct paths").
  * `nb`, `count`: acc.byteLength and acc.length (the caller's; on Node 20 each typed array length
  * read is a call).
  */
-export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength, count = acc.length): true | CollSteps | null {
+export function allreducePairSync (comm: CollComm, acc: NumericArray, op: Op, seq: number, nb = acc.byteLength, count = acc.length): CollSteps | null {
   const partner = comm.rank ^ 1
   const st = stateOf(comm)
   const ps = st.pair ?? new PairScratch()
   st.pair = null
   const tv = ps.like(acc, count)
-  let r: true | CollSteps | null
+  let rest: CollSteps | null
   try {
-    r = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce', nb, nb)
+    rest = exchangeNow(comm, acc, tv, partner, collTag(seq, 1), 'allreduce', nb, nb)
   } catch (e) {
     st.pair = ps
     throw e
   }
-  if (r === null) { st.pair = ps; return null }
-  if (r !== true) return pairRest(r, acc, ps, tv, op, comm, partner)
+  if (rest !== null) return pairRest(rest, acc, ps, tv, op, comm, partner)
   try {
     op.apply(acc, 0, tv, 0, count, partner > comm.rank)
   } finally { st.pair = ps }
-  return true
+  return null
 }
 
 /**
@@ -237,17 +234,12 @@ export class PairScratch {
   }
 }
 
-/** allreducePairSync's rest as steps: the receive `recv`, then the reduction. */
+/** allreducePairSync's rest as steps: the exchange or its receive (`recv`), then the reduction. */
 function * pairRest (recv: CollSteps, acc: NumericArray, ps: PairScratch, tv: NumericArray, op: Op, comm: CollComm, partner: number): CollSteps {
   try {
     yield * recv
     op.apply(acc, 0, tv, 0, acc.length, partner > comm.rank)
   } finally { stateOf(comm).pair = ps }
-}
-
-/** The recursive-doubling allreduce in the awaited tier. */
-export function allreduceRecursiveDoubling (comm: CollComm, acc: NumericArray, op: Op, seq: number): Promise<void> {
-  return runAsync(allreduceRecursiveDoublingSteps(comm, acc, op, seq))
 }
 
 /** One step of Rabenseifner's schedule for new rank `nr`: the partner (real rank), the round, and block ranges. */
@@ -288,61 +280,40 @@ function blockOffsets (acc: NumericArray, op: Op, pof2: number): (b: number) => 
   return (b: number): number => blockStart(units, pof2, b) * op.unit
 }
 
+/** Where Rabenseifner's reduce-scatter leaves a rank: its new rank (its block's index; -1: folded away), pof2, rem and the blocks' offsets. */
+interface Halved { nr: number, pof2: number, rem: number, at: (b: number) => number }
+
 /**
- * Rabenseifner's reduce-scatter by recursive halving over the pof2 ranks left after the fold;
- * returns the new rank (its block index) or -1. Each rank sends and receives n·(pof2-1)/pof2 bytes.
+ * Rabenseifner's reduce-scatter by recursive halving over the pof2 ranks left after the fold, as
+ * steps. Each rank sends and receives n·(pof2-1)/pof2 bytes.
  */
-async function reduceScatterHalving (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, seq: number, seg: number): Promise<{ nr: number, pof2: number, rem: number, at: (b: number) => number }> {
+function * reduceScatterHalvingSteps (comm: CollComm, acc: NumericArray, tmp: NumericArray, op: Op, seq: number, seg: number): CollSteps<Halved> {
   const pof2 = pof2Below(comm.size); const rem = comm.size - pof2
   const at = blockOffsets(acc, op, pof2)
-  const nr = await fold(comm, acc, tmp, op, rem, collTag(seq, 0))
-  if (nr < 0) return { nr, pof2, rem, at }
-  for (const { partner, round, keep: [klo, khi], give: [slo, shi] } of halving(nr, pof2, rem)) {
-    await exchangeReduce(comm, acc, at(slo), at(shi) - at(slo), partner, at(klo), at(khi) - at(klo), partner, tmp, collTag(seq, round), op, true, seg)
+  const nr = yield * foldSteps(comm, acc, tmp, op, rem, collTag(seq, 0))
+  if (nr >= 0) {
+    for (const { partner, round, keep: [klo, khi], give: [slo, shi] } of halving(nr, pof2, rem)) {
+      yield * exchangeReduceSteps(comm, acc, at(slo), at(shi) - at(slo), partner, at(klo), at(khi) - at(klo), partner, tmp, collTag(seq, round), op, true, seg)
+    }
   }
   return { nr, pof2, rem, at }
 }
 
 /**
- * Rabenseifner's allreduce: reduce-scatter by recursive halving, then allgather by recursive
- * doubling (+ the fold for non-power-of-two P). Bytes sent per rank ≈ 2·n·(pof2-1)/pof2;
- * 2·log2(pof2) steps. Commutative ops only.
+ * Rabenseifner's allreduce as steps (drive.ts): reduce-scatter by recursive halving, then
+ * allgather by recursive doubling (+ the fold for non-power-of-two P), each exchange one message
+ * each way up to `segBytes`, else pipelined in segments of it. Bytes sent per rank
+ * ≈ 2·n·(pof2-1)/pof2; 2·log2(pof2) steps. Commutative ops only.
  */
-export async function allreduceRabenseifner (comm: CollComm, acc: NumericArray, op: Op, seq: number, segBytes: number): Promise<void> {
+export function * allreduceRabenseifnerSteps (comm: CollComm, acc: NumericArray, op: Op, seq: number, segBytes: number): CollSteps {
   if (comm.size === 1) return
   const seg = segElems(acc, op.unit, segBytes)
   const t = tmpOf(comm, acc, acc.length)
   try {
-    const { nr, pof2, rem, at } = await reduceScatterHalving(comm, acc, t.v, op, seq, seg)
+    const { nr, pof2, rem, at } = yield * reduceScatterHalvingSteps(comm, acc, t.v, op, seq, seg)
     if (nr >= 0) {
       for (const { partner, round, keep: [rlo, rhi], give: [lo, hi] } of doubling(nr, pof2, rem)) {
-        await exchange(comm, acc, at(lo), at(hi) - at(lo), partner, at(rlo), at(rhi) - at(rlo), partner, collTag(seq, round), seg)
-      }
-    }
-    await unfold(comm, acc, rem, collTag(seq, 0x7fff))
-  } finally { release(comm, t.ab) }
-}
-
-/**
- * Rabenseifner's allreduce as steps (drive.ts), for the blocking tier: the same messages as
- * allreduceRabenseifner with one segment (each step's half in one message each way), so ranks
- * may mix the tiers. Commutative ops only.
- */
-export function * allreduceRabenseifnerSteps (comm: CollComm, acc: NumericArray, op: Op, seq: number): CollSteps {
-  if (comm.size === 1) return
-  const pof2 = pof2Below(comm.size); const rem = comm.size - pof2
-  const at = blockOffsets(acc, op, pof2)
-  const t = tmpOf(comm, acc, acc.length)
-  try {
-    const nr = yield * foldSteps(comm, acc, t.v, op, rem, collTag(seq, 0))
-    if (nr >= 0) {
-      for (const { partner, round, keep: [klo, khi], give: [slo, shi] } of halving(nr, pof2, rem)) {
-        const rN = at(khi) - at(klo)
-        yield * sendrecvSteps(comm, acc.subarray(at(slo), at(shi)), partner, t.v.subarray(0, rN), partner, collTag(seq, round), 'reduction')
-        op.apply(acc, at(klo), t.v, 0, rN, true)
-      }
-      for (const { partner, round, keep: [rlo, rhi], give: [lo, hi] } of doubling(nr, pof2, rem)) {
-        yield * sendrecvSteps(comm, acc.subarray(at(lo), at(hi)), partner, acc.subarray(at(rlo), at(rhi)), partner, collTag(seq, round), 'reduction')
+        yield * exchangeSteps(comm, acc, at(lo), at(hi) - at(lo), partner, at(rlo), at(rhi) - at(rlo), partner, collTag(seq, round), seg)
       }
     }
     yield * unfoldSteps(comm, acc, rem, collTag(seq, 0x7fff))
@@ -358,7 +329,7 @@ export async function reduceRabenseifner (comm: CollComm, acc: NumericArray, res
   const seg = segElems(acc, op.unit, segBytes)
   const t = tmpOf(comm, acc, acc.length)
   try {
-    const { nr, pof2, rem, at } = await reduceScatterHalving(comm, acc, t.v, op, seq, seg)
+    const { nr, pof2, rem, at } = await runAsync(reduceScatterHalvingSteps(comm, acc, t.v, op, seq, seg))
     const tag = collTag(seq, 200)
     if (comm.rank === root) {
       const res = result as NumericArray
@@ -385,7 +356,7 @@ export async function ringReduceScatter (comm: CollComm, acc: NumericArray, tmp:
   const right = (r + 1) % P; const left = (r - 1 + P) % P
   for (let i = 0; i < P - 1; i++) {
     const sb = (r - i - 1 + 2 * P) % P; const rb = (r - i - 2 + 2 * P) % P
-    await exchangeReduce(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, tmp, collTag(seq, 1 + i), op, true, seg)
+    await runAsync(exchangeReduceSteps(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, tmp, collTag(seq, 1 + i), op, true, seg))
   }
 }
 
@@ -405,7 +376,7 @@ export async function allreduceRing (comm: CollComm, acc: NumericArray, op: Op, 
     const right = (r + 1) % P; const left = (r - 1 + P) % P
     for (let i = 0; i < P - 1; i++) {
       const sb = (r - i + P) % P; const rb = (r - i - 1 + P) % P
-      await exchange(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, collTag(seq, 1000 + i), seg)
+      await runAsync(exchangeSteps(comm, acc, at(sb), at(sb + 1) - at(sb), right, at(rb), at(rb + 1) - at(rb), left, collTag(seq, 1000 + i), seg))
     }
   } finally { release(comm, t.ab) }
 }
@@ -461,4 +432,82 @@ export async function scanLinear (comm: CollComm, mine: NumericArray, acc: Numer
     if (exclusive) acc.set(prefix as never); else acc.set(out as never)
     if (r + 1 < P) await send(comm, out, r + 1, tag)
   } finally { release(comm, t.ab) }
+}
+
+/** A reduce call's arguments as its records read them (index.ts prepares them): this rank's input, and at the root the result array (recvbuf's first n elements, holding the root's input), else null. */
+export interface Reduced { src: NumericArray, result: NumericArray | null }
+/** A reduceScatterBlock call's: the input (P·m elements), the receive array and m. */
+export interface ReduceScattered { src: NumericArray, recvbuf: NumericArray, m: number }
+/** A scan or exscan call's: this rank's input and its result array. */
+export interface Scanned { mine: NumericArray, acc: NumericArray }
+
+/** A copy of `src` in the communicator's scratch (its buffer given back with release). */
+function copyOf (comm: CollComm, src: NumericArray): { ab: ArrayBuffer, v: NumericArray } {
+  const t = tmpOf(comm, src, src.length)
+  t.v.set(src as never)
+  return t
+}
+
+/** The binomial reduce of a call (select.ts record): non-commutative ops with root ≠ 0 reduce to rank 0 (rank order), which sends the result to the root. */
+export async function reduceBinomialRun (c: Call): Promise<void> {
+  const { src, result } = c.data as Reduced
+  const op = c.op as Op; const P = c.size; const r = c.rank; const root = c.root
+  let t: { ab: ArrayBuffer, v: NumericArray } | null = null
+  try {
+    if (!op.commute && root !== 0) {
+      const acc = r === root ? result as NumericArray : (t = copyOf(c, src)).v
+      await reduceBinomial(c, acc, op, 0, c.seq, 0, c.seg)
+      if (r === 0) await send(c, acc, root, collTag(c.seq, 1))
+      if (r === root) await recv(c, result as NumericArray, 0, collTag(c.seq, 1), 'reduce')
+    } else {
+      const v = (r - root + P) % P
+      const leaf = (v & 1) === 1 || v + 1 >= P
+      const acc = r === root ? result as NumericArray : (leaf ? src : (t = copyOf(c, src)).v)
+      await reduceBinomial(c, acc, op, root, c.seq, 0, c.seg)
+    }
+  } finally { if (t !== null) release(c, t.ab) }
+}
+
+/** Rabenseifner's reduce of a call (select.ts record). */
+export async function reduceRabenseifnerRun (c: Call): Promise<void> {
+  const { src, result } = c.data as Reduced
+  const t = c.rank === c.root ? null : copyOf(c, src)
+  try {
+    await reduceRabenseifner(c, t === null ? result as NumericArray : t.v, result, c.op as Op, c.root, c.seq, c.seg)
+  } finally { if (t !== null) release(c, t.ab) }
+}
+
+/** The reduce + bcast allreduce of a call (select.ts record): binomial reduce to rank 0, then its binomial bcast. */
+export async function reduceBcastRun (c: Call): Promise<void> {
+  await reduceBinomial(c, c.buf as NumericArray, c.op as Op, 0, c.seq, 0, c.seg)
+  await runAsync(bcastTreeSteps(c, bytes(c.buf), 0, c.seq, 1, BINOMIAL, c.seg))
+}
+
+/** A reduceScatterBlock call's accumulator (its P·m input copied into scratch) and m elements after it, for `run`. */
+async function withAccumulator (c: Call, run: (d: ReduceScattered, acc: NumericArray, tmp: NumericArray) => Promise<void>): Promise<void> {
+  const d = c.data as ReduceScattered
+  const P = c.size; const m = d.m; const src = d.src
+  const ab = scratch(c, (P * m + m) * src.BYTES_PER_ELEMENT + 8)
+  try {
+    const acc = viewLike(src, ab, 0, P * m); acc.set(src.subarray(0, P * m) as never)
+    await run(d, acc, viewLike(src, ab, P * m, m))
+  } finally { release(c, ab) }
+}
+
+/** The ring reduce-scatter of a reduceScatterBlock call (select.ts record). */
+export async function reduceScatterRingRun (c: Call): Promise<void> {
+  await withAccumulator(c, async (d, acc, tmp) => {
+    const op = c.op as Op; const m = d.m
+    await ringReduceScatter(c, acc, tmp, (b) => b * m, op, c.seq, segElems(d.src, op.unit, c.seg))
+    d.recvbuf.set(acc.subarray(c.rank * m, (c.rank + 1) * m) as never)
+  })
+}
+
+/** The reduce-then-scatter of a reduceScatterBlock call (select.ts record): binomial reduce to rank 0 (rank order), then a binomial scatter on the call's second sequence number. */
+export async function reduceThenScatterRun (c: Call): Promise<void> {
+  await withAccumulator(c, async (d, acc) => {
+    await reduceBinomial(c, acc, c.op as Op, 0, c.seq, 0, c.seg)
+    const blk = d.m * d.src.BYTES_PER_ELEMENT
+    await scatterBinomial(c, c.rank === 0 ? bytes(acc) : null, bytes(d.recvbuf).subarray(0, blk), blk, 0, c.seq2)
+  })
 }

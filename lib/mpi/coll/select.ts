@@ -2,9 +2,10 @@
  * The collectives' algorithms, one record each (as Open MPI's coll/tuned keeps them): the
  * collective, the name, the id the descriptor carries on the wire (check.ts), when it is the
  * default (message size, P, op) and where that rule comes from, when it cannot serve a call, and
- * for barrier, bcast and allreduce how it runs: its steps (drive.ts), which both tiers drive, an
- * optional direct path of the blocking tier, and the awaited tier's own run where the steps do not
- * serve the call (index.ts invokeBlocking, invokeAwaited). A new algorithm is one record here.
+ * how it runs: its steps (drive.ts), which both tiers drive, with an optional direct path of the
+ * blocking tier, or (an algorithm of the awaited tier only) its `awaited` run. invoke.ts runs
+ * every collective's preamble once and dispatches through the record. A new algorithm is one
+ * record here.
  * Printed by `fastsock osu --algorithms` through `algorithmTable()`.
  *
  * Forcing: per call `{ algorithm }` or by environment `FASTSOCK_MPI_COLL_<COLLECTIVE>=<algorithm>`
@@ -16,24 +17,19 @@
  */
 import { mpiError } from '../errors'
 import type { NumericArray } from './types'
-import type { CollComm } from './types'
 import type { Op } from './ops'
 import type { CollSteps } from './drive'
-import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastBinomial, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, binomialShape, linearShape } from './bcast'
-import { allreducePairSync, allreduceRabenseifner, allreduceRabenseifnerSteps, allreduceRecursiveDoublingSteps, allreduceRing, reduceBinomial } from './reduce'
+import type { Algorithm, Call, Case } from './record'
+export type { Algorithm, Call, Case }
+import { barrierDisseminationSteps, barrierLinearNow, barrierLinearSteps, barrierPairSync, barrierTree, bcastScatterAllgather, bcastTreeNow, bcastTreeSteps, BINOMIAL, LINEAR } from './bcast'
+import type { TreeShape } from './bcast'
+import { allreducePairSync, allreduceRabenseifnerSteps, allreduceRecursiveDoublingSteps, allreduceRing, reduceBcastRun, reduceBinomialRun, reduceRabenseifnerRun, reduceScatterRingRun, reduceThenScatterRun, scanLinear, scanRecursiveDoubling } from './reduce'
+import type { Scanned } from './reduce'
+import { allgatherBruck, allgatherRecursiveDoubling, allgatherRing, gatherBinomial, gatherLinear, scatterBinomial, scatterLinear } from './gather'
+import type { AllGathered, Gathered, Scattered } from './gather'
+import { alltoallBruck, alltoallLinear, alltoallPairwise, withSendBytes } from './alltoall'
+import type { Exchanged } from './alltoall'
 import { SYNC_INLINE_MAX, bytes } from './util'
-
-/** What selection looks at. `bytes`: the message of one rank (allgather/alltoall: one block). */
-export interface Case {
-  bytes: number
-  /** Total bytes of the result (allgather: P·block). */
-  total: number
-  P: number
-  /** The op commutes (true when there is no op). */
-  commute: boolean
-  /** Items to reduce (elements / op.unit); 0 where there is no op. */
-  items: number
-}
 
 /**
  * Named thresholds (bytes, ranks), with their sources: MPICH's control variables (MPIR_CVAR_*,
@@ -112,102 +108,92 @@ export const COLLECTIVE_IDS: Readonly<Record<string, number>> = {
   barrier: 1, bcast: 2, reduce: 3, allreduce: 4, gather: 5, gatherv: 6, scatter: 7, scatterv: 8, allgather: 9, allgatherv: 10, alltoall: 11, alltoallv: 12, reduceScatterBlock: 13, scan: 14, exscan: 15, bcastObject: 16, gatherObject: 17, allgatherObject: 18, dup: 19, split: 20
 }
 
-/**
- * A call as an algorithm's functions see it (check.ts CheckedComm is one; declared here so this
- * table does not import check.ts, which reads it): a CollComm that also carries the call's `rec`,
- * `seq`, `buf` (bcast's buf, allreduce's recvbuf), `n` (buf's bytes), `op`, `root`, `seg`, `count`.
- */
-export interface Call extends CollComm {
-  readonly rec: Algorithm
-  readonly root: number
-  seq: number
-  buf: ArrayBufferView
-  op: Op | null
-  seg: number
-  n: number
-  readonly count: number
-}
-
-/** One algorithm of one collective. */
-export interface Algorithm {
-  readonly collective: string
-  readonly name: string
-  /** Its id in the descriptor (check.ts), 1..255, unique within the collective (a call and its peer naming different algorithms differ in it). */
-  readonly wire: number
-  /** When the default selection takes it. */
-  readonly when: string
-  readonly source: string
-  /** Why this algorithm cannot serve the case, or null. */
-  readonly cannot?: (c: Case) => string | null
-  /** Its steps (drive.ts), which the blocking tier drives with waitSync and the awaited tier with the same waits under its bound (tier.ts) or with wait(). */
-  readonly steps?: (call: Call) => CollSteps
-  /** Whether the steps serve this call (default: yes); else the awaited tier runs `awaited` (e.g. a pipeline of several segments). */
-  readonly stepsServe?: (call: Call) => boolean
-  /**
-   * The blocking tier's direct path (docs/mpi-collectives.md, "Direct paths"): the steps' messages
-   * without their machinery. Null: nothing sent (run the steps); true: done; else the rest as steps.
-   */
-  readonly direct?: (call: Call) => true | CollSteps | null
-  /** The awaited tier's run where the steps do not serve the call. */
-  readonly awaited?: (call: Call) => Promise<void>
-}
-
-/** A record without run functions: the collectives whose index.ts function runs the algorithm itself. */
-type Row = Pick<Algorithm, 'collective' | 'name' | 'wire' | 'when' | 'source' | 'cannot'> & {
-  /** The object collectives' and communicator creation's own algorithm (comms.ts): not in algorithmTable(), not forced. */
-  readonly internal?: true
-}
+/** A record without run functions: the object collectives' and communicator creation's own algorithm (comms.ts runs it): not in algorithmTable(), not forced. */
+type Row = Pick<Algorithm, 'collective' | 'name' | 'wire' | 'when' | 'source' | 'cannot'> & { readonly internal: true }
 const num = (c: Call): NumericArray => c.buf as NumericArray
 const theOp = (c: Call): Op => c.op as Op
-/** One segment: the steps serve it (segmented pipelines run in the awaited tier). */
+/** One segment: the blocking tier's waits serve it (segmented pipelines run with wait()). */
 const oneSegment = (c: Call): boolean => c.n <= c.seg
+const gathered = (c: Call): Gathered => c.data as Gathered
+const scattered = (c: Call): Scattered => c.data as Scattered
+const allGathered = (c: Call): AllGathered => c.data as AllGathered
+const exchanged = (c: Call): Exchanged => c.data as Exchanged
+const scanned = (c: Call): Scanned => c.data as Scanned
+/** The bcast down a tree, as steps (a pipeline of c.seg-byte segments), and its direct path for what the small path carries (else the steps). */
+const treeBcast = (shape: TreeShape, seg: (c: Call) => number) => (c: Call): CollSteps => bcastTreeSteps(c, bytes(c.buf), c.root, c.seq, 0, shape, seg(c))
+const treeBcastNow = (shape: TreeShape, steps: (c: Call) => CollSteps) => (c: Call): CollSteps | null => c.n <= SYNC_INLINE_MAX ? bcastTreeNow(c, c.buf, c.root, c.seq, shape, c.n) : steps(c)
+const binomialBcast = treeBcast(BINOMIAL, (c) => c.seg)
+const linearBcast = treeBcast(LINEAR, () => Infinity)
+const rdAllreduce = (c: Call): CollSteps => allreduceRecursiveDoublingSteps(c, num(c), theOp(c), c.seq)
 
 const nonCommutative = (c: Case): string | null => c.commute ? null : 'the op is not commutative'
 const needsPof2 = (c: Case): string | null => isPof2(c.P) ? null : `P = ${c.P} is not a power of two`
 
 const ALGORITHMS: ReadonlyArray<Row | Algorithm> = [
   { collective: 'barrier', name: 'dissemination', wire: 1, when: `P < ${T.BARRIER_LINEAR_MIN_P} or P > ${T.BARRIER_LINEAR_MAX_P}`, source: `${TRG} 3.1; Hensgen, Finkel, Manber 1988`,
-    steps: (c) => barrierDisseminationSteps(c, c.seq), direct: (c) => c.size === 2 ? barrierPairSync(c, c.seq) : null },
+    steps: (c) => barrierDisseminationSteps(c, c.seq), direct: (c) => c.size === 2 ? barrierPairSync(c, c.seq) : barrierDisseminationSteps(c, c.seq) },
   { collective: 'barrier', name: 'linear', wire: 5, when: `${T.BARRIER_LINEAR_MIN_P} ≤ P ≤ ${T.BARRIER_LINEAR_MAX_P}`, source: 'Open MPI 4.1 coll/tuned fixed decision (basic linear: fan-in to rank 0, fan-out); measured here',
     steps: (c) => barrierLinearSteps(c, c.seq), direct: (c) => barrierLinearNow(c, c.seq) },
   { collective: 'barrier', name: 'tree', wire: 2, when: 'forced only', source: 'binomial fan-in + fan-out (F-MPJ MST)',
     awaited: async (c) => await barrierTree(c, c.seq) },
   { collective: 'bcast', name: 'binomial', wire: 3, when: `bytes < ${T.BCAST_SHORT_MSG_SIZE} or P < ${T.BCAST_MIN_PROCS} (segmented pipeline)`, source: `${TRG} 4.1; MPICH MPIR_CVAR_BCAST_SHORT_MSG_SIZE, _MIN_PROCS; F-MPJ MST`,
-    steps: (c) => bcastTreeSteps(c, bytes(c.buf), c.root, c.seq, 0, binomialShape), stepsServe: oneSegment, direct: (c) => c.n <= SYNC_INLINE_MAX ? bcastTreeNow(c, c.buf, c.root, c.seq, binomialShape, c.n) : null, awaited: async (c) => await bcastBinomial(c, bytes(c.buf), c.root, c.seq, 0, c.seg) },
+    steps: binomialBcast, stepsServe: oneSegment, direct: treeBcastNow(BINOMIAL, binomialBcast) },
   { collective: 'bcast', name: 'scatterAllgather', wire: 4, when: `bytes ≥ ${T.BCAST_SHORT_MSG_SIZE} and P ≥ ${T.BCAST_MIN_PROCS}`, source: `${TRG} 4.1 (van de Geijn: binomial scatter + ring allgather)`,
     awaited: async (c) => await bcastScatterAllgather(c, bytes(c.buf), c.root, c.seq) },
   { collective: 'bcast', name: 'linear', wire: 5, when: 'forced only', source: 'root sends to each rank',
-    steps: (c) => bcastTreeSteps(c, bytes(c.buf), c.root, c.seq, 0, linearShape), direct: (c) => c.n <= SYNC_INLINE_MAX ? bcastTreeNow(c, c.buf, c.root, c.seq, linearShape, c.n) : null },
-  { collective: 'reduce', name: 'binomial', wire: 3, when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST` },
-  { collective: 'reduce', name: 'rabenseifner', wire: 6, when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null) },
+    steps: linearBcast, direct: treeBcastNow(LINEAR, linearBcast) },
+  { collective: 'reduce', name: 'binomial', wire: 3, when: `bytes ≤ ${T.REDUCE_SHORT_MSG_SIZE}, or P ≤ ${T.REDUCE_BINOMIAL_MAX_P}, or non-commutative op, or items < pof2(P) (segmented pipeline)`, source: `${TRG} 4.4; F-MPJ MST`,
+    awaited: reduceBinomialRun },
+  { collective: 'reduce', name: 'rabenseifner', wire: 6, when: `bytes > ${T.REDUCE_SHORT_MSG_SIZE}, P > ${T.REDUCE_BINOMIAL_MAX_P}, commutative op, items ≥ pof2(P)`, source: `${TRG} 4.4 (reduce-scatter by recursive halving + gather); MPIR_CVAR_REDUCE_SHORT_MSG_SIZE`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null),
+    awaited: reduceRabenseifnerRun },
   { collective: 'allreduce', name: 'recursiveDoubling', wire: 7, when: `bytes ≤ ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: ≤ ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} or > ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), or non-commutative op, or items < P`, source: `${TRG} 4.5; threshold measured here (MPICH: 2048), select.ts THRESHOLDS`,
-    steps: (c) => allreduceRecursiveDoublingSteps(c, num(c), theOp(c), c.seq), direct: (c) => c.size === 2 && c.n <= SYNC_INLINE_MAX ? allreducePairSync(c, num(c), theOp(c), c.seq, c.n, c.count) : null },
+    steps: rdAllreduce, direct: (c) => c.size === 2 && c.n <= SYNC_INLINE_MAX ? allreducePairSync(c, num(c), theOp(c), c.seq, c.n, c.count) : rdAllreduce(c) },
   { collective: 'allreduce', name: 'rabenseifner', wire: 6, when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE} (P = 2: > ${T.ALLREDUCE_PAIR_SHORT_MSG_SIZE} and ≤ ${T.ALLREDUCE_PAIR_LONG_MSG_SIZE}), P a power of two, commutative op, items ≥ P`, source: `${TRG} 4.5 (reduce-scatter by recursive halving + allgather by recursive doubling)`, cannot: (c) => nonCommutative(c) ?? (c.items < pof2(c.P) ? 'fewer items than pof2(P)' : null),
-    steps: (c) => allreduceRabenseifnerSteps(c, num(c), theOp(c), c.seq), stepsServe: oneSegment, awaited: async (c) => await allreduceRabenseifner(c, num(c), theOp(c), c.seq, c.seg) },
+    steps: (c) => allreduceRabenseifnerSteps(c, num(c), theOp(c), c.seq, c.seg), stepsServe: oneSegment },
   { collective: 'allreduce', name: 'ring', wire: 8, when: `bytes > ${T.ALLREDUCE_SHORT_MSG_SIZE}, P not a power of two, commutative op, items ≥ P`, source: 'Open MPI coll/tuned ring allreduce (reduce-scatter + allgather on a ring); F-MPJ BKT', cannot: (c) => nonCommutative(c) ?? (c.items < c.P ? 'fewer items than P' : null),
     awaited: async (c) => await allreduceRing(c, num(c), theOp(c), c.seq, c.seg) },
   { collective: 'allreduce', name: 'reduceBcast', wire: 9, when: 'forced only', source: 'binomial reduce to rank 0 + binomial bcast (MPI 1 reference)',
-    awaited: async (c) => { await reduceBinomial(c, num(c), theOp(c), 0, c.seq, 0, c.seg); await bcastBinomial(c, bytes(c.buf), 0, c.seq, 1, c.seg) } },
-  { collective: 'gather', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.2` },
-  { collective: 'gather', name: 'linear', wire: 5, when: 'forced only', source: 'every rank sends to the root' },
-  { collective: 'gatherv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Gatherv_allcomm_linear' },
-  { collective: 'scatter', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.3` },
-  { collective: 'scatter', name: 'linear', wire: 5, when: 'forced only', source: 'root sends to each rank' },
-  { collective: 'scatterv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Scatterv_allcomm_linear' },
-  { collective: 'allgather', name: 'recursiveDoubling', wire: 7, when: `total < ${T.ALLGATHER_SHORT_MSG_SIZE} and P a power of two`, source: `${TRG} 4.1; threshold measured here (MPICH: 81920)`, cannot: needsPof2 },
-  { collective: 'allgather', name: 'bruck', wire: 10, when: `total < ${T.ALLGATHER_LONG_MSG_SIZE}, otherwise`, source: `${TRG} 4.1 (Bruck et al. 1997); MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE` },
-  { collective: 'allgather', name: 'ring', wire: 8, when: `total ≥ ${T.ALLGATHER_LONG_MSG_SIZE} (power-of-two P: ≥ ${T.ALLGATHER_SHORT_MSG_SIZE})`, source: `${TRG} 4.1; F-MPJ BKT` },
-  { collective: 'allgatherv', name: 'ring', wire: 8, when: 'always', source: `${TRG} 4.1 (ring, any counts); F-MPJ BKT` },
-  { collective: 'alltoall', name: 'bruck', wire: 10, when: `block ≤ ${T.ALLTOALL_SHORT_MSG_SIZE} and P ≥ ${T.ALLTOALL_MIN_PROCS}`, source: `${TRG} 4.6 (Bruck et al. 1997); MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE` },
-  { collective: 'alltoall', name: 'linear', wire: 5, when: `block ≤ ${T.ALLTOALL_MEDIUM_MSG_SIZE}, otherwise`, source: `${TRG} 4.6 (isend/irecv scattered); MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE` },
-  { collective: 'alltoall', name: 'pairwise', wire: 11, when: `block > ${T.ALLTOALL_MEDIUM_MSG_SIZE}`, source: `${TRG} 4.6 (pairwise exchange)` },
-  { collective: 'alltoallv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Alltoallv_intra_scattered' },
-  { collective: 'reduceScatterBlock', name: 'ring', wire: 8, when: 'commutative op', source: 'ring reduce-scatter (Open MPI coll/base; F-MPJ BKT)', cannot: nonCommutative },
-  { collective: 'reduceScatterBlock', name: 'reduceThenScatter', wire: 12, when: 'non-commutative op', source: 'binomial reduce to rank 0 (rank order) + binomial scatter (MPICH noncommutative path)' },
-  { collective: 'scan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Scan_intra_recursive_doubling' },
-  { collective: 'scan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r' },
-  { collective: 'exscan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Exscan_intra_recursive_doubling' },
-  { collective: 'exscan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r' },
+    awaited: reduceBcastRun },
+  { collective: 'gather', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.2`,
+    awaited: async (c) => { const d = gathered(c); await gatherBinomial(c, d.own as Uint8Array, d.out, d.block, c.root, c.seq) } },
+  { collective: 'gather', name: 'linear', wire: 5, when: 'forced only', source: 'every rank sends to the root',
+    awaited: async (c) => { const d = gathered(c); await gatherLinear(c, d.own, d.out, d.place, c.root, c.seq) } },
+  { collective: 'gatherv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Gatherv_allcomm_linear',
+    awaited: async (c) => { const d = gathered(c); await gatherLinear(c, d.own, d.out, d.place, c.root, c.seq) } },
+  { collective: 'scatter', name: 'binomial', wire: 3, when: 'always', source: `${TRG} 4.3`,
+    awaited: async (c) => { const d = scattered(c); await scatterBinomial(c, d.src, d.own as Uint8Array, d.block, c.root, c.seq) } },
+  { collective: 'scatter', name: 'linear', wire: 5, when: 'forced only', source: 'root sends to each rank',
+    awaited: async (c) => { const d = scattered(c); await scatterLinear(c, d.src, d.own, d.place, c.root, c.seq) } },
+  { collective: 'scatterv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Scatterv_allcomm_linear',
+    awaited: async (c) => { const d = scattered(c); await scatterLinear(c, d.src, d.own, d.place, c.root, c.seq) } },
+  { collective: 'allgather', name: 'recursiveDoubling', wire: 7, when: `total < ${T.ALLGATHER_SHORT_MSG_SIZE} and P a power of two`, source: `${TRG} 4.1; threshold measured here (MPICH: 81920)`, cannot: needsPof2,
+    awaited: async (c) => { const d = allGathered(c); await allgatherRecursiveDoubling(c, d.out, d.block, c.seq) } },
+  { collective: 'allgather', name: 'bruck', wire: 10, when: `total < ${T.ALLGATHER_LONG_MSG_SIZE}, otherwise`, source: `${TRG} 4.1 (Bruck et al. 1997); MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE`,
+    awaited: async (c) => { const d = allGathered(c); await allgatherBruck(c, d.out, d.block, c.seq) } },
+  { collective: 'allgather', name: 'ring', wire: 8, when: `total ≥ ${T.ALLGATHER_LONG_MSG_SIZE} (power-of-two P: ≥ ${T.ALLGATHER_SHORT_MSG_SIZE})`, source: `${TRG} 4.1; F-MPJ BKT`,
+    awaited: async (c) => { const d = allGathered(c); await allgatherRing(c, d.out, d.place, c.seq) } },
+  { collective: 'allgatherv', name: 'ring', wire: 8, when: 'always', source: `${TRG} 4.1 (ring, any counts); F-MPJ BKT`,
+    awaited: async (c) => { const d = allGathered(c); await allgatherRing(c, d.out, d.place, c.seq) } },
+  { collective: 'alltoall', name: 'bruck', wire: 10, when: `block ≤ ${T.ALLTOALL_SHORT_MSG_SIZE} and P ≥ ${T.ALLTOALL_MIN_PROCS}`, source: `${TRG} 4.6 (Bruck et al. 1997); MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE`,
+    awaited: async (c) => await withSendBytes(c, exchanged(c), (d, sb) => alltoallBruck(c, sb, d.out, d.block, c.seq)) },
+  { collective: 'alltoall', name: 'linear', wire: 5, when: `block ≤ ${T.ALLTOALL_MEDIUM_MSG_SIZE}, otherwise`, source: `${TRG} 4.6 (isend/irecv scattered); MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE`,
+    awaited: async (c) => await withSendBytes(c, exchanged(c), (d, sb) => alltoallLinear(c, sb, d.sendPlace, d.out, d.recvPlace, c.seq)) },
+  { collective: 'alltoall', name: 'pairwise', wire: 11, when: `block > ${T.ALLTOALL_MEDIUM_MSG_SIZE}`, source: `${TRG} 4.6 (pairwise exchange)`,
+    awaited: async (c) => await withSendBytes(c, exchanged(c), (d, sb) => alltoallPairwise(c, sb, d.out, d.block, c.seq)) },
+  { collective: 'alltoallv', name: 'linear', wire: 5, when: 'always', source: 'MPICH MPIR_Alltoallv_intra_scattered',
+    awaited: async (c) => await withSendBytes(c, exchanged(c), (d, sb) => alltoallLinear(c, sb, d.sendPlace, d.out, d.recvPlace, c.seq)) },
+  { collective: 'reduceScatterBlock', name: 'ring', wire: 8, when: 'commutative op', source: 'ring reduce-scatter (Open MPI coll/base; F-MPJ BKT)', cannot: nonCommutative,
+    awaited: reduceScatterRingRun },
+  { collective: 'reduceScatterBlock', name: 'reduceThenScatter', wire: 12, when: 'non-commutative op', source: 'binomial reduce to rank 0 (rank order) + binomial scatter (MPICH noncommutative path)',
+    awaited: reduceThenScatterRun },
+  { collective: 'scan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Scan_intra_recursive_doubling',
+    awaited: async (c) => { const d = scanned(c); await scanRecursiveDoubling(c, d.mine, d.acc, theOp(c), false, c.seq) } },
+  { collective: 'scan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r',
+    awaited: async (c) => { const d = scanned(c); await scanLinear(c, d.mine, d.acc, theOp(c), false, c.seq) } },
+  { collective: 'exscan', name: 'recursiveDoubling', wire: 7, when: 'always', source: 'MPICH MPIR_Exscan_intra_recursive_doubling',
+    awaited: async (c) => { const d = scanned(c); await scanRecursiveDoubling(c, d.mine, d.acc, theOp(c), true, c.seq) } },
+  { collective: 'exscan', name: 'linear', wire: 5, when: 'forced only', source: 'chain rank r-1 → r',
+    awaited: async (c) => { const d = scanned(c); await scanLinear(c, d.mine, d.acc, theOp(c), true, c.seq) } },
   { collective: 'bcastObject', name: 'binomial', wire: 3, when: 'always', source: 'binomial bcast of the length, then of the bytes', internal: true },
   { collective: 'gatherObject', name: 'binomial', wire: 3, when: 'always', source: 'binomial gather of the lengths, then linear of the bytes', internal: true },
   { collective: 'allgatherObject', name: 'ring', wire: 8, when: 'always', source: 'ring allgather of the lengths, then of the bytes', internal: true },

@@ -1,8 +1,9 @@
 /**
  * The collectives' state of one communicator (Open MPI's `c_coll`): what a call keeps for the
  * next one on the same communicator — the last call's shape of barrier, bcast and allreduce
- * (index.ts LastShape), the scratch pool (util.ts scratch/release), allreducePairSync's scratch
- * (reduce.ts), the descriptor's staging and receive buffers (check.ts). Made at the
+ * (invoke.ts LastShape), the last bcast trees (bcast.ts treeOf), the scratch pool (util.ts
+ * scratch/release), allreducePairSync's scratch (reduce.ts), the descriptor's staging and
+ * receive buffers (check.ts). Made at the
  * communicator's first collective, kept on it (`_coll`), dropped by free(). A field is made by
  * the module that uses it, at its first use; null while a call holds it.
  */

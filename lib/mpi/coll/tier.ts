@@ -9,8 +9,6 @@
  * hold the event loop longer than the bound.
  */
 import type { CollComm } from './types'
-import { runAsync, runSync } from './drive'
-import type { CollSteps } from './drive'
 
 /**
  * The bound of each blocking wait, ms: FASTSOCK_MPI_AWAIT_BLOCK_MS (0: the awaited tier never blocks; for measurement:
@@ -43,12 +41,4 @@ export function bound (comm: CollComm): boolean {
 /** Lifts the bound `bound(comm)` set. */
 export function unbound (comm: CollComm): void {
   (baseOf(comm)._collBlockFor as (ms: number) => void)(Infinity)
-}
-
-/** Runs `steps` in the awaited tier: blocking waits under the bound first, the rest (if any) with wait(). */
-export async function runAwaited (comm: CollComm, steps: CollSteps): Promise<void> {
-  if (!bound(comm)) { await runAsync(steps); return }
-  let l
-  try { l = runSync(steps) } finally { unbound(comm) }
-  if (l !== null) await l.rest
 }

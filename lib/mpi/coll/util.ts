@@ -8,8 +8,8 @@
  * collective's promise and never becomes an unhandled rejection or a dangling wait.
  */
 import type { CollComm, CollRequest, CollStatus, NumericArray } from './types'
-import { runAsync } from './drive'
-import { isMpiError, mpiError, wouldBlock } from '../errors'
+import { runAsync, waitNow } from './drive'
+import { isMpiError, mpiError } from '../errors'
 import type { MpiError } from '../errors'
 import type { CollSteps } from './drive'
 import { stateOf } from './state'
@@ -115,20 +115,6 @@ export function * received (r: CollRequest, expect: number, what: string, source
   checkCount(st, expect, what, source)
 }
 
-/**
- * Wait for a receive of exactly `expect` bytes; a different size (or the point-to-point layer's
- * ERR_MPI_TRUNCATE) is ERR_MPI_COLL_MISMATCH. Other errors pass through.
- */
-export async function waitRecv (p: Promise<CollStatus>, expect: number, what: string, source: number): Promise<void> {
-  let st: CollStatus
-  try {
-    st = await p
-  } catch (err) {
-    throw recvError(err, expect, what, source)
-  }
-  checkCount(st, expect, what, source)
-}
-
 /** Start waiting on a request, with a handler attached (the returned promise still rejects). */
 export function waiting (r: CollRequest): Promise<CollStatus> {
   const p = r.wait()
@@ -181,10 +167,10 @@ export class Exchange implements CollRequest {
       // A large pairwise exchange, one direction at a time: the lower rank sends first.
       if (comm.rank < this.dest) {
         this.sreq = comm._collIsend(this.sv as ArrayBufferView, this.dest, this.tag)
-        this.sst = blockingWait(this.sreq)
+        this.sst = waitNow(this.sreq)
       } else {
         this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
-        this.rst = blockingWait(this.rreq)
+        this.rst = waitNow(this.rreq)
       }
     }
     if (!this.sent && this.sreq === null) {
@@ -202,9 +188,9 @@ export class Exchange implements CollRequest {
         }
         if (this.rst === null) this.rreq = comm._collIrecv(this.rv, this.source, this.tag)
       }
-      if (this.rreq !== null) this.rst = blockingWait(this.rreq)
+      if (this.rreq !== null) this.rst = waitNow(this.rreq)
     }
-    if (this.sreq !== null && this.sst === null) this.sst = blockingWait(this.sreq)
+    if (this.sreq !== null && this.sst === null) this.sst = waitNow(this.sreq)
     return this.result()
   }
 
@@ -249,35 +235,29 @@ function orderedBytes (raw: string | undefined): number {
   return raw !== undefined && raw.trim() !== '' && v >= 0 ? v : 512 * 1024
 }
 
-/** `r`'s blocking wait; ERR_MPI_WOULD_BLOCK (with `r` as the request) when it has none. */
-function blockingWait (r: CollRequest): CollStatus {
-  if (r.waitSync === undefined) throw wouldBlock(r, 'a request without a blocking wait')
-  return r.waitSync()
-}
-
 /**
  * The blocking tier's exchange with one partner, without the steps' machinery (generators, an
  * Exchange, the drive loop): `sv` written now (comm._collSendNow: small messages), then exactly
  * rv.byteLength bytes read now (_collRecvNow) into `rv`; the same messages, tag and order as
- * sendrecvSteps, so the partner may run either, or the awaited tier. Returns null when nothing
- * was sent (run the steps instead), true when the exchange completed here, else the receive as
- * steps for the caller to drive (a message already queued, or a payload still arriving). Errors
- * as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync). `sn`, `rn`:
+ * sendrecvSteps, so the partner may run either, or the awaited tier. Returns null when the
+ * exchange completed here, else the rest as steps for the caller to drive: the whole exchange
+ * (sendrecvSteps) when the send could not go out now, else the receive (a message already
+ * queued, or a payload still arriving). Errors as the steps'. The 2-rank allreduce uses it (reduce.ts allreducePairSync). `sn`, `rn`:
  * sv.byteLength and rv.byteLength when the caller has them (each read is a call on Node 20).
  */
 export function exchangeNow (comm: CollComm, sv: ArrayBufferView, rv: ArrayBufferView, partner: number, tag: number, what: string,
-  sn = sv.byteLength, rn = rv.byteLength): true | CollSteps | null {
-  if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag, sn)) return null
+  sn = sv.byteLength, rn = rv.byteLength): CollSteps | null {
+  if (comm._collSendNow === undefined || !comm._collSendNow(sv, partner, tag, sn)) return sendrecvSteps(comm, sv, partner, rv, partner, tag, what)
   return recvNow(comm, rv, partner, tag, what, rn)
 }
 
 /**
  * The receive of exactly rv.byteLength bytes from `source`, read now when it can be
- * (comm._collRecvNow): true when it completed here, else the rest as steps (the steps' own
+ * (comm._collRecvNow): null when it completed here, else the rest as steps (the steps' own
  * receive, or the one a payload still arriving needs). Mismatches throw as recvSteps'. `n`:
  * rv.byteLength when the caller has it.
  */
-export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string, n = rv.byteLength): true | CollSteps {
+export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, tag: number, what: string, n = rv.byteLength): CollSteps | null {
   let st: CollStatus | null
   try {
     st = comm._collRecvNow !== undefined ? comm._collRecvNow(rv, source, tag, n) : null
@@ -288,7 +268,7 @@ export function recvNow (comm: CollComm, rv: ArrayBufferView, source: number, ta
   }
   if (st === null) return recvSteps(comm, rv, source, tag, what)
   checkCount(st, n, what, source)
-  return true
+  return null
 }
 
 /** Steps: receive exactly view.byteLength bytes from `source` into `view` (else ERR_MPI_COLL_MISMATCH). */
