@@ -11,56 +11,19 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { root, tools } = require('./helpers/cli')
-const { IS_ROOT, IN_CI, need, run, cleanEnv } = require(path.join(root, 'test', 'helpers', 'mpi-launchers'))
+const { run, cleanEnv } = require(path.join(root, 'test', 'helpers', 'mpi-launchers'))
+const { netnsOrPlan } = require(path.join(root, 'test', 'helpers', 'netns'))
 
 const RANK_MAIN = path.join(tools, 'dist', 'npb', 'rank-main.js')
 const KERNELS = ['cg', 'is']
 
-const dep = need(t, ['ip'], 'iproute2')
-if (dep.skip) t.plan(0, dep.skip)
-else if (!IS_ROOT) {
-  if (IN_CI) t.fail('CI=true but not root: network namespaces need root')
-  t.plan(0, 'network namespaces need root')
-} else {
-  const ip = (...args) => {
-    const r = spawnSync(dep.paths.ip, args, { encoding: 'utf8', timeout: 10000 })
-    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${(r.stderr || r.error || '').toString().trim()}`)
-    return r.stdout
-  }
-  const id = process.pid % 100000
-  const NS = { A: `fsnpb-a-${id}`, B: `fsnpb-b-${id}` }
-  const DEV = { A: `fna${id}`, B: `fnb${id}` }
-  const subnet = id % 250
-  const ADDR = { A: `198.19.${subnet}.1`, B: `198.19.${subnet}.2` }
-
+const netns = netnsOrPlan(t)
+if (netns !== null) {
   t.test('class W, rank 0 in namespace A and rank 1 in B, env://', async (t) => {
-    try {
-      ip('netns', 'add', NS.A)
-      t.teardown(() => { try { ip('netns', 'del', NS.A) } catch {} })
-      ip('netns', 'add', NS.B)
-      t.teardown(() => { try { ip('netns', 'del', NS.B) } catch {} })
-      // Made in A with its peer in B: neither end ever exists in the host's namespace.
-      ip('-n', NS.A, 'link', 'add', DEV.A, 'type', 'veth', 'peer', 'name', DEV.B, 'netns', NS.B)
-      for (const s of ['A', 'B']) {
-        ip('-n', NS[s], 'addr', 'add', `${ADDR[s]}/30`, 'dev', DEV[s])
-        ip('-n', NS[s], 'link', 'set', DEV[s], 'up')
-        ip('-n', NS[s], 'link', 'set', 'lo', 'up')
-      }
-      // Wait for carrier on both ends: a rank started before then does not list its own address.
-      const until = Date.now() + 10000
-      for (;;) {
-        const down = ['A', 'B'].filter((s) => !/\bLOWER_UP\b/.test(ip('-n', NS[s], 'link', 'show', DEV[s])))
-        if (down.length === 0) break
-        if (Date.now() > until) throw new Error(`veth ${down.map((s) => DEV[s]).join(', ')} not running after 10 s`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-    } catch (err) {
-      if (IN_CI) throw err
-      t.skip(`cannot build the namespaces here: ${err.message}`)
-      return
-    }
+    const pair = await netns.makePair(t, 'fsnpb', '198.19')
+    if (pair === null) return
+    const { NS, ADDR, id } = pair
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastsock-npb-netns-'))
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
     let nextPort = 21000 + (id % 9000)
@@ -70,7 +33,7 @@ else if (!IS_ROOT) {
       // Two "hosts": the job needs a secret (docs/mpi-launch.md, "Threat model").
       const secret = require('crypto').randomBytes(32).toString('hex')
       const port = nextPort++
-      const ranks = ['A', 'B'].map((s, rank) => run(dep.paths.ip, ['netns', 'exec', NS[s], process.execPath, RANK_MAIN], {
+      const ranks = ['A', 'B'].map((s, rank) => run(netns.ipPath, ['netns', 'exec', NS[s], process.execPath, RANK_MAIN], {
         env: cleanEnv({
           RANK: String(rank),
           WORLD_SIZE: '2',
