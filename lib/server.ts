@@ -134,7 +134,15 @@ export function listen2 (server: net.Server, args: unknown[]): void {
   // A UNIX path or fd listener (no TCP address) keeps Node's accept path: nothing to add there.
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
-  self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
+  // A server of Node's own class (core's: http.Server under the preload hook) keeps Node's own
+  // onconnection for its TCP connections: they are sockets of Node's own class, with no fastsock
+  // code on their data path (a fastsock Socket per accepted TCP connection cost the server CPU
+  // and JIT warm-up for nothing it could use; docs/benchmarks.md, "Short connections"). fastsock's
+  // Server (its connections have readInto & co. on every rung) and a listener a rung owns (smc)
+  // take them here.
+  if (server instanceof Server || st.listenRung !== null) {
+    self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
+  }
   let order = rungs
   if (wrapsConnections !== null && wrapsConnections(server)) {
     const names = kernelHandleFirst(rungs.map(r => r.name))
