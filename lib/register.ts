@@ -7,10 +7,13 @@
  * What it changes, once per process (registering again is a no-op):
  * - `net.Socket` / `net.Stream`: fastsock's Socket (an ES5-style constructor, with
  *   `Symbol.hasInstance` so sockets made from Node's original class still pass `instanceof`);
- * - `net.connect` / `net.createConnection`: fastsock's connect;
+ * - `net.connect` / `net.createConnection`: fastsock's connect, except for a connect that would
+ *   go straight to TCP (a destination whose recent connections were short, lib/lifetime.ts, or a
+ *   chain of `tcp` alone): Node's own `net.connect`, whose socket is of Node's own class;
  * - `net.Server.prototype._listen2` and `.close`, in place (http.Server, tls.Server and every
- *   other core server inherit them): a TCP listener also gets the side channel, and accepted
- *   connections become fastsock Sockets on every rung;
+ *   other core server inherit them): a TCP listener also gets the side channel, whose
+ *   connections become fastsock Sockets; the TCP connections stay Node's own sockets;
+ * - `transport` on `net.Socket.prototype` (Node's): 'tcp' on Node's own sockets over TCP;
  * - `http.Agent.prototype.createConnection` when `http` was loaded before the hook (Node <= 20
  *   copies net.createConnection into it when `_http_agent` loads);
  * - `tls.connect`: a client whose destination is on this host, with a fast rung possible, gets a
@@ -37,7 +40,7 @@ import { Socket, installHasInstance } from './socket'
 import { listen2, close, setWrappedServerTest } from './server'
 import { rewrapOnConnect, listenersOf } from './socket/wrapped'
 import { originals } from './originals'
-import { connect, transportOf } from './index'
+import { connect, connectVia, transportOf } from './index'
 import { nodeOnlyConnect } from './chain'
 import { recordLifetime, LifetimeHistory } from './lifetime'
 import { NotTransferableError } from './errors'
@@ -171,7 +174,7 @@ const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unk
 function netConnect (...args: unknown[]): net.Socket {
   const options = normalizeArgs(args)[0] as Record<string, unknown>
   const node = nodeOnlyConnect(options)
-  if (node === null) return (connect as AnyFn)(...args)
+  if (node === null) return connectVia(netConnect, args)
   debug('chain', '%s:%s: Node\'s own socket (%s)', options.host ?? 'localhost', options.port, node === true ? 'the chain is tcp alone' : 'recent connections there were short')
   const sock = (originals.connect as AnyFn)(...args) as net.Socket
   if (node !== true) trackLifetime(sock, node)

@@ -5,7 +5,9 @@
  * listener itself (`Rung.listenFd`). Plain `net` clients keep using TCP and see nothing
  * different. The server names no rung: it adopts the Channels the rungs hand it.
  *
- * Accepting a connection on any rung does what Node's onconnection does: maxConnections and
+ * A server of Node's own class (http.Server under the preload hook) leaves its TCP connections
+ * to Node's onconnection (sockets of Node's own class); fastsock's Server makes fastsock Sockets of
+ * them too. Accepting a connection on any other rung does what Node's onconnection does: maxConnections and
  * 'drop', pauseOnConnect, noDelay/keepAlive, highWaterMark, allowHalfOpen, socket.server,
  * _connections (so close() waits for it and getConnections() counts it), 'connection', and the
  * 'net.server.socket' diagnostics channel.
