@@ -12,8 +12,10 @@
  *   first 100 requests (no warm-up): µs per request, from the first request's start.
  * http-close and churn run in one client process against two servers, one plain and one
  * preloaded, in `--blocks` blocks (default 10) per round alternating between Node's net against
- * the plain server and fastsock (what the preload makes `net.connect` and `agent: false`) against
- * the preloaded one, so that both see the same moments of a shared host; cold-100 runs fresh
+ * the plain server and fastsock against the preloaded one: the client process runs under the
+ * preload hook, its plain side calls Node's own `net.connect` (fastsock's `originals`) and its
+ * fastsock side what the hook makes `net.connect` (`--direct`: the client loads fastsock itself
+ * and calls `fastsock.connect`, the library's API, which always makes a fastsock Socket), so that both see the same moments of a shared host; cold-100 runs fresh
  * processes for each side, alternating. Prints the median over `--rounds` rounds (default 5) per
  * mode, the ratio plain/preloaded of the medians and the median of the paired blocks' ratios
  * (above 1: preloaded is faster), and the rungs the preloaded side's connections used. With `--env K=V` the preloaded processes get
@@ -30,6 +32,9 @@ const path = require('path')
 const { spawn } = require('child_process')
 
 const role = process.argv[2]
+const DIST = path.join(__dirname, '..', 'dist')
+/** --direct (passed on to the paired client as FASTSOCK_BENCH_DIRECT=1): fastsock.connect instead of the preload's net.connect. */
+const DIRECT = process.env.FASTSOCK_BENCH_DIRECT === '1'
 /** The rungs the client's connections ended up on (`socket.transport`; undefined: plain Node). */
 const seen = new Map()
 const note = sock => { const t = String(sock.transport); seen.set(t, (seen.get(t) || 0) + 1) }
@@ -67,12 +72,12 @@ const ROLES = {
       const c = net.connect(port, '127.0.0.1')
       let got = 0
       c.on('error', reject)
-      c.on('connect', () => c.write(msg))
+      c.on('connect', () => { note(c); c.write(msg) })
       c.on('data', d => {
         got += d.length
         if (got >= msg.length) c.end()
       })
-      c.on('close', () => { note(c); resolve() })
+      c.on('close', resolve)
     })
     const loop = async count => { for (let i = 0; i < count; i++) await once() }
     await Promise.all(Array.from({ length: inFlight }, () => loop(Math.max(1, Math.floor(50 / inFlight)))))
@@ -110,26 +115,31 @@ if (role === 'paired') {
   // One client process, two servers (plain, preloaded): blocks of --block operations alternate
   // between Node's net against the plain server and fastsock against the preloaded one.
   const [kind, plainPort, fastPort, blocks, block, inFlight] = process.argv.slice(3).map((v, i) => i === 0 ? v : Number(v))
+  // This process runs under the preload hook (or, with --direct, loads fastsock itself): the
+  // plain side connects with Node's own net.connect (kept by fastsock's originals), the other
+  // with what the hook makes net.connect (--direct: fastsock.connect, the library's API).
   const net = require('net')
   const http = require('http')
-  const fastsock = require(path.join(__dirname, '..'))
+  const { originals } = require(path.join(DIST, 'originals.js'))
+  const fastConnect = DIRECT ? require(path.join(__dirname, '..')).connect : net.connect
   const sides = [
-    { name: 'plain', port: plainPort, connect: (p, h) => net.connect(p, h), http: {} },
-    { name: 'preloaded', port: fastPort, connect: (p, h) => fastsock.connect(p, h), http: null }
+    { name: 'plain', port: plainPort, connect: (p, h) => originals.connect(p, h), http: {} },
+    { name: 'preloaded', port: fastPort, connect: (p, h) => fastConnect(p, h), http: null }
   ]
-  // What `agent: false` does (a new Agent per request), with fastsock's connect as the preload makes it.
-  class FastAgent extends http.Agent { createConnection (...a) { return fastsock.createConnection(...a) } }
+  // What `agent: false` does (a new Agent per request), with Node's connect and with the preloaded one.
+  class PlainAgent extends http.Agent { createConnection (...a) { return originals.createConnection(...a) } }
+  class FastAgent extends http.Agent { createConnection (...a) { return fastConnect(...a) } }
   const msg = Buffer.alloc(64, 7)
   const churnOnce = side => new Promise((resolve, reject) => {
     const c = side.connect(side.port, '127.0.0.1')
     let got = 0
     c.on('error', reject)
-    c.on('connect', () => c.write(msg))
+    c.on('connect', () => { if (side.http === null) note(c); c.write(msg) })
     c.on('data', d => { got += d.length; if (got >= msg.length) c.end() })
-    c.on('close', () => { note(c); resolve() })
+    c.on('close', resolve)
   })
-  const httpOnce = side => new Promise((resolve, reject) => http.get({ port: side.port, host: '127.0.0.1', agent: side.name === 'plain' ? false : new FastAgent(), headers: { connection: 'close' } }, m => {
-    note(m.socket)
+  const httpOnce = side => new Promise((resolve, reject) => http.get({ port: side.port, host: '127.0.0.1', agent: side.name === 'plain' ? new PlainAgent() : new FastAgent(), headers: { connection: 'close' } }, m => {
+    if (side.http === null) note(m.socket)
     m.resume()
     m.on('end', resolve)
   }).on('error', reject))
@@ -183,8 +193,10 @@ const REQUESTS = Number(opt('requests', 500))
 const CHURN = Number(opt('churn', 1000))
 const BLOCKS = Number(opt('blocks', 10))
 const extraEnv = Object.fromEntries(args.flatMap((a, i) => a === '--env' ? [args[i + 1].split('=')] : []))
+const DIRECT_OPT = args.includes('--direct')
+if (DIRECT_OPT) extraEnv.FASTSOCK_BENCH_DIRECT = '1'
 const MODES = (opt('only', 'http-close,churn-1,churn-16,cold-100')).split(',')
-const register = path.join(__dirname, '..', 'dist', 'register.js')
+const register = path.join(DIST, 'register.js')
 
 function start (script, argv, preload, withEnv = preload) {
   const env = { ...process.env, ...(withEnv ? extraEnv : {}) }
@@ -235,7 +247,7 @@ async function paired (mode) {
     const [pp, fp] = await Promise.all([firstLine(plain), firstLine(fast)])
     const inFlight = mode === 'churn-16' ? 16 : 1
     const total = mode === 'http-close' ? REQUESTS : CHURN
-    const client = start(__filename, ['paired', mode, pp, fp, String(BLOCKS), String(Math.ceil(total / BLOCKS)), String(inFlight)], false, true)
+    const client = start(__filename, ['paired', mode, pp, fp, String(BLOCKS), String(Math.ceil(total / BLOCKS)), String(inFlight)], !DIRECT_OPT, true)
     const lines = lineReader(client)
     await lines() // warmed up: the servers' CPU time is counted from here
     const cpu0 = await Promise.all([plain, fast].map(serverCpu))

@@ -16,7 +16,7 @@
  */
 import * as net from 'net'
 import * as dns from 'dns'
-import { parseTransports, TransportName } from './transports/names'
+import { parseTransports, defaultTransports, TransportName } from './transports/names'
 import { availability, rungOf, rankOf, NODE_TRANSPORT, PATH_TRANSPORT } from './transports/registry'
 import type { AttemptContext, Channel, ConnectRequest, Rung } from './contract'
 import { discardChannel } from './contract'
@@ -155,6 +155,29 @@ function trackedHistory (host: ChainHost, o: ConnectOptions): LifetimeHistory {
   const history = historyOf(o.host || 'localhost', Number(o.port))
   host.track(history)
   return history
+}
+
+/**
+ * For the preload's `net.connect` (lib/register.ts), before any socket exists: whether a connect
+ * with these normalized options and the process's chain goes straight to Node's own TCP connect,
+ * so that the socket can be Node's own `net.Socket` (no fastsock code on its data path, nothing
+ * for the JIT to warm up beyond what Node's own sockets use). `true` when the process's chain is
+ * Node's connect alone (FASTSOCK_TRANSPORTS=tcp); the destination's lifetime history when the
+ * chain would start there because that destination's connections are short (lib/lifetime.ts: the
+ * caller adds the connection to it when it closes); null otherwise (fastsock's Socket and the
+ * chain: a path, any of fastsock's options, a port or host Node's connect would reject).
+ */
+export function nodeOnlyConnect (o: ConnectOptions & { transportTimeoutMs?: unknown, shmRingBytes?: unknown, pollUs?: unknown, shmPollUs?: unknown }): LifetimeHistory | true | null {
+  if (o.path != null || o.transports !== undefined || o.transportTimeoutMs !== undefined || o.shmRingBytes !== undefined ||
+      o.pollUs !== undefined || o.shmPollUs !== undefined) return null
+  const known = rungsOf(defaultTransports())
+  if (known.node === undefined) return null
+  if (!known.fast) return known.rungs.length === 1 ? true : null
+  if (!lifetimeRoutingEnabled() || !validPort(o.port)) return null
+  const host = o.host
+  if (host !== undefined && host !== null && typeof host !== 'string') return null
+  const history = historyOf(host || 'localhost', Number(o.port))
+  return predictsShort(history) ? history : null
 }
 
 /** The rung is available on this host (its probe, run once per process); debug says why not. */

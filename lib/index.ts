@@ -34,9 +34,17 @@ export function connect (options: SocketOptions & net.NetConnectOpts, connection
 export function connect (port: number, host?: string, connectionListener?: ConnectListener): Socket
 export function connect (path: string, connectionListener?: ConnectListener): Socket
 export function connect (...args: unknown[]): Socket {
+  return connectVia(connect, args)
+}
+
+/**
+ * @internal `connect(...args)` as called through `caller` (connect itself, or the preload's
+ * `net.connect`, lib/register.ts): the h2c check looks at the frame above `caller`.
+ */
+export function connectVia (caller: AnyFn, args: unknown[]): Socket {
   const normalized = normalizeArgs(args)
   const options = normalized[0] as SocketOptions & { timeout?: number, path?: unknown }
-  if (options.transports === undefined && options.path == null && isH2cClientSocket(args)) {
+  if (options.transports === undefined && options.path == null && isH2cClientSocket(args, caller)) {
     debug('http2', 'h2c client session: Node\'s TCP (http2 wraps its socket before it connects: a kernel handle is needed then)')
     options.transports = [NODE_TRANSPORT]
   }
@@ -61,7 +69,7 @@ let modulesScanned = -1
  * chose rungs (`transports`). grpc-js connects first and hands http2 the connected socket: its
  * sockets keep the chain. Costs one one-frame stack capture per connect once http2 is loaded.
  */
-function isH2cClientSocket (args: unknown[]): boolean {
+function isH2cClientSocket (args: unknown[], caller: AnyFn): boolean {
   if (args.length !== 1 || typeof args[0] !== 'object' || args[0] === null) return false
   if (!http2Loaded) {
     // Scanned again only once the list grew (a core module loaded since): not per connect.
@@ -74,7 +82,7 @@ function isH2cClientSocket (args: unknown[]): boolean {
   const limit = Error.stackTraceLimit
   Error.stackTraceLimit = 1
   const at: { stack?: string } = {}
-  Error.captureStackTrace(at, connect)
+  Error.captureStackTrace(at, caller)
   Error.stackTraceLimit = limit
   return typeof at.stack === 'string' && at.stack.includes('node:internal/http2/')
 }

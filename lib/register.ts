@@ -7,10 +7,13 @@
  * What it changes, once per process (registering again is a no-op):
  * - `net.Socket` / `net.Stream`: fastsock's Socket (an ES5-style constructor, with
  *   `Symbol.hasInstance` so sockets made from Node's original class still pass `instanceof`);
- * - `net.connect` / `net.createConnection`: fastsock's connect;
+ * - `net.connect` / `net.createConnection`: fastsock's connect, except for a connect that would
+ *   go straight to TCP (a destination whose recent connections were short, lib/lifetime.ts, or a
+ *   chain of `tcp` alone): Node's own `net.connect`, whose socket is of Node's own class;
  * - `net.Server.prototype._listen2` and `.close`, in place (http.Server, tls.Server and every
- *   other core server inherit them): a TCP listener also gets the side channel, and accepted
- *   connections become fastsock Sockets on every rung;
+ *   other core server inherit them): a TCP listener also gets the side channel, whose
+ *   connections become fastsock Sockets; the TCP connections stay Node's own sockets;
+ * - `transport` on `net.Socket.prototype` (Node's): 'tcp' on Node's own sockets over TCP;
  * - `http.Agent.prototype.createConnection` when `http` was loaded before the hook (Node <= 20
  *   copies net.createConnection into it when `_http_agent` loads);
  * - `tls.connect`: a client whose destination is on this host, with a fast rung possible, gets a
@@ -37,10 +40,12 @@ import { Socket, installHasInstance } from './socket'
 import { listen2, close, setWrappedServerTest } from './server'
 import { rewrapOnConnect, listenersOf } from './socket/wrapped'
 import { originals } from './originals'
-import { connect, transportOf } from './index'
+import { connect, connectVia, transportOf } from './index'
+import { nodeOnlyConnect } from './chain'
+import { recordLifetime, LifetimeHistory } from './lifetime'
 import { NotTransferableError } from './errors'
 import { defaultTransports } from './transports/names'
-import { availability, kernelHandleFirst } from './transports/registry'
+import { availability, kernelHandleFirst, NODE_TRANSPORT } from './transports/registry'
 import { isLocalAddress } from './address'
 import { debug } from './debug'
 
@@ -92,8 +97,9 @@ function patch (): void {
   n.Socket = Socket
   n.Stream = Socket
   installHasInstance()
-  n.connect = connect
-  n.createConnection = connect
+  n.connect = netConnect
+  n.createConnection = netConnect
+  installTransportGetter()
 
   const proto = net.Server.prototype as unknown as Record<string, AnyFn>
   proto._listen2 = function _listen2 (this: net.Server, ...args: unknown[]) { listen2(this, args) }
@@ -105,7 +111,7 @@ function patch (): void {
   if ((process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes('NativeModule _http_agent')) {
     const http = require('http') as typeof import('http')
     const ap = http.Agent.prototype as unknown as { createConnection: AnyFn }
-    if (ap.createConnection === originals.createConnection) ap.createConnection = connect
+    if (ap.createConnection === originals.createConnection) ap.createConnection = netConnect
   }
 
   const nodeTlsConnect = tls.connect as AnyFn
@@ -150,6 +156,68 @@ function patch (): void {
   if (log) logTransports(log)
   nodeModule.syncBuiltinESMExports()
   debug('register', 'net is fastsock\'s (pid %d)', process.pid)
+}
+
+const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs
+
+/**
+ * `net.connect` / `net.createConnection` under the hook. A connect that goes straight to Node's
+ * TCP connect (lib/chain.ts `nodeOnlyConnect`: the destination's recent connections were short,
+ * lib/lifetime.ts, or the process's chain is `tcp` alone) gets Node's own `net.connect`, and so a
+ * socket of Node's own class: its data path runs no fastsock code (a fastsock Socket on TCP
+ * passes through its overrides of `_writeGeneric`, `push`, `_final`, `_destroy`, ... and the
+ * chain's entry, which the JIT compiles only after ~1,500 connections; docs/benchmarks.md, "Short
+ * connections"). Such a socket reports `transport` 'tcp' (installTransportGetter) but has none of
+ * fastsock's additions (readInto, the 'transportAttempt' events): an application written for
+ * `net` uses none. Every other connect: fastsock's (the chain).
+ */
+function netConnect (...args: unknown[]): net.Socket {
+  const options = normalizeArgs(args)[0] as Record<string, unknown>
+  const node = nodeOnlyConnect(options)
+  if (node === null) return connectVia(netConnect, args)
+  debug('chain', '%s:%s: Node\'s own socket (%s)', options.host ?? 'localhost', options.port, node === true ? 'the chain is tcp alone' : 'recent connections there were short')
+  const sock = (originals.connect as AnyFn)(...args) as net.Socket
+  if (node !== true) trackLifetime(sock, node)
+  return sock
+}
+
+/**
+ * Adds the lifetime of Node's own socket `sock` to its destination's history when it closes, so
+ * that connections there that turn out long move the destination back to the fast rungs. A
+ * connect that failed (its error's syscall 'connect') or a connection that moved no byte adds
+ * nothing (what a fastsock Socket records: lib/socket/connect.ts `recordClose`).
+ */
+function trackLifetime (sock: net.Socket, history: LifetimeHistory): void {
+  const start = performance.now()
+  sock.on('close', () => {
+    const err = (sock as unknown as { errored: NodeJS.ErrnoException | null }).errored
+    const bytes = sock.bytesRead + sock.bytesWritten
+    if (bytes > 0 && err?.syscall !== 'connect') recordLifetime(history, bytes, performance.now() - start)
+  })
+}
+
+/**
+ * `socket.transport` on sockets of Node's own class under the hook (netConnect's, the
+ * connections a server of Node's accepts on TCP, lib/server.ts): 'tcp' while the socket has a
+ * TCP handle, else undefined (a pipe, a TTY, a TLSSocket: its own transport is its `_parent`'s,
+ * `transportOf()`). A getter on Node's `net.Socket.prototype`: fastsock's sockets own their
+ * `transport` (fastsock's prototype a null one under it) and shadow it; Node's instances keep
+ * their shape.
+ */
+function installTransportGetter (): void {
+  const proto = originals.Socket.prototype as object
+  if (Object.prototype.hasOwnProperty.call(proto, 'transport')) return
+  // fastsock's prototype first: its constructor assigns `transport`, which a getter without a
+  // setter up the chain would refuse (strict mode); a writable data property there lets the
+  // assignment make the socket's own, as before.
+  Object.defineProperty(Socket.prototype, 'transport', { value: null, writable: true, configurable: true, enumerable: false })
+  Object.defineProperty(proto, 'transport', {
+    configurable: true,
+    enumerable: false,
+    get (this: { _handle?: { constructor?: { name?: string } } | null }): string | undefined {
+      return this._handle?.constructor?.name === 'TCP' ? NODE_TRANSPORT : undefined
+    }
+  })
 }
 
 /** tls's normalizeConnectArgs: [options, cb?], options merged from an options argument. */

@@ -5,7 +5,9 @@
  * listener itself (`Rung.listenFd`). Plain `net` clients keep using TCP and see nothing
  * different. The server names no rung: it adopts the Channels the rungs hand it.
  *
- * Accepting a connection on any rung does what Node's onconnection does: maxConnections and
+ * A server of Node's own class (http.Server under the preload hook) leaves its TCP connections
+ * to Node's onconnection (sockets of Node's own class); fastsock's Server makes fastsock Sockets of
+ * them too. Accepting a connection on any other rung does what Node's onconnection does: maxConnections and
  * 'drop', pauseOnConnect, noDelay/keepAlive, highWaterMark, allowHalfOpen, socket.server,
  * _connections (so close() waits for it and getConnections() counts it), 'connection', and the
  * 'net.server.socket' diagnostics channel.
@@ -134,7 +136,15 @@ export function listen2 (server: net.Server, args: unknown[]): void {
   // A UNIX path or fd listener (no TCP address) keeps Node's accept path: nothing to add there.
   const addr = server.address()
   if (addr === null || typeof addr === 'string') return
-  self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
+  // A server of Node's own class (core's: http.Server under the preload hook) keeps Node's own
+  // onconnection for its TCP connections: they are sockets of Node's own class, with no fastsock
+  // code on their data path (a fastsock Socket per accepted TCP connection cost the server CPU
+  // and JIT warm-up for nothing it could use; docs/benchmarks.md, "Short connections"). fastsock's
+  // Server (its connections have readInto & co. on every rung) and a listener a rung owns (smc)
+  // take them here.
+  if (server instanceof Server || st.listenRung !== null) {
+    self._handle.onconnection = (err: number, clientHandle: ClientHandle) => onTcpConnection(server as AnyServer, err, clientHandle)
+  }
   let order = rungs
   if (wrapsConnections !== null && wrapsConnections(server)) {
     const names = kernelHandleFirst(rungs.map(r => r.name))

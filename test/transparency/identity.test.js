@@ -5,12 +5,14 @@ const t = require('tap')
 const util = require('util')
 const { state, net, fastsock } = require('../helpers/hook')
 const tls = require('tls')
+const { originals } = require('../../dist/originals.js')
 
 t.test('net exports are fastsock\'s; net.Server is Node\'s, its prototype patched', async t => {
   t.equal(net.Socket, fastsock.Socket)
   t.equal(net.Stream, fastsock.Socket)
-  t.equal(net.connect, fastsock.connect)
-  t.equal(net.createConnection, fastsock.connect)
+  // The hook's connect: fastsock's, or Node's own for a connect that goes straight to TCP.
+  t.not(net.connect, originals.connect)
+  t.equal(net.createConnection, net.connect)
   t.not(net.Server, fastsock.Server, 'net.Server stays Node\'s (http captured it)')
   t.ok(new net.Server() instanceof net.Server)
 })
@@ -54,9 +56,10 @@ t.test('core subclasses stay Node\'s', async t => {
 })
 
 t.test('registering twice is harmless', async t => {
+  const connectBefore = net.connect
   const again = require('../../dist/register.js').register()
   t.equal(again, state, 'the same state object')
-  t.equal(net.connect, fastsock.connect)
+  t.equal(net.connect, connectBefore, 'net.connect not wrapped again')
   const proto = Object.getPrototypeOf(fastsock.Socket.prototype)
   t.equal(proto, Object.getPrototypeOf(new net.Socket()).__proto__, 'no double wrapping')
 })
