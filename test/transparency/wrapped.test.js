@@ -89,7 +89,7 @@ t.test('https: keep-alive requests and a 1 MiB body each way on every rung', asy
     const sockets = new Set()
     for (const body of [Buffer.from('small'), big, Buffer.from('again')]) {
       const echoed = await within(new Promise((resolve, reject) => {
-        const req = https.request({ host: 'localhost', port: server.address().port, method: 'POST', ca: cert, agent, transports: [rung] }, res => {
+        const req = https.request({ host: 'localhost', port: server.address().port, method: 'POST', ca: cert, agent, transports: [rung], transportTimeoutMs: 10000 }, res => {
           sockets.add(res.socket)
           t.equal(fastsock.transportOf(res.socket), rung, 'client on the rung')
           if (rung !== 'shm' && rung !== 'verbs') t.notOk(throughJsStream(res.socket), 'TLS over the kernel handle')
@@ -198,7 +198,7 @@ for (const secure of [false, true]) {
           stream.end()
         }
       })
-      const opts = { ca: cert, transports: [rung] }
+      const opts = { ca: cert, transports: [rung], transportTimeoutMs: 10000 }
 
       const session = http2.connect(url, opts)
       t.teardown(() => session.destroy())
