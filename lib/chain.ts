@@ -20,6 +20,7 @@ import { parseTransports, defaultTransports, TransportName } from './transports/
 import { availability, rungOf, rankOf, NODE_TRANSPORT, PATH_TRANSPORT } from './transports/registry'
 import type { AttemptContext, Channel, ConnectRequest, Rung } from './contract'
 import { discardChannel } from './contract'
+import { normalizeArgs } from './originals'
 import { debug, debugEnabled } from './debug'
 import { AllTransportsFailedError, AttemptTimeoutError } from './errors'
 import { underFdPressure, FD_HEADROOM } from './transports/fd-pressure'
@@ -32,7 +33,6 @@ const NEVER_ABORTED = new AbortController().signal
 export { clearNegativeCache, NOT_OFFERED_TTL_MS, FAILURE_TTL_MS } from './negative-cache'
 
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
-const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
 
 /** What the chain needs of the socket it connects. */
 export interface ChainHost {

@@ -8,7 +8,7 @@
 import * as net from 'net'
 import { Socket, SocketOptions, NODE_CONNECT_PUBLISHES, publishClientSocket } from './socket'
 import { Server, ServerOptions } from './server'
-import { originals } from './originals'
+import { originals, normalizeArgs } from './originals'
 import { debug } from './debug'
 import { NODE_TRANSPORT } from './transports/registry'
 import { native } from './native'
@@ -24,7 +24,6 @@ export { clearNegativeCache } from './negative-cache'
 
 type ConnectListener = () => void
 type AnyFn = (...args: any[]) => any // eslint-disable-line @typescript-eslint/no-explicit-any
-const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs
 
 /**
  * Creates a fastsock Socket and connects it: `connect(port[, host][, listener])`,
@@ -39,10 +38,10 @@ export function connect (...args: unknown[]): Socket {
 
 /**
  * @internal `connect(...args)` as called through `caller` (connect itself, or the preload's
- * `net.connect`, lib/register.ts): the h2c check looks at the frame above `caller`.
+ * `net.connect`, lib/register.ts): the h2c check looks at the frame above `caller`. `normalized`:
+ * `normalizeArgs(args)`, when the caller made it already (the preload's connect does).
  */
-export function connectVia (caller: AnyFn, args: unknown[]): Socket {
-  const normalized = normalizeArgs(args)
+export function connectVia (caller: AnyFn, args: unknown[], normalized = normalizeArgs(args)): Socket {
   const options = normalized[0] as SocketOptions & { timeout?: number, path?: unknown }
   if (options.transports === undefined && options.path == null && isH2cClientSocket(args, caller)) {
     debug('http2', 'h2c client session: Node\'s TCP (http2 wraps its socket before it connects: a kernel handle is needed then)')

@@ -41,3 +41,10 @@ function capture (): NetOriginals {
 
 /** Node's own net objects (never fastsock's replacements). */
 export const originals: NetOriginals = holder[KEY] ?? capture()
+
+/**
+ * Node's `net._normalizeArgs`: net.connect's arguments (`(port[, host][, cb])`, `(options[, cb])`,
+ * `(path[, cb])`) as `[options, cb]`, the array marked as normalized. Internal to Node, present
+ * in every version fastsock supports; one reference for every caller.
+ */
+export const normalizeArgs = (net as unknown as { _normalizeArgs: (args: unknown[]) => unknown[] })._normalizeArgs

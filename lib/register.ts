@@ -39,7 +39,7 @@ import { native, loadError } from './native'
 import { Socket, installHasInstance } from './socket'
 import { listen2, close, setWrappedServerTest } from './server'
 import { rewrapOnConnect, listenersOf } from './socket/wrapped'
-import { originals } from './originals'
+import { originals, normalizeArgs } from './originals'
 import { connect, connectVia, transportOf } from './index'
 import { nodeOnlyConnect } from './chain'
 import { recordLifetime, LifetimeHistory } from './lifetime'
@@ -158,7 +158,6 @@ function patch (): void {
   debug('register', 'net is fastsock\'s (pid %d)', process.pid)
 }
 
-const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs
 
 /**
  * `net.connect` / `net.createConnection` under the hook. A connect that goes straight to Node's
@@ -172,9 +171,10 @@ const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unk
  * `net` uses none. Every other connect: fastsock's (the chain).
  */
 function netConnect (...args: unknown[]): net.Socket {
-  const options = normalizeArgs(args)[0] as Record<string, unknown>
+  const normalized = normalizeArgs(args)
+  const options = normalized[0] as Record<string, unknown>
   const node = nodeOnlyConnect(options)
-  if (node === null) return connectVia(netConnect, args)
+  if (node === null) return connectVia(netConnect, args, normalized)
   debug('chain', '%s:%s: Node\'s own socket (%s)', options.host ?? 'localhost', options.port, node === true ? 'the chain is tcp alone' : 'recent connections there were short')
   const sock = (originals.connect as AnyFn)(...args) as net.Socket
   if (node !== true) trackLifetime(sock, node)
@@ -222,7 +222,7 @@ function installTransportGetter (): void {
 
 /** tls's normalizeConnectArgs: [options, cb?], options merged from an options argument. */
 function normalizeTlsArgs (list: unknown[]): [Record<string, unknown>, AnyFn | undefined] {
-  const args = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs(list)
+  const args = normalizeArgs(list)
   const options = args[0] as Record<string, unknown>
   const cb = args[1] as AnyFn | undefined
   if (typeof list[1] === 'object' && list[1] !== null) Object.assign(options, list[1])

@@ -8,9 +8,9 @@
  * within RECUR_MS of its end, up to MAX_PAUSE_MS (the native progress engine's back-off,
  * csrc/progress.cc, with longer times: a rank's waits are longer than a socket's).
  *
- * Measured (2 ranks on 2 vCPUs, other processes at load 5, the first 3,000 awaited 8-byte round
- * trips of a fresh job in blocks of 100): without yielding, runs of blocks at 2.1-2.8 ms RTT/2
- * (each message waiting for a time slice); yielding, the worst block 0.2-0.36 ms.
+ * Measured by `node bench/mpi-cold-blocks.js --burn 2` (docs/mpi.md, "Polling"): no block of
+ * 100 round trips over 1 ms RTT/2 beside two CPU-bound processes, where runs of them took
+ * 2.1-2.8 ms before.
  *
  * Times are performance.now() values (ms) and µs, as named.
  */
@@ -33,9 +33,12 @@ export function spinEnded (startMs: number, boundUs: number, nowMs: number): voi
   marks++
 }
 
-/** True while the CPUs look contended (see the module comment). */
-export function contended (nowMs: number): boolean {
-  return nowMs < until
+/**
+ * True while the CPUs look contended (see the module comment). Reads the clock only once
+ * contention was ever seen (`nowMs`: performance.now(), read here when not given).
+ */
+export function contended (nowMs?: number): boolean {
+  return until !== 0 && (nowMs ?? performance.now()) < until
 }
 
 /** @internal how many times contention was seen (tests, reports). */

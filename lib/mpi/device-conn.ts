@@ -158,7 +158,7 @@ export class Conn extends ConnReader {
           const o = this.spinOpts
           o.spinUs = spin + 1000
           o.timeoutMs = Math.max(spin, 1) / 1000
-          o.yield = this.yieldSpin || (spin > 0 && contended(t0))
+          o.yield = this.yieldSpin || (spin > 0 && contended())
           got = syncRead(socket, hdr, o)
         } catch (err) {
           const e = err as { code?: string, bytesRead?: number }
@@ -335,10 +335,13 @@ export class Conn extends ConnReader {
     const hdr = this.hdr
     o.spinUs = spinUs
     o.timeoutMs = Math.max(waitMs, NO_WAIT_MS)
-    const t0 = spinUs > 0 ? performance.now() : 0
-    o.yield = this.yieldSpin || (spinUs > 0 && contended(t0))
+    // Only a wait that is all spin can tell it was preempted (a sleep on the doorbell may end late
+    // anyway): the clock is read for those alone, not on every blocking receive.
+    const allSpin = spinUs > 0 && waitMs * 1000 <= spinUs
+    const t0 = allSpin ? performance.now() : 0
+    o.yield = this.yieldSpin || (spinUs > 0 && contended())
     let got = this.blockRead(hdr, o, HEADER_BYTES)
-    if (got === 0 && spinUs > 0 && waitMs * 1000 <= spinUs) spinEnded(t0, waitMs * 1000, performance.now())
+    if (got === 0 && allSpin) spinEnded(t0, waitMs * 1000, performance.now())
     if (got <= 0 || got === HEADER_BYTES) return got
     if (this.atEof) return 0
     o.spinUs = FRAME_SPIN_US
