@@ -200,3 +200,69 @@ export function peerUid (socket: { remoteAddress?: string, remotePort?: number, 
 export function myUid (): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : 0
 }
+
+/** Default bound on a listener's connections in handshake (HandshakeGate). */
+export const MAX_PENDING_HANDSHAKES = 128
+
+/**
+ * Bounds a listener's connections whose handshake is not done, against another user's flood
+ * (docs/mpi-launch.md, "Floods"): at most `max` at once; past it, each new one cuts the oldest
+ * that has not sent a well-formed HELLO, else the oldest pending one, so a flood of silent or
+ * dribbling connections holds at most `max` descriptors and a rank that dials gets in. A pending
+ * connection is unref'd: it keeps no process alive (a rank exits after finalize while an
+ * intruder's connection waits for its handshake deadline).
+ *
+ * Use, in an accept handler: `gate.admit(sock)` first; `gate.greeted(sock)` once its HELLO is
+ * well formed; `gate.done(sock)` when it proved itself (it is a connection now; ref it as such);
+ * `gate.closeAll()` when the listener closes. A socket that closes leaves the gate by itself.
+ */
+/** What the gate needs of a socket (fastsock's, or net's for the store). */
+export interface GateSocket { destroy (): void, unref (): unknown, once (event: 'close', listener: () => void): unknown }
+
+export class HandshakeGate {
+  /** Pending sockets, oldest first, with whether each sent a well-formed HELLO. */
+  private readonly pending = new Map<GateSocket, boolean>()
+  /** Connections cut to make room (for tests and reports). */
+  evicted = 0
+
+  /**
+   * `max`: connections in handshake at once. `unrefPending`: unref each one admitted (the
+   * device's listener); false leaves that to the owner (the store, which unrefs its connections
+   * itself once the job runs: store.ts).
+   */
+  constructor (readonly max = MAX_PENDING_HANDSHAKES, private readonly unrefPending = true) {}
+
+  /** Connections in handshake now. */
+  get size (): number { return this.pending.size }
+
+  /** Takes `sock` in (unref'd), cutting the connection the class comment says when full. */
+  admit (sock: GateSocket): void {
+    if (this.pending.size >= this.max) {
+      let victim: GateSocket | undefined
+      for (const [s, greeted] of this.pending) if (!greeted) { victim = s; break }
+      victim ??= this.pending.keys().next().value as GateSocket
+      this.pending.delete(victim)
+      this.evicted++
+      victim.destroy()
+    }
+    this.pending.set(sock, false)
+    if (this.unrefPending) sock.unref()
+    sock.once('close', () => this.pending.delete(sock))
+  }
+
+  /** `sock` sent a well-formed HELLO: cut after the silent ones. */
+  greeted (sock: GateSocket): void {
+    if (this.pending.has(sock)) this.pending.set(sock, true)
+  }
+
+  /** `sock`'s handshake is over (it proved itself): it leaves the gate. */
+  done (sock: GateSocket): void {
+    this.pending.delete(sock)
+  }
+
+  /** Cuts every connection still in handshake. */
+  closeAll (): void {
+    for (const s of this.pending.keys()) s.destroy()
+    this.pending.clear()
+  }
+}

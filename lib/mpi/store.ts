@@ -32,7 +32,7 @@ import * as net from 'net'
 import * as path from 'path'
 import { type MpiError, invalidArgType, isMpiErrorCode, mpiError, outOfRange, systemError } from './errors'
 import { describeStore, ensurePrivateDir, type StoreAddress } from './launch'
-import { NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
+import { HandshakeGate, NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
 /** Protocol magic in HELLO ('FSMS') and version. */
 export const STORE_MAGIC = 0x534d5346
@@ -163,8 +163,6 @@ interface Conn {
   /** The handshake: the client's nonce and ours once HELLO came (PROVE expected), null before. */
   nonces: { a: Buffer, b: Buffer, rank: number } | null
   decoder: FrameDecoder | null
-  /** True from a valid HELLO on (its CHALLENGE sent or being made). */
-  greeted: boolean
 }
 interface Waiter { conn: Conn, id: number, missing: Set<string>, get: string | null }
 
@@ -206,14 +204,15 @@ export class StoreServer extends EventEmitter {
   /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
   private readonly unlinkAtExit: (() => void) | null = null
 
-  /** Connections that have not proved the secret yet, oldest first. */
-  private readonly unproven = new Set<Conn>()
+  /** Connections that have not proved the secret yet (the device listener's rule, device-handshake.ts). */
+  private readonly unproven: HandshakeGate
   /** Connections cut to make room under maxUnproven (for tests and reports). */
-  evicted = 0
+  get evicted (): number { return this.unproven.evicted }
 
   private constructor (private readonly server: net.Server, readonly address: StoreAddress, private readonly secret: Buffer | null,
-    private readonly sealed: StoreServerOptions['sealed'], private readonly maxUnproven: number) {
+    private readonly sealed: StoreServerOptions['sealed'], maxUnproven: number) {
     super()
+    this.unproven = new HandshakeGate(maxUnproven, false)
     server.on('connection', s => this.accept(s))
     if ('path' in address) {
       const file = address.path
@@ -285,16 +284,8 @@ export class StoreServer extends EventEmitter {
   get connectedRanks (): number[] { return [...this.ranks.keys()].sort((a, b) => a - b) }
 
   private accept (socket: net.Socket): void {
-    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null, greeted: false }
-    if (this.unproven.size >= this.maxUnproven) {
-      let victim: Conn | undefined
-      for (const c of this.unproven) if (!c.greeted) { victim = c; break }
-      victim ??= this.unproven.values().next().value as Conn
-      this.unproven.delete(victim)
-      this.evicted++
-      victim.socket.destroy()
-    }
-    this.unproven.add(conn)
+    const conn: Conn = { socket, rank: null, finalizing: false, nonces: null, decoder: null }
+    this.unproven.admit(socket)
     this.conns.add(conn)
     if (this.unrefd) socket.unref()
     socket.setNoDelay(true)
@@ -309,7 +300,7 @@ export class StoreServer extends EventEmitter {
       try { dec.push(chunk) } catch { socket.destroy() }
     })
     socket.on('error', () => { /* close follows */ })
-    socket.on('close', () => { this.unproven.delete(conn); this.dropped(conn) })
+    socket.on('close', () => { this.dropped(conn) })
   }
 
   private send (conn: Conn, buf: Buffer): void {
@@ -336,7 +327,7 @@ export class StoreServer extends EventEmitter {
           if (uid === null && this.secret === null) throw mpiError('ERR_MPI_LAUNCH', 'store: this job has no secret, so only clients of this host are let in (set FASTSOCK_MPI_SECRET on every rank)')
           const b = newNonce()
           conn.nonces = { a, b, rank }
-          conn.greeted = true
+          this.unproven.greeted(conn.socket)
           const challenge = [b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)]
           if (this.sealed === null || this.sealed === undefined) { this.send(conn, frame(Op.CHALLENGE, id, ...challenge)); return }
           // Under MUNGE the challenge carries the sealed secret (lib/mpi/munge.ts): only the job's
@@ -361,7 +352,7 @@ export class StoreServer extends EventEmitter {
             return
           }
           conn.rank = rank
-          this.unproven.delete(conn)
+          this.unproven.done(conn.socket)
           if (conn.decoder !== null) conn.decoder.max = MAX_FRAME
           if (rank >= 0) this.ranks.set(rank, conn)
           this.send(conn, frame(Op.OK, id, str(plainAddress(conn.socket.remoteAddress))))
@@ -470,7 +461,7 @@ export class StoreServer extends EventEmitter {
     this.server.close()
     // Connections that never proved the secret are no clients to wait for (an intruder's flood
     // must not hold the job's end for graceMs).
-    for (const c of this.unproven) c.socket.destroy()
+    this.unproven.closeAll()
     const registered = (): number => { let n = 0; for (const c of this.conns) if (c.rank !== null) n++; return n }
     if (registered() > 0) {
       await new Promise<void>(resolve => {
