@@ -24,8 +24,7 @@
 // its protocol core (friend EndpointFace<F> when private), which has: bool closed() const;
 // Readable(), Writable() (byte counts); bool ArmRead(), ArmWrite(); State() (kState* bits);
 // void Shutdown(), Close(bool reset), SetRefed(bool), SetPollUs(double us);
-// StreamCounters Counters() const; PollStats GetPollStats() const (a Pollable's). A face may
-// define BeforeClose(), run by close() before the core closes (shm detaches its views there).
+// StreamCounters Counters() const; PollStats GetPollStats() const (a Pollable's).
 #pragma once
 #include <napi.h>
 #include <stdio.h>
@@ -68,10 +67,6 @@ class EndpointFace {
                                 });
   }
 
- protected:
-  // Run by close() before the core closes; a face hides it with its own.
-  void BeforeClose() {}
-
  private:
   Face& face() { return *static_cast<Face*>(this); }
   auto& core() { return face().core(); }
@@ -99,7 +94,6 @@ class EndpointFace {
   // close(reset): a RST when `reset` (or when bytes were left unread), else a FIN; then the
   // core's resources go. Later calls are no-ops.
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    if (!core().closed()) face().BeforeClose();
     core().Close(info.Length() > 0 && info[0].ToBoolean().Value());
     return info.Env().Undefined();
   }

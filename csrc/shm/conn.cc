@@ -75,6 +75,9 @@ void Conn::Teardown() {
   if (side_fd_ >= 0) close(side_fd_);
   side_fd_ = -1;
   peer_.reset();
+  // JS views (controlView, txRegion) may still hold the segment: their memory becomes private
+  // zero pages now, so a closed connection's shared memory goes at once, not at a collection.
+  if (seg_ && seg_.use_count() > 1) seg_->Release();
   seg_.reset();
   closed_ = true;
   PublishLocal(kStateClosed);

@@ -96,12 +96,6 @@ void ShmEndpoint::OnEvent() {
   CallFromLoop(env, onevent_.Value(), Value(), 0, nullptr, *async_);
 }
 
-void ShmEndpoint::BeforeClose() {
-  if (control_view_.IsEmpty()) return;
-  control_ab_.Value().Detach();
-  tx_ring_ab_.Value().Detach();
-}
-
 // write(view) -> bytes copied into the ring (0 when full, or closed)
 Napi::Value ShmEndpoint::Write(const Napi::CallbackInfo& info) {
   size_t len = 0;

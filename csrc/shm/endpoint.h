@@ -27,8 +27,9 @@
 //   rings' control blocks, shared with the peer, at the offsets of ShmEndpoint.controlLayout),
 //   the transmit ring's mapping (to copy small writes in from JS, then commit(n)) and a word of
 //   this end's local state bits (kStateGone, kStateClosed), which this end keeps current:
-//   state() and readable() are then a few loads in JS (lib/transports/shm/endpoint.ts). Its
-//   views of the mapping are detached by close(), which unmaps at once.
+//   state() and readable() are then a few loads in JS (lib/transports/shm/endpoint.ts). At
+//   close() the shared pages under its views become private zero pages (Segment::Release): the
+//   views are never detached (endpoint_datapath.cc says why).
 // - setPollUs(us) (default 0: never spins; lib/ passes pollUs, 200 unless set) lets
 //   armRead/armWrite poll the ring from the loop's progress engine (csrc/progress.h) for a
 //   window learned per connection, at most `us`, before sleeping on the doorbell;
@@ -77,9 +78,6 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public EndpointFace<Sh
  private:
   friend class EndpointFace<ShmEndpoint>;
   shm::Conn& core() { return *conn_; }
-  // close(): controlView()'s views of the segment are detached first: nothing reads the
-  // mapping once it is gone.
-  void BeforeClose();
   // shm::Owner: the core's event, relayed to onevent() from the loop.
   void OnEvent() override;
   static void CleanupHook(void* arg);
@@ -111,10 +109,9 @@ class ShmEndpoint : public Napi::ObjectWrap<ShmEndpoint>, public EndpointFace<Sh
   Napi::FunctionReference onevent_;
   std::unique_ptr<Napi::AsyncContext> async_;
   Napi::Reference<Napi::ArrayBuffer> tx_region_;
-  // controlView(): its object (made on the first call), and its views of the mapping, detached
-  // by close(); its local word is the core's MirrorState word.
+  // controlView(): its object (made on the first call); its local word is the core's
+  // MirrorState word.
   Napi::ObjectReference control_view_;
-  Napi::Reference<Napi::ArrayBuffer> control_ab_, tx_ring_ab_;
 };
 
 // ShmEndpoint.controlLayout: the byte offsets JS reads a ring's control block at

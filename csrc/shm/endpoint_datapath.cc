@@ -80,10 +80,14 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
 // ShmEndpoint.controlLayout), `txRing` an ArrayBuffer over the transmit ring's mirrored mapping
 // (2 x its size; a writer copies in at head and publishes with commit(n)), `local` an
 // ArrayBuffer whose first u32 holds this end's kStateGone | kStateClosed bits, kept current by
-// the core (shm::Conn::MirrorState). Unlike txRegion(), `control` and `txRing` do not keep the
-// mapping alive: close() detaches them (length 0) before it unmaps, so a closed connection's
-// memory goes at once, not at the next garbage collection; check kStateClosed in `local` before
-// touching them. Throws EBADF once closed.
+// the core (shm::Conn::MirrorState). Like txRegion(), `control` and `txRing` keep the address
+// range mapped while JS holds them; at close the core swaps the shared pages under them for
+// private zero pages (Segment::Release), so a closed connection's memory goes at once, not at the
+// next garbage collection, and the views read zeros: check kStateClosed in `local` before
+// touching them. They are not detached: detaching any ArrayBuffer invalidates V8's process-wide
+// ArrayBufferDetaching protector, after which every optimized typed-array access in the process
+// checks for detachment (NPB CG class A at 2 ranks: its sparse product 1.2 ms before a closed shm
+// connection, 1.6 ms after; docs/npb.md). Throws EBADF once closed.
 Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (conn_->closed()) throw ErrnoError(env, EBADF, "controlView", "controlView on a closed shm endpoint");
@@ -92,11 +96,11 @@ Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   Napi::ArrayBuffer local = Napi::ArrayBuffer::New(env, 64);
   uint32_t* word = static_cast<uint32_t*>(local.Data());
   memset(word, 0, 64);
-  auto none = [](Napi::Env, void*) {};
-  Napi::ArrayBuffer control = Napi::ArrayBuffer::New(env, m.header, wire::kSegmentHeaderBytes, none);
-  Napi::ArrayBuffer ring = Napi::ArrayBuffer::New(env, m.tx_ring, 2 * m.tx_ring_size, none);
-  control_ab_ = Napi::Persistent(control);
-  tx_ring_ab_ = Napi::Persistent(ring);
+  auto drop = [](Napi::Env, void*, std::shared_ptr<Segment>* k) { delete k; };
+  Napi::ArrayBuffer control = Napi::ArrayBuffer::New(env, m.header, wire::kSegmentHeaderBytes, drop,
+      new std::shared_ptr<Segment>(m.segment));
+  Napi::ArrayBuffer ring = Napi::ArrayBuffer::New(env, m.tx_ring, 2 * m.tx_ring_size, drop,
+      new std::shared_ptr<Segment>(std::move(m.segment)));
   Napi::Object o = Napi::Object::New(env);
   o.Set("control", control);
   o.Set("rx", static_cast<double>(m.rx_control));

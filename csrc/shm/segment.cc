@@ -21,6 +21,15 @@ Segment::~Segment() {
   if (base_) munmap(base_, map_bytes_);
 }
 
+void Segment::Release() {
+  if (!base_ || released_) return;
+  released_ = true;
+  // One MAP_FIXED mapping replaces the four shared ones atomically: no moment where the range is
+  // unmapped (a JS view touching it then would fault). Should it fail (ENOMEM for the new VMA),
+  // the shared mapping stays until the destructor: the memory goes at the collection instead.
+  mmap(base_, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
 // One reservation of address space for the header and both rings, each ring mapped twice in a
 // row (its mirror: a read or write across the end stays contiguous):
 //

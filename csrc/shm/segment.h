@@ -33,6 +33,12 @@ class Segment {
   wire::SideHint* Hint(bool client) const { return client ? &header_->client_hint : &header_->server_hint; }
   // The header page (kSegmentHeaderBytes, mapped shared): both rings' control blocks.
   uint8_t* header() const { return reinterpret_cast<uint8_t*>(header_); }
+  // Replaces this side's mappings of the memfd with private zero pages (MAP_NORESERVE: no memory
+  // until written) over the same addresses: the shared pages are no longer mapped here (they go
+  // once the peer has unmapped too), while JS views of the range stay valid, reading zeros, until
+  // the last holder drops the Segment and the destructor unmaps it. Used at close instead of
+  // detaching the views (ShmEndpoint::ControlView says why). Idempotent.
+  void Release();
 
  private:
   Segment() = default;
@@ -41,6 +47,7 @@ class Segment {
   uint32_t c2s_bytes_ = 0, s2c_bytes_ = 0;
   uint8_t* base_ = nullptr;   // header, c2s twice, s2c twice (Map's diagram)
   uint64_t map_bytes_ = 0;
+  bool released_ = false;
   wire::SegmentHeader* header_ = nullptr;
   RingView c2s_, s2c_;
 };

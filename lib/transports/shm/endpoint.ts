@@ -14,8 +14,10 @@
  * (docs/transports.md, "Set-up time", has the figures); views larger than JS_COPY_MAX_BYTES, or not
  * Uint8Arrays, go to the native writev, which publishes large copies in pieces as it goes.
  *
- * The views of the mapping are detached when the endpoint closes (it unmaps at once): every
- * method checks the local CLOSED bit before it touches them.
+ * At close the shared pages under the views become private zero pages (the segment's memory goes
+ * at once; the views are never detached, which would slow every typed array in the process:
+ * docs/design.md, "The shared-memory rung"): every method checks the local CLOSED bit before it
+ * touches them.
  *
  * Memory ordering: the native side publishes head and the producer's flags with release stores;
  * JS reads them with Atomics.load (sequentially consistent: a plain load on x86-64, a load-acquire
