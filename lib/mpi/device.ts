@@ -314,11 +314,21 @@ export class Device implements FrameHandler {
     return req
   }
 
+  /**
+   * A send to this rank: straight into a matching posted receive (one copy, both requests
+   * complete), else queued as unexpected: an eager-sized one as a copy (the send completes at
+   * once, as eager sends do), a larger one as the sender's bytes (the send completes when a
+   * receive takes it, as a rendezvous does).
+   */
   private sendSelf (req: Request, ctx: number, source: number, dest: number, tag: number, bytes: Uint8Array): void {
+    const p = this.matchPosted(ctx, source, tag, bytes.length)
+    if (p !== null) {
+      this.consume({ ctx, source, tag, length: bytes.length, worldSource: this.rank, data: bytes, sreq: 0, selfReq: req }, p.bytes, p.req)
+      return
+    }
     const small = bytes.length <= this.eagerBytes
-    const u: Unexpected = { ctx, source, tag, length: bytes.length, worldSource: this.rank, data: small ? Uint8Array.prototype.slice.call(bytes) : bytes, sreq: 0, selfReq: small ? null : req }
+    this.matcher.addUnexpected({ ctx, source, tag, length: bytes.length, worldSource: this.rank, data: small ? Uint8Array.prototype.slice.call(bytes) : bytes, sreq: 0, selfReq: small ? null : req })
     if (small) req._status = new Status(dest, tag, bytes.length)
-    this.deliverUnexpected(u)
   }
 
   // ---- receiving ------------------------------------------------------------------------------

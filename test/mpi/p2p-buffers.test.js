@@ -28,6 +28,10 @@ t.test('the eager threshold: 64 KiB by default, 256 KiB with more ranks on the h
   await run(t, 'eager', cpus + 1, { EXPECT: 'rendezvous', FASTSOCK_MPI_EAGER_BYTES: String(64 * 1024) })
 })
 
+t.test('sends to the own rank: posted receive first, send first, a posted receive too small (P = 1, 2)', async t => {
+  for (const np of [1, 2]) await run(t, 'self', np)
+})
+
 t.test('non-overtaking: 300 messages of mixed sizes arrive in order (P = 2, 5)', async t => {
   for (const np of [2, 5]) await run(t, 'order', np)
 })
