@@ -314,12 +314,7 @@ export class Device implements FrameHandler {
     return req
   }
 
-  /**
-   * A send to this rank: straight into a matching posted receive (one copy, both requests
-   * complete), else queued as unexpected: an eager-sized one as a copy (the send completes at
-   * once, as eager sends do), a larger one as the sender's bytes (the send completes when a
-   * receive takes it, as a rendezvous does).
-   */
+  /** To this rank: into a matching posted receive, else queued (eager sizes as a copy: done at once). */
   private sendSelf (req: Request, ctx: number, source: number, dest: number, tag: number, bytes: Uint8Array): void {
     const p = this.matchPosted(ctx, source, tag, bytes.length)
     if (p !== null) {
