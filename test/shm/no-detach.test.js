@@ -33,6 +33,10 @@ srv.listen(0, '127.0.0.1', () => {
     console.log('echoed ' + got)
     console.log('mapped after close ' + segments())
     console.log('done')
+    // The control: a detach here must show, or this V8 does not trace the protector.
+    const b = new ArrayBuffer(8)
+    structuredClone(b, { transfer: [b] })
+    console.log('control')
   }, 50)))
 })
 `
@@ -50,4 +54,7 @@ t.test('closing shm connections leaves the ArrayBufferDetaching protector intact
   t.ok(done > 0, 'the child finished')
   const before = lines.slice(0, done).filter((l) => l.includes('ArrayBufferDetaching'))
   t.same(before, [], 'no ArrayBuffer was detached while the program ran')
+  const control = lines.indexOf('control')
+  t.ok(control > done && lines.slice(done, control).some((l) => l.includes('ArrayBufferDetaching')),
+    'the control detach after it is traced (this V8 reports the protector)')
 })
