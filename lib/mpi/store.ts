@@ -660,7 +660,8 @@ export class StoreClient extends EventEmitter {
       } catch (err) {
         if ((err as NotOurs).notOurs === true) return { notOurs: err as Error }
         const code = (err as NodeJS.ErrnoException).code ?? ''
-        if (!RETRY_CODES.has(code)) throw err
+        // (A HELLO unanswered until the deadline: the time is up, as for the connection.)
+        if (!RETRY_CODES.has(code) && code !== 'ERR_MPI_STORE_TIMEOUT') throw err
         last = err
       }
       await new Promise(resolve => setTimeout(resolve, Math.min(delay, Math.max(0, deadline - Date.now()))))
@@ -681,11 +682,12 @@ export class StoreClient extends EventEmitter {
     return new Promise((resolve, reject) => {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
       race.sockets.add(socket)
-      socket.once('close', () => race.sockets.delete(socket))
       const timer = setTimeout(() => {
         socket.destroy()
         reject(systemError('ETIMEDOUT', 'connection attempt timed out'))
       }, leftMs)
+      // Cut (another candidate won) before it connected: no 'error' comes then.
+      socket.once('close', () => { race.sockets.delete(socket); clearTimeout(timer); reject(systemError('ECONNRESET', 'connection attempt cut')) })
       const onError = (err: Error): void => { clearTimeout(timer); socket.destroy(); reject(err) }
       socket.once('error', onError)
       socket.once('connect', () => {
