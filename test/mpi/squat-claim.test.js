@@ -8,7 +8,8 @@
 // claims rank 0, gets ACCEPT, and stays silent. Then rank 1 sends to rank 0, which answers: the
 // round trip must end well before the claim's deadline (< 5 s; it takes a round trip or two, a
 // bound on a hang, not a speed figure). The crossing-dial rule that this dial relies on is
-// checked too: ranks that all send to each other at once end with one connection per pair.
+// checked too: ranks that all send to each other at once end with one connection per pair, and
+// the rule's new case is made to happen in order against a live Device (last test).
 const t = require('tap')
 const crypto = require('crypto')
 const net = require('net')
@@ -156,5 +157,71 @@ t.test('crossing dials, with and without claims in the way, leave one connection
     }
     t.same(await Promise.all(ranks.map(r => r.exited)), Array(size).fill(0), 'every rank exits 0')
     for (const c of held) c.socket.destroy()
+  }
+})
+
+// The crossing-dial rule's case that dialing over a claim adds, made to happen in order: a live
+// Device as world rank 1 dials rank 0 (this test, playing rank 0 with the job's secret); rank 0
+// holds its REPLY, dials rank 1 itself (as a rank does over a claim it accepted), and only then
+// answers. Rank 1 must hold its verdict on rank 0's dial until its own dial's REPLY: REJECT when
+// rank 0 accepted rank 1's dial (rank 1 adopts that one: before this rule it accepted both, and
+// each side could keep a different connection), ACCEPT when rank 0 refused it (the classic
+// crossing: the lower rank's dial is kept). Either way rank 1's message arrives on the one kept.
+t.test('a higher rank dialing a lower one holds its verdict on the lower one\'s dial until its own dial\'s REPLY', async t => {
+  const { Device } = require('../../dist/mpi/device')
+  const { replyOf } = require('../../dist/mpi/device-handshake')
+  const auth = require('../../dist/mpi/auth')
+  const secret = crypto.randomBytes(32)
+  const nonce = (b, at) => Buffer.from(b.subarray(at, at + 32))
+  /** Bytes read from `s`, awaitable by count. */
+  const reader = s => {
+    let got = Buffer.alloc(0)
+    let want = null
+    s.on('data', d => { got = Buffer.concat([got, d]); if (want && got.length >= want.n) { const w = want; want = null; w.resolve(take(w.n)) } })
+    const take = n => { const b = got.subarray(0, n); got = got.subarray(n); return b }
+    return { read: n => got.length >= n ? Promise.resolve(take(n)) : new Promise(resolve => { want = { n, resolve } }) }
+  }
+  const fakeServer = net.createServer()
+  await new Promise(resolve => fakeServer.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => fakeServer.close())
+  for (const lowerAccepts of [true, false]) {
+    const dialed = new Promise(resolve => { fakeServer.once('connection', resolve) })
+    const device = new Device({ rank: 1, size: 2, jobId: 'cross', eagerBytes: 4096, spinUs: 0, secret })
+    device.registerContexts(0, [0, 1])
+    const port = await device.listen('127.0.0.1')
+    device.cards = [{ host: 'fake', addr: '127.0.0.1', port: fakeServer.address().port, pid: 0 }, { host: 'me', addr: '127.0.0.1', port, pid: process.pid }]
+    device.isend(0, 1, 0, 0, 7, Buffer.from('12345678'))
+    const y = await dialed
+    y.on('error', () => {})
+    const yr = reader(y)
+    const helloY = await yr.read(wire.HELLO_BYTES)
+    t.equal(helloY.readUInt32LE(8), 1, 'rank 1 dialed')
+    // Rank 0 dials rank 1 before it answers rank 1's dial.
+    const x = net.connect(port, '127.0.0.1')
+    x.on('error', () => {})
+    const xr = reader(x)
+    const helloX = helloOf(0, wire.jobKey('cross'), 4096)
+    await new Promise(resolve => x.once('connect', resolve))
+    x.write(helloX)
+    await new Promise(resolve => setTimeout(resolve, 200)) // rank 1 has read it by now
+    const nonceBY = crypto.randomBytes(32)
+    y.write(replyOf(lowerAccepts, 4096, secret, nonce(helloY, wire.HELLO_NONCE), nonceBY))
+    const replyX = await xr.read(wire.REPLY_BYTES)
+    const frameOn = lowerAccepts ? yr : xr
+    if (lowerAccepts) {
+      t.equal(replyX.readUInt32LE(4), 0, 'rank 0 accepted rank 1\'s dial: rank 1 refuses rank 0\'s')
+      const prove = await yr.read(wire.PROVE_BYTES)
+      t.ok(auth.verify(secret, 'hello', 'A', nonce(helloY, wire.HELLO_NONCE), nonceBY, prove), 'rank 1 proved itself on its own dial')
+    } else {
+      t.equal(replyX.readUInt32LE(4), 1, 'rank 0 refused rank 1\'s dial: rank 1 accepts rank 0\'s')
+      x.write(auth.proof(secret, 'hello', 'A', nonce(helloX, wire.HELLO_NONCE), replyX.subarray(wire.REPLY_NONCE, wire.REPLY_NONCE + 32)))
+    }
+    const header = await frameOn.read(wire.HEADER_BYTES)
+    t.same([header.readUInt32LE(0), header.readUInt32LE(12), header.readUInt32LE(16)], [wire.EAGER, 7, 8], `rank 1's message came on the ${lowerAccepts ? 'connection rank 1 dialed' : 'connection rank 0 dialed'}`)
+    t.equal((await frameOn.read(8)).toString(), '12345678')
+    t.equal(device.adopted, 1, 'one connection adopted')
+    x.destroy()
+    y.destroy()
+    await device.close()
   }
 })
