@@ -7,7 +7,8 @@
  * Errors: detectLaunch's (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_MPI_LAUNCH); MpiError
  * ERR_MPI_INIT_TIMEOUT when the store cannot be reached (or the other ranks do not show up for
  * the local-rank exchange) within `timeoutMs`, its message naming the variables read and the
- * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (address in use).
+ * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (every candidate address in
+ * use: launch.ts storeCandidates), or when every candidate is held by something else.
  */
 import * as os from 'os'
 import { type MpiError, mpiError } from './errors'
