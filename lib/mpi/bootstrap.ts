@@ -109,11 +109,12 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   // server creates it mode 700, the clients check it (a directory of someone else's could host a
   // fake store).
   const privatePath = options?.storePath === undefined
-  // Where the store may be when another process took its port first (docs/mpi-launch.md,
-  // "Squatting"): on one host, a UNIX socket in that directory; across hosts, other ports.
+  // Where the store may be when another process took its port (or its directory) first
+  // (docs/mpi-launch.md, "When the port is taken"): on one host, a UNIX socket in that directory
+  // and a loopback port; across hosts, other ports. A socket path the user gave: only it.
   const sameHost = oneHost || local || ('host' in addr && (isLoopback(addr.host) || addr.host === 'localhost'))
   const tmp = env.TMPDIR
-  const candidates = storeCandidates(addr, { jobId: info.jobId, key: known, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp })
+  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp }) : [addr]
   let server: StoreServer | null = null
   let store: StoreClient | null = null
   try {

@@ -280,34 +280,34 @@ export const STORE_FALLBACK_PORTS = 7
 
 /**
  * Where the store of a job may be, in the order the clients try them (docs/mpi-launch.md,
- * "Squatting"): rank 0 serves at the first that is not in use (StoreServer.listen), the clients
- * race them all (StoreClient.connect) and take the one that proves to be the job's store.
+ * "When the port is taken"): rank 0 serves at the first that is free (StoreServer.listen), the
+ * clients race them all (StoreClient.connect) and take the one that proves to be the job's store.
  *
- * - a UNIX socket (`store` is a path): only it; its directory is private;
- * - TCP, every rank on this host (`oneHost`): `store`, then a UNIX socket in the user's private
- *   directory named after the job id and the address (`storePathFor`), where no other user can
- *   create anything;
- * - TCP, several hosts: `store`, then STORE_FALLBACK_PORTS ports in 20000..32767 derived from
- *   HMAC-SHA256(`key`, job id, host, port) (RFC 2104): with the job's secret as `key`, another
- *   user cannot foretell them; without one known to every rank before the store's handshake
- *   (under Slurm with MUNGE, the ranks learn it in the handshake) `key` is null and they come from
- *   the job id alone, so another user can foretell them too.
+ * - every rank on this host (`oneHost`; a UNIX socket store is one): the store's address, a UNIX
+ *   socket in the user's private directory (`storePathFor` of the job id and the address; for a
+ *   TCP store), and one loopback port derived as below (for a directory another user made first);
+ * - several hosts: the store's address, then STORE_FALLBACK_PORTS ports of its host.
  *
- * Pure (no I/O); `env` for TMPDIR (storeDir).
+ * Derived ports are in 20000..32767, from HMAC-SHA256(`key`, job id and address) (RFC 2104):
+ * with the job's secret as `key`, another user cannot foretell them; without one every rank
+ * knows before the store's handshake (under Slurm with MUNGE the ranks learn it in the
+ * handshake), `key` is null and they come from the job id alone, so another user can too.
+ * A store whose UNIX socket path the user gave (`storePath`) has no other candidate: the caller
+ * passes it alone. Pure (no I/O); `env` for TMPDIR (storeDir).
  */
 export function storeCandidates (store: StoreAddress, { jobId, key, oneHost }: { jobId: string, key: Buffer | null, oneHost: boolean }, env: NodeJS.ProcessEnv = process.env): StoreAddress[] {
-  if ('path' in store) return [store]
-  if (oneHost) return [store, { path: storePathFor(`tcp:${jobId}:${store.host}:${store.port}`, env) }]
-  const out: StoreAddress[] = [store]
-  const seen = new Set([store.port])
-  const mac = crypto.createHmac('sha256', key ?? 'fastsock-mpi/store-port/public').update(`fastsock-mpi/store-port/${jobId}/${store.host}/${store.port}`).digest()
-  for (let i = 0; out.length <= STORE_FALLBACK_PORTS && i + 2 <= mac.length; i += 2) {
+  const where = 'path' in store ? 'unix' : `${store.host}/${store.port}`
+  const mac = crypto.createHmac('sha256', key ?? 'fastsock-mpi/store-port/public').update(`fastsock-mpi/store-port/${jobId}/${where}`).digest()
+  const seen = new Set('path' in store ? [] : [store.port])
+  const ports: number[] = []
+  for (let i = 0; i + 2 <= mac.length && ports.length < STORE_FALLBACK_PORTS; i += 2) {
     const port = 20000 + (mac.readUInt16LE(i) % 12768)
-    if (seen.has(port)) continue
-    seen.add(port)
-    out.push({ host: store.host, port })
+    if (!seen.has(port)) { seen.add(port); ports.push(port) }
   }
-  return out
+  if ('path' in store) return [store, { host: '127.0.0.1', port: ports[0] }]
+  if (!oneHost) return [store, ...ports.map(port => ({ host: store.host, port }))]
+  const loopback = store.host === '::1' ? '::1' : '127.0.0.1'
+  return [store, { path: storePathFor(`tcp:${jobId}:${store.host}:${store.port}`, env) }, { host: loopback, port: ports[0] }]
 }
 
 /** A port in 20000..29999 derived from a job id (FNV-1a): stable across the ranks of a job. */

@@ -244,7 +244,7 @@ export class StoreServer extends EventEmitter {
     const inUse: string[] = []
     for (const a of candidates) {
       const server = await StoreServer.bindOne(a, options)
-      if (server === null) { inUse.push(describeStore(a)); continue }
+      if (typeof server === 'string') { inUse.push(server === 'in use' ? describeStore(a) : `${describeStore(a)} (${server})`); continue }
       server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
       const actual = 'path' in a ? a : { host: a.host, port: (server.address() as net.AddressInfo).port }
       const sealed = options.sealed ?? null
@@ -254,12 +254,20 @@ export class StoreServer extends EventEmitter {
     throw mpiError('ERR_MPI_LAUNCH', `${what} in use (another job? another user's process? set MASTER_PORT to a free port)`)
   }
 
-  /** A server listening at `addr`, or null when the address is in use. */
-  private static async bindOne (addr: StoreAddress, options: StoreServerOptions): Promise<net.Server | null> {
+  /** A server listening at `addr`, or why it cannot be had (in use, a directory not ours). */
+  private static async bindOne (addr: StoreAddress, options: StoreServerOptions): Promise<net.Server | string> {
     const server = net.createServer({ noDelay: true })
     let listenArgs: net.ListenOptions
     if ('path' in addr) {
-      if (options.privateDir === true) ensurePrivateDir(path.dirname(addr.path))
+      if (options.privateDir === true) {
+        try {
+          ensurePrivateDir(path.dirname(addr.path))
+        } catch (err) {
+          // A directory of another user (made first in a shared tmp): as good as taken.
+          if ((err as MpiError).code === 'ERR_MPI_LAUNCH') return (err as Error).message
+          throw err
+        }
+      }
       try {
         if (fs.lstatSync(addr.path).isSocket()) fs.unlinkSync(addr.path) // a dead job's leftover
       } catch { /* absent */ }
@@ -268,9 +276,9 @@ export class StoreServer extends EventEmitter {
       const host = options.listenHost ?? (isLoopbackHost(addr.host) ? addr.host : undefined)
       listenArgs = host === undefined ? { port: addr.port } : { host, port: addr.port }
     }
-    return await new Promise<net.Server | null>((resolve, reject) => {
+    return await new Promise<net.Server | string>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EADDRINUSE') resolve(null)
+        if (err.code === 'EADDRINUSE') resolve('in use')
         else reject(err)
       })
       server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve(server) })

@@ -4,7 +4,8 @@
 // of the connections it gets, one in three answers HELLO with a forged CHALLENGE (a random nonce
 // and proof), one with an ERROR claiming ERR_MPI_LAUNCH ("rank registered twice"), one stays
 // silent. It prints {"listening": [ports]} once bound, and at SIGTERM {"connections": n,
-// "hellos": m}. Plain net and crypto only (it runs without fastsock's addon). Needs root.
+// "hellos": m}. Plain net and crypto only (it runs without fastsock's addon). squatDir: nobody
+// makes the user's private store directory first. Needs root.
 const readline = require('readline')
 const { spawn } = require('child_process')
 
@@ -78,4 +79,18 @@ function squatStore (ports, host = '0.0.0.0') {
   })
 }
 
-module.exports = { squatStore, NOBODY }
+/**
+ * A shared temporary directory (mode 1777, as /tmp) in which nobody has made this user's
+ * `fastsock-mpi-<uid>` first (mode 700, its own). Returns { tmp (for TMPDIR), cleanup() }.
+ */
+function squatDir () {
+  const fs = require('fs')
+  const { spawnSync } = require('child_process')
+  const tmp = fs.mkdtempSync('/tmp/fsq-')
+  fs.chmodSync(tmp, 0o1777)
+  const r = spawnSync('mkdir', ['-m', '700', `${tmp}/fastsock-mpi-${process.getuid()}`], { uid: NOBODY, gid: NOBODY })
+  if (r.status !== 0) throw new Error(`nobody could not make the directory: ${r.stderr}`)
+  return { tmp, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) }
+}
+
+module.exports = { squatStore, squatDir, NOBODY }

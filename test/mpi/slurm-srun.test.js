@@ -8,7 +8,8 @@
 // per job, shared by every rank; ranks made to believe they are on separate nodes (what a
 // multi-node step looks like to them) still start with it; when munged cannot be found, one
 // node runs without a secret and separate nodes refuse to start, saying how to give one. A process of nobody attacking a running step (floods,
-// forged handshakes) does not stop it. Needs root; skipped (with the reason) without the binaries.
+// forged handshakes) does not stop it, nor does one that takes the store's derived ports, or the
+// user's private store directory, first. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
 const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
@@ -163,6 +164,22 @@ const [srun, rankProg, apartSh] = JSON.parse(process.argv[1])
       t.ok(lines.every(o => o.job === undefined || o.job.endsWith('.' + n)), `${name}: step ${n}, whose derived port (${d.ports[n]}) nobody held`)
     }
     t.ok(d.seen.connections > 0, `the separate-node ranks met the squatter and went on (${d.seen.connections} connections)`)
+  })
+
+  t.test('a one-node step whose private store directory nobody made first (TMPDIR) still runs (its store moves to a loopback port)', async t => {
+    const { squatDir } = require('../helpers/store-squatter')
+    const d = squatDir()
+    t.teardown(d.cleanup)
+    const prog = `const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))})
+      mpi.init().then(async comm => {
+        const sum = new Float64Array(1)
+        await comm.allreduce(new Float64Array([comm.rank + 1]), sum, mpi.SUM)
+        console.log(JSON.stringify({ rank: comm.rank, ok: sum[0] === comm.size * (comm.size + 1) / 2 }))
+        await mpi.finalize()
+      }).catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })`
+    const r = await srun(['-n', '3', process.execPath, '-e', prog], { env: { ...cluster.env, TMPDIR: d.tmp } })
+    t.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+    t.same(byRank(r.json).map(o => o.ok), [true, true, true], 'every rank checked its allreduce')
   })
 
   t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {

@@ -22,7 +22,7 @@ const { spawn } = require('child_process')
 const { StoreServer, StoreClient } = require('../../dist/mpi/store')
 const { storeCandidates } = require('../../dist/mpi/launch')
 const auth = require('../../dist/mpi/auth')
-const { cleanEnv, IS_ROOT } = require('../helpers/mpi-launchers')
+const { cleanEnv, need, IS_ROOT } = require('../helpers/mpi-launchers')
 const { freePort } = require('../../dist/cli/mpirun')
 
 const DIST = path.join(__dirname, '..', '..', 'dist')
@@ -113,19 +113,27 @@ t.test('no candidate answers: ERR_MPI_INIT_TIMEOUT naming the ones held by other
   t.match(err.message, new RegExp(`no store at 127.0.0.1:${free} \\(nor at its other addresses 127.0.0.1:${f.port}\\).*held by processes that are not this job's store: 127.0.0.1:${f.port} \\(.*did not prove`))
 })
 
-t.test('storeCandidates: one host adds a private UNIX socket; several, ports only the secret foretells', async t => {
+t.test('storeCandidates: one host adds a private UNIX socket and a loopback port; several, ports only the secret foretells', async t => {
   const a = { host: 'node1', port: 29500 }
-  const one = storeCandidates(a, { jobId: 'j', key: null, oneHost: true }, { TMPDIR: '/tmp' })
+  const k1 = crypto.randomBytes(32)
+  const one = storeCandidates(a, { jobId: 'j', key: k1, oneHost: true }, { TMPDIR: '/tmp' })
+  t.equal(one.length, 3)
   t.same(one[0], a)
   t.match(one[1], { path: /^\/tmp\/fastsock-mpi-\d+\/job-[0-9a-f]{16}\.sock$/ })
-  const k1 = crypto.randomBytes(32)
+  t.match(one[2], { host: '127.0.0.1' })
+  const unix = storeCandidates({ path: '/x/s.sock' }, { jobId: 'j', key: k1, oneHost: true })
+  t.equal(unix.length, 2)
+  t.same(unix[0], { path: '/x/s.sock' })
+  t.match(unix[1], { host: '127.0.0.1' }, 'a UNIX socket store: a loopback port, for a directory another user made first')
   const many = storeCandidates(a, { jobId: 'j', key: k1, oneHost: false })
   t.equal(many.length, 8)
   t.equal(new Set(many.map(c => c.port)).size, 8, 'distinct ports')
-  for (const c of many.slice(1)) t.ok(c.host === 'node1' && c.port >= 20000 && c.port <= 32767, `port ${c.port} in 20000..32767`)
+  for (const c of [...many.slice(1), one[2], unix[1]]) t.ok(c.port >= 20000 && c.port <= 32767, `port ${c.port} in 20000..32767`)
+  t.ok(many.every(c => c.host === 'node1'), 'on the store\'s host')
   t.same(storeCandidates(a, { jobId: 'j', key: k1, oneHost: false }), many, 'every rank derives the same')
-  t.notSame(storeCandidates(a, { jobId: 'j', key: crypto.randomBytes(32), oneHost: false }).slice(1), many.slice(1), 'another secret, other ports')
-  t.same(storeCandidates({ path: '/x/s.sock' }, { jobId: 'j', key: null, oneHost: true }), [{ path: '/x/s.sock' }], 'a UNIX socket store has no other candidate')
+  const k2 = crypto.randomBytes(32)
+  t.notSame(storeCandidates(a, { jobId: 'j', key: k2, oneHost: false }).slice(1), many.slice(1), 'another secret, other ports')
+  t.not(storeCandidates({ path: '/x/s.sock' }, { jobId: 'j', key: k2, oneHost: true })[1].port, unix[1].port)
 })
 
 // ---- real processes, the squatter as nobody
@@ -183,7 +191,7 @@ function checkJob (t, r, size, squatter) {
 if (!IS_ROOT) {
   t.test('the squatter runs as nobody', { skip: 'needs root to run a process as nobody' }, () => {})
 } else {
-  const { squatStore } = require('../helpers/store-squatter')
+  const { squatStore, squatDir } = require('../helpers/store-squatter')
   const secret = () => crypto.randomBytes(32).toString('hex')
 
   const cases = [
@@ -201,6 +209,28 @@ if (!IS_ROOT) {
       checkJob(t, r, 3, await sq.stop())
     })
   }
+
+  // nobody made the user's fastsock-mpi-<uid> directory first in a shared tmp (TMPDIR): the UNIX
+  // socket candidates are refused as not private; the store takes the loopback port derived from
+  // the secret.
+  t.test('env:// on one host, MASTER_PORT and the private directory both taken by nobody', async t => {
+    const d = squatDir()
+    t.teardown(d.cleanup)
+    const port = await freePort()
+    const sq = await squatStore([port])
+    const env = cleanEnv({ WORLD_SIZE: '3', LOCAL_WORLD_SIZE: '3', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FASTSOCK_MPI_JOB_ID: `squat-${port}`, FASTSOCK_MPI_SECRET: secret(), TMPDIR: d.tmp })
+    const r = await byHand(3, env)
+    checkJob(t, r, 3, await sq.stop())
+  })
+
+  const ompi = need(t, ['mpirun', 'ompi_info'], "Open MPI's mpirun")
+  t.test("Open MPI's mpirun -np 3 on one host, the private directory taken by nobody", { skip: ompi.skip }, async t => {
+    const d = squatDir()
+    t.teardown(d.cleanup)
+    const r = await run(ompi.paths.mpirun, ['--allow-run-as-root', '--oversubscribe', '-np', '3', process.execPath, '-e', RANK], cleanEnv({ TMPDIR: d.tmp }))
+    t.equal(r.code, 0, `the job exits 0\n${r.stderr}\n${r.stdout}`)
+    t.same(r.outs.filter(o => o.ok === true).map(o => o.rank).sort(), [0, 1, 2], 'every rank checked its allreduce and ring')
+  })
 
   t.test('fastsock mpirun --master-port P, P taken by nobody', async t => {
     const port = await freePort()
