@@ -133,7 +133,11 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
       const openSealed = m === null ? null : (cred: Buffer): Promise<Buffer> => openSecret(m, cred, info.jobId)
       store = await StoreClient.connect(server !== null ? server.address : candidates, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret, openSealed })
     } catch (err) {
-      if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
+      if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') {
+        const held = (err as { held?: string[] }).held ?? []
+        const squat = held.length > 0 ? ` (store addresses held by processes that are not this job's store: ${held.join('; ')})` : ''
+        throw initTimeout(info, env, `could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)${squat}`, timeoutMs, err)
+      }
       throw err
     }
     let result = info

@@ -157,7 +157,7 @@ function isLoopbackHost (h: string): boolean {
 /**
  * The label of the store's proof (lib/mpi/auth.ts proof): over TCP it names the port the store
  * listens on, so that a proof relayed from the real store by a process that took another port
- * (a squatter on the job's first port, docs/mpi-launch.md "Squatting") does not verify for a
+ * (a squatter on the job's first port, docs/mpi-launch.md "When the port is taken") does not verify for a
  * client that dialed that other port.
  */
 function proofLabel (addr: StoreAddress): string {
@@ -640,13 +640,14 @@ export class StoreClient extends EventEmitter {
     const why = last === null || last === undefined ? '' : `: ${(last as Error).message}`
     const others = candidates.length > 1 ? ` (nor at its other addresses ${candidates.filter((_c, i) => i !== first).map(describeStore).join(', ')})` : ''
     const squat = held.length > 0 ? `; held by processes that are not this job's store: ${held.join('; ')}` : ''
-    return mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(candidates[first])}${others} after ${timeoutMs} ms${why}${squat}`, { cause: last ?? undefined })
+    // `held`: for the caller's own message (bootstrap's names the variables read).
+    return Object.assign(mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(candidates[first])}${others} after ${timeoutMs} ms${why}${squat}`, { cause: last ?? undefined }), { held })
   }
 
   /**
    * One candidate's retry loop (connect): resolves with the client, or with why it gave up (held
-   * by something else; time ran out, with the last error; another candidate won); rejects with a
-   * fatal error (the rank registered twice, a directory that is not private).
+   * by something else, a directory that is not private included; time ran out, with the last
+   * error; another candidate won); rejects with a fatal error (the rank registered twice).
    */
   private static async tryAt (addr: StoreAddress, rank: number, deadline: number, timeoutMs: number, verifyDir: boolean, secret: Buffer | null,
     openSealed: ((c: Buffer) => Promise<Buffer>) | null, race: Race): Promise<StoreClient | Outcome> {

@@ -232,6 +232,19 @@ if (!IS_ROOT) {
     t.same(r.outs.filter(o => o.ok === true).map(o => o.rank).sort(), [0, 1, 2], 'every rank checked its allreduce and ring')
   })
 
+  t.test('nothing works: init names the address held by another user', async t => {
+    const { bootstrap } = require('../../dist/mpi/bootstrap')
+    const port = await freePort()
+    const sq = await squatStore([port])
+    t.teardown(() => sq.stop())
+    // Rank 1 alone: rank 0 never comes, the port is nobody's.
+    const env = { RANK: '1', WORLD_SIZE: '2', LOCAL_RANK: '1', LOCAL_WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FASTSOCK_MPI_SECRET: secret(), FASTSOCK_MPI_JOB_ID: 'alone' }
+    const err = await bootstrap({ timeoutMs: 1500 }, env).catch(e => e)
+    t.equal(err.code, 'ERR_MPI_INIT_TIMEOUT')
+    t.match(err.message, new RegExp(`held by processes that are not this job's store: 127\\.0\\.0\\.1:${port} \\(.*uid 65534`))
+    t.match(err.message, /variables read: RANK=1/)
+  })
+
   t.test('fastsock mpirun --master-port P, P taken by nobody', async t => {
     const port = await freePort()
     const sq = await squatStore([port])
