@@ -108,7 +108,7 @@ t.test('no candidate answers: ERR_MPI_INIT_TIMEOUT naming the ones held by other
   const f = await fake('forged')
   t.teardown(() => f.close())
   const free = await freePort()
-  const err = await StoreClient.connect([{ host: '127.0.0.1', port: f.port }, { host: '127.0.0.1', port: free }], { rank: 1, timeoutMs: 600, secret: key }).catch(e => e)
+  const err = await StoreClient.connect([{ host: '127.0.0.1', port: f.port }, { host: '127.0.0.1', port: free }], { rank: 1, timeoutMs: 3000, secret: key }).catch(e => e)
   t.equal(err.code, 'ERR_MPI_INIT_TIMEOUT')
   t.match(err.message, new RegExp(`no store at 127.0.0.1:${free} \\(nor at its other addresses 127.0.0.1:${f.port}\\).*held by processes that are not this job's store: 127.0.0.1:${f.port} \\(.*did not prove`))
 })
@@ -239,7 +239,7 @@ if (!IS_ROOT) {
     t.teardown(() => sq.stop())
     // Rank 1 alone: rank 0 never comes, the port is nobody's.
     const env = { RANK: '1', WORLD_SIZE: '2', LOCAL_RANK: '1', LOCAL_WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FASTSOCK_MPI_SECRET: secret(), FASTSOCK_MPI_JOB_ID: 'alone' }
-    const err = await bootstrap({ timeoutMs: 1500 }, env).catch(e => e)
+    const err = await bootstrap({ timeoutMs: 3000 }, env).catch(e => e)
     t.equal(err.code, 'ERR_MPI_INIT_TIMEOUT')
     t.match(err.message, new RegExp(`held by processes that are not this job's store: 127\\.0\\.0\\.1:${port} \\(.*uid 65534`))
     t.match(err.message, /variables read: RANK=1/)
