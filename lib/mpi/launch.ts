@@ -468,7 +468,7 @@ export function detectLaunch (options?: InitOptions, env: NodeJS.ProcessEnv = pr
       store = masterStore(opts, e) ?? (opts.storePath !== undefined ? { path: opts.storePath } : undefined) ?? null
       if (store === null && known && ls === size) {
         // Every task on this node: a UNIX socket in the user's private directory, no port that
-        // another user could take first (docs/mpi-launch.md, "Squatting").
+        // another user could take first (docs/mpi-launch.md, "When the port is taken").
         const tmp = e.get('TMPDIR')
         store = { path: storePathFor(`slurm:${jobId}`, tmp === undefined ? {} : { TMPDIR: tmp }) }
       }
