@@ -7,11 +7,12 @@
  * Errors: detectLaunch's (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_MPI_LAUNCH); MpiError
  * ERR_MPI_INIT_TIMEOUT when the store cannot be reached (or the other ranks do not show up for
  * the local-rank exchange) within `timeoutMs`, its message naming the variables read and the
- * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (address in use).
+ * address tried; ERR_MPI_LAUNCH when rank 0 cannot serve the store (every candidate address in
+ * use: launch.ts storeCandidates), or when every candidate is held by something else.
  */
 import * as os from 'os'
 import { type MpiError, mpiError } from './errors'
-import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, type InitOptions, type LaunchInfo } from './launch'
+import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, storeCandidates, type InitOptions, type LaunchInfo } from './launch'
 import { MAX_UNPROVEN, StoreClient, StoreServer } from './store'
 import { discoverSecret } from './auth'
 import { findMunge, openSecret, SealedSecret } from './munge'
@@ -80,6 +81,9 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   rankHelpers(env)
   if (info.store === null) return { info, store: null, server: null, secret: null }
   let secret = discoverSecret(env, info.jobId)?.key ?? null
+  // The secret every rank knows before the store's handshake (not MUNGE's): it hides where the
+  // store moves when its port is taken (storeCandidates).
+  const known = secret
   const timeoutMs = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   // Under Slurm without a given secret, rank 0 seals one in MUNGE credentials where munged runs
@@ -101,15 +105,22 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   // a secret or on one host (info.store keeps the launcher's, for messages).
   const local = !('path' in info.store) && (secret === null || munge !== null) && (munge === null || oneHost)
   const addr = local ? loopbackStore(info, info.store as { host: string, port: number }, env, munge !== null) : info.store
-  // A path detectLaunch chose lives in this user's private directory: the server creates it mode
-  // 700, the clients check it (a directory of someone else's could host a fake store).
-  const privatePath = 'path' in info.store && options?.storePath === undefined
+  // A path detectLaunch or storeCandidates chose lives in this user's private directory: the
+  // server creates it mode 700, the clients check it (a directory of someone else's could host a
+  // fake store).
+  const privatePath = options?.storePath === undefined
+  // Where the store may be when another process took its port (or its directory) first
+  // (docs/mpi-launch.md, "When the port is taken"): on one host, a UNIX socket in that directory
+  // and a loopback port; across hosts, other ports. A socket path the user gave: only it.
+  const sameHost = oneHost || local || ('host' in addr && (isLoopback(addr.host) || addr.host === 'localhost'))
+  const tmp = env.TMPDIR
+  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp }) : [addr]
   let server: StoreServer | null = null
   let store: StoreClient | null = null
   try {
     if (info.rank === 0) {
       try {
-        server = await StoreServer.listen(addr, { privateDir: privatePath, secret, sealed, maxUnproven: Math.max(MAX_UNPROVEN, 2 * info.size), ...(local ? { listenHost: (addr as { host: string }).host } : {}) })
+        server = await StoreServer.listen(candidates, { privateDir: privatePath, secret, sealed, maxUnproven: Math.max(MAX_UNPROVEN, 2 * info.size), ...(local ? { listenHost: (addr as { host: string }).host } : {}) })
       } catch (err) {
         const e = err as MpiError
         throw mpiError(e.code === 'ERR_MPI_LAUNCH' ? 'ERR_MPI_LAUNCH' : 'ERR_MPI_INIT_TIMEOUT',
@@ -120,9 +131,13 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
     try {
       const m = munge
       const openSealed = m === null ? null : (cred: Buffer): Promise<Buffer> => openSecret(m, cred, info.jobId)
-      store = await StoreClient.connect(addr, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret, openSealed })
+      store = await StoreClient.connect(server !== null ? server.address : candidates, { rank: info.rank, timeoutMs: Math.max(1, deadline - Date.now()), verifyDir: privatePath, secret, openSealed })
     } catch (err) {
-      if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') throw initTimeout(info, env, 'could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)', timeoutMs, err)
+      if ((err as MpiError).code === 'ERR_MPI_INIT_TIMEOUT') {
+        const held = (err as { held?: string[] }).held ?? []
+        const squat = held.length > 0 ? ` (store addresses held by processes that are not this job's store: ${held.join('; ')})` : ''
+        throw initTimeout(info, env, `could not reach the store (is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?)${squat}`, timeoutMs, err)
+      }
       throw err
     }
     let result = info

@@ -155,14 +155,34 @@ export class Device implements FrameHandler {
 
   // ---- connections and handshake --------------------------------------------------------------
 
-  /** The connection object of world rank `w`, dialing it on first use. */
+  /**
+   * The connection object of world rank `w`, dialing it on first use. A connection object made
+   * by an accepted HELLO that has not proved itself yet (`claimed`) is dialed over at the first
+   * use: if the claim was an impostor's, this dial is the connection (w accepts it) and no
+   * message waits for the claim's 10 s deadline; if it was w's own, w refuses this dial (it
+   * adopted its own, or awaits our verdict on it: the crossing-dial rule of onIncoming).
+   */
   private conn (w: number): Conn {
     let c = this.conns[w]
     if (c === null) {
       c = this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin)
       this.dial(w)
+    } else if (!c.ready && this.claimed.delete(w) && !this.dialing.has(w) && !this.lost.has(w)) {
+      this.dial(w)
     }
     return c
+  }
+
+  /** Ranks whose connection object an accepted HELLO made, not dialed over yet (see conn). */
+  private readonly claimed = new Set<number>()
+  /** Callbacks run once a dial's REPLY is handled or its socket closed (onIncoming's deferral). */
+  private readonly dialWaiters = new Map<Socket, Array<() => void>>()
+
+  private dialSettled (sock: Socket): void {
+    const fs = this.dialWaiters.get(sock)
+    if (fs === undefined) return
+    this.dialWaiters.delete(sock)
+    for (const f of fs) f()
   }
 
   private dial (w: number): void {
@@ -176,12 +196,15 @@ export class Device implements FrameHandler {
     sock.on('error', (err: Error) => {
       if (!rejected && this.conns[w]?.socket !== sock) this.lose(w, `connecting failed: ${err.message}`)
     })
+    sock.once('close', () => this.dialSettled(sock))
     sock.once('connect', () => {
       sock.setNoDelay?.(true)
       const hello = helloOf(this.rank, this.jobKey, this.eagerBytes)
       const nonceA = hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES)
       sock.write(hello)
       readExactly(sock, REPLY_BYTES, (reply, rest) => {
+        // Once this verdict is handled (adopted or refused): a HELLO of w held for it (onIncoming).
+        process.nextTick(() => this.dialSettled(sock))
         if (this.dialing.get(w) === sock) this.dialing.delete(w)
         const c = this.conns[w]!
         const verdict = reply.readUInt32LE(4)
@@ -230,41 +253,61 @@ export class Device implements FrameHandler {
       if (!sameUser(sock)) { sock.destroy(); return }
       this.gate.greeted(sock)
       sock.setNoDelay?.(true)
-      const existing = this.conns[w]
-      const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w)
-      // A copy: the chunk under `hello` may be a view the socket reuses for the next read.
-      const nonceA = Buffer.from(hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES))
-      const nonceB = newNonce()
-      sock.write(replyOf(accept, this.eagerBytes, this.secret, nonceA, nonceB))
-      if (!accept) { sock.end(); return }
-      // The connection object now, as for a dialer adopted at once, so that a send to `w` meanwhile
-      // queues on it instead of dialing across this handshake; attached once the proof verifies.
-      const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin))
-      let settled = false
-      const unproven = (): void => {
-        if (settled) return
-        settled = true
-        clearTimeout(proveTimer)
-        sock.destroy()
-        // An impostor claimed `w`: if nothing else connects it, this side dials the real one.
-        if (existing === null && this.conns[w] === c && !c.ready && !this.dialing.has(w) && !this.lost.has(w) && !this.closing) this.dial(w)
+      // This rank (the higher) is dialing w too: w refused that dial (it was dialing us: the lower
+      // rank's dial is kept) or accepted it (w had accepted a dial of ours before it dialed over
+      // it, see conn). Which, its REPLY says: hold this HELLO's verdict until then (a round trip).
+      const mine = this.dialing.get(w)
+      if (mine !== undefined && w < this.rank && !mine.destroyed) {
+        const held = setTimeout(() => sock.destroy(), HANDSHAKE_MS)
+        held.unref()
+        const waiters = this.dialWaiters.get(mine) ?? []
+        const copy = Buffer.from(hello)
+        const more = rest === null ? null : Buffer.from(rest)
+        waiters.push(() => { clearTimeout(held); if (!sock.destroyed) this.answerHello(sock, w, eager, copy, more) })
+        this.dialWaiters.set(mine, waiters)
+        return
       }
-      // The dialer's proof, within the handshake's time; until it verifies, the dialer is no rank.
-      const proveTimer = setTimeout(unproven, HANDSHAKE_MS)
-      proveTimer.unref()
-      sock.once('close', unproven)
-      readExactly(sock, PROVE_BYTES, (prove, after) => {
-        // A wrong proof: not this job's (nothing to report, as for a bad HELLO).
-        if (!verify(this.secret, 'hello', 'A', nonceA, nonceB, prove)) { unproven(); return }
-        settled = true
-        clearTimeout(proveTimer)
-        sock.off('close', unproven)
-        this.gate.done(sock)
-        if (c.ready || this.lost.has(w)) { sock.destroy(); return }
-        c.peerEager = eager
-        this.adopt(c, sock, after)
-      }, rest)
+      this.answerHello(sock, w, eager, hello, rest)
     })
+  }
+
+  /** The acceptor's verdict on a well-formed HELLO of world rank `w`, then its PROVE (onIncoming). */
+  private answerHello (sock: Socket, w: number, eager: number, hello: Buffer, rest: Buffer | null): void {
+    const existing = this.conns[w]
+    const accept = !(existing?.ready) && !(this.dialing.has(w) && w > this.rank) && !this.lost.has(w) && !this.closing
+    // A copy: the chunk under `hello` may be a view the socket reuses for the next read.
+    const nonceA = Buffer.from(hello.subarray(HELLO_NONCE, HELLO_NONCE + NONCE_BYTES))
+    const nonceB = newNonce()
+    sock.write(replyOf(accept, this.eagerBytes, this.secret, nonceA, nonceB))
+    if (!accept) { sock.end(); return }
+    // The connection object now, as for a dialer adopted at once, so that a send to `w` meanwhile
+    // queues on it instead of dialing across this handshake; attached once the proof verifies.
+    const c = existing ?? (this.conns[w] = new Conn(w, this, this.spinUs, this.yieldSpin))
+    if (existing === null) this.claimed.add(w)
+    let settled = false
+    const unproven = (): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(proveTimer)
+      sock.destroy()
+      // An impostor claimed `w`: if nothing else connects it, this side dials the real one.
+      if (existing === null && this.conns[w] === c && !c.ready && !this.dialing.has(w) && !this.lost.has(w) && !this.closing) this.dial(w)
+    }
+    // The dialer's proof, within the handshake's time; until it verifies, the dialer is no rank.
+    const proveTimer = setTimeout(unproven, HANDSHAKE_MS)
+    proveTimer.unref()
+    sock.once('close', unproven)
+    readExactly(sock, PROVE_BYTES, (prove, after) => {
+      // A wrong proof: not this job's (nothing to report, as for a bad HELLO).
+      if (!verify(this.secret, 'hello', 'A', nonceA, nonceB, prove)) { unproven(); return }
+      settled = true
+      clearTimeout(proveTimer)
+      sock.off('close', unproven)
+      this.gate.done(sock)
+      if (c.ready || this.lost.has(w)) { sock.destroy(); return }
+      c.peerEager = eager
+      this.adopt(c, sock, after)
+    }, rest)
   }
 
   /** Sockets adopted as connections so far (one per peer when crossing dials resolve right). */

@@ -17,13 +17,15 @@
  * 6. else a singleton: rank 0 of 1, no store.
  *
  * The store (lib/mpi/store.ts, served by rank 0) is at `MASTER_ADDR:MASTER_PORT` when both are
- * set (options `masterAddr`/`masterPort` first). Otherwise: under Slurm, the first host of
+ * set (options `masterAddr`/`masterPort` first). Otherwise: under Slurm with every task on one
+ * node, a UNIX socket as below; on several nodes, the first host of
  * `SLURM_STEP_NODELIST` (task 0 always runs there) and the step's first reserved port
  * (`SLURM_STEP_RESV_PORTS`), else a port derived from the job and step ids (20000-29999); under
  * mpirun/mpiexec with every rank on one host, a UNIX socket `job-<hash of the job id>.sock` in
  * `<tmpdir>/fastsock-mpi-<uid>` (mode 700, owned by this user; /tmp when tmpdir would make the
  * path longer than a socket address allows). Ranks on several hosts without MASTER_ADDR:
- * ERR_MPI_LAUNCH (set MASTER_ADDR/MASTER_PORT).
+ * ERR_MPI_LAUNCH (set MASTER_ADDR/MASTER_PORT). Where a TCP store moves when its port is taken:
+ * storeCandidates.
  *
  * Errors (thrown synchronously): TypeError code ERR_INVALID_ARG_TYPE for an option of the wrong
  * type; RangeError code ERR_OUT_OF_RANGE for an option out of range; Error code ERR_MPI_LAUNCH
@@ -273,6 +275,41 @@ export function ensurePrivateDir (dir: string, create = true): boolean {
   return true
 }
 
+/** How many ports a TCP store may move to when its own is taken (storeCandidates). */
+export const STORE_FALLBACK_PORTS = 7
+
+/**
+ * Where the store of a job may be, in the order the clients try them (docs/mpi-launch.md,
+ * "When the port is taken"): rank 0 serves at the first that is free (StoreServer.listen), the
+ * clients race them all (StoreClient.connect) and take the one that proves to be the job's store.
+ *
+ * - every rank on this host (`oneHost`; a UNIX socket store is one): the store's address, a UNIX
+ *   socket in the user's private directory (`storePathFor` of the job id and the address; for a
+ *   TCP store), and one loopback port derived as below (for a directory another user made first);
+ * - several hosts: the store's address, then STORE_FALLBACK_PORTS ports of its host.
+ *
+ * Derived ports are in 20000..32767, from HMAC-SHA256(`key`, job id and address) (RFC 2104):
+ * with the job's secret as `key`, another user cannot foretell them; without one every rank
+ * knows before the store's handshake (under Slurm with MUNGE the ranks learn it in the
+ * handshake), `key` is null and they come from the job id alone, so another user can too.
+ * A store whose UNIX socket path the user gave (`storePath`) has no other candidate: the caller
+ * passes it alone. Pure (no I/O); `env` for TMPDIR (storeDir).
+ */
+export function storeCandidates (store: StoreAddress, { jobId, key, oneHost }: { jobId: string, key: Buffer | null, oneHost: boolean }, env: NodeJS.ProcessEnv = process.env): StoreAddress[] {
+  const where = 'path' in store ? 'unix' : `${store.host}/${store.port}`
+  const mac = crypto.createHmac('sha256', key ?? 'fastsock-mpi/store-port/public').update(`fastsock-mpi/store-port/${jobId}/${where}`).digest()
+  const seen = new Set('path' in store ? [] : [store.port])
+  const ports: number[] = []
+  for (let i = 0; i + 2 <= mac.length && ports.length < STORE_FALLBACK_PORTS; i += 2) {
+    const port = 20000 + (mac.readUInt16LE(i) % 12768)
+    if (!seen.has(port)) { seen.add(port); ports.push(port) }
+  }
+  if ('path' in store) return [store, { host: '127.0.0.1', port: ports[0] }]
+  if (!oneHost) return [store, ...ports.map(port => ({ host: store.host, port }))]
+  const loopback = store.host === '::1' ? '::1' : '127.0.0.1'
+  return [store, { path: storePathFor(`tcp:${jobId}:${store.host}:${store.port}`, env) }, { host: loopback, port: ports[0] }]
+}
+
 /** A port in 20000..29999 derived from a job id (FNV-1a): stable across the ranks of a job. */
 export function portForJob (jobId: string): number {
   let h = 0x811c9dc5
@@ -429,6 +466,12 @@ export function detectLaunch (options?: InitOptions, env: NodeJS.ProcessEnv = pr
     let store: StoreAddress | null = null
     if (size > 1) {
       store = masterStore(opts, e) ?? (opts.storePath !== undefined ? { path: opts.storePath } : undefined) ?? null
+      if (store === null && known && ls === size) {
+        // Every task on this node: a UNIX socket in the user's private directory, no port that
+        // another user could take first (docs/mpi-launch.md, "When the port is taken").
+        const tmp = e.get('TMPDIR')
+        store = { path: storePathFor(`slurm:${jobId}`, tmp === undefined ? {} : { TMPDIR: tmp }) }
+      }
       if (store === null) {
         const list = e.get('SLURM_STEP_NODELIST') ?? e.get('SLURM_JOB_NODELIST') ?? e.get('SLURM_NODELIST')
         if (list === undefined) throw launchError(`${because} are set but no node list (SLURM_STEP_NODELIST, SLURM_JOB_NODELIST, SLURM_NODELIST) and no MASTER_ADDR`)

@@ -36,7 +36,7 @@ import { HandshakeGate, NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proo
 
 /** Protocol magic in HELLO ('FSMS') and version. */
 export const STORE_MAGIC = 0x534d5346
-export const STORE_VERSION = 2
+export const STORE_VERSION = 3
 /** Largest frame accepted (64 MiB); a larger length is a protocol error. */
 export const MAX_FRAME = 64 * 1024 * 1024
 /** Largest frame accepted before the peer proved the job's secret (HELLO, PROVE). */
@@ -154,6 +154,16 @@ function isLoopbackHost (h: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h)
 }
 
+/**
+ * The label of the store's proof (lib/mpi/auth.ts proof): over TCP it names the port the store
+ * listens on, so that a proof relayed from the real store by a process that took another port
+ * (a squatter on the job's first port, docs/mpi-launch.md "When the port is taken") does not verify for a
+ * client that dialed that other port.
+ */
+function proofLabel (addr: StoreAddress): string {
+  return 'path' in addr ? 'store' : `store:${addr.port}`
+}
+
 // ---------------------------------------------------------------- server
 
 interface Conn {
@@ -222,15 +232,42 @@ export class StoreServer extends EventEmitter {
   }
 
   /**
-   * Starts a store server at `addr` (TCP port or UNIX path). Resolves once listening. Rejects
-   * with ERR_MPI_LAUNCH when the address is in use (another job on this port: set MASTER_PORT),
-   * or with the system error.
+   * Starts a store server at `addr` (TCP port or UNIX path), or at the first of the candidate
+   * addresses `addr` (an array, lib/mpi/launch.ts storeCandidates) that is not in use: a port
+   * another process took first moves the store to the next candidate. Resolves once listening
+   * (`server.address` says where). Rejects with ERR_MPI_LAUNCH when every candidate is in use
+   * (naming them), or with the system error.
    */
-  static async listen (addr: StoreAddress, options: StoreServerOptions = {}): Promise<StoreServer> {
+  static async listen (addr: StoreAddress | StoreAddress[], options: StoreServerOptions = {}): Promise<StoreServer> {
+    const candidates = Array.isArray(addr) ? addr : [addr]
+    if (candidates.length === 0) throw invalidArgType('The "addr" argument must name at least one address')
+    const inUse: string[] = []
+    for (const a of candidates) {
+      const server = await StoreServer.bindOne(a, options)
+      if (typeof server === 'string') { inUse.push(server === 'in use' ? describeStore(a) : `${describeStore(a)} (${server})`); continue }
+      server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
+      const actual = 'path' in a ? a : { host: a.host, port: (server.address() as net.AddressInfo).port }
+      const sealed = options.sealed ?? null
+      return new StoreServer(server, actual, sealed?.key ?? options.secret ?? null, sealed, Math.max(1, options.maxUnproven ?? MAX_UNPROVEN))
+    }
+    const what = inUse.length === 1 ? `the store address ${inUse[0]} is` : `the store addresses ${inUse.join(', ')} are all`
+    throw mpiError('ERR_MPI_LAUNCH', `${what} in use (another job? another user's process? set MASTER_PORT to a free port)`)
+  }
+
+  /** A server listening at `addr`, or why it cannot be had (in use, a directory not ours). */
+  private static async bindOne (addr: StoreAddress, options: StoreServerOptions): Promise<net.Server | string> {
     const server = net.createServer({ noDelay: true })
     let listenArgs: net.ListenOptions
     if ('path' in addr) {
-      if (options.privateDir === true) ensurePrivateDir(path.dirname(addr.path))
+      if (options.privateDir === true) {
+        try {
+          ensurePrivateDir(path.dirname(addr.path))
+        } catch (err) {
+          // A directory of another user (made first in a shared tmp): as good as taken.
+          if ((err as MpiError).code === 'ERR_MPI_LAUNCH') return (err as Error).message
+          throw err
+        }
+      }
       try {
         if (fs.lstatSync(addr.path).isSocket()) fs.unlinkSync(addr.path) // a dead job's leftover
       } catch { /* absent */ }
@@ -239,18 +276,13 @@ export class StoreServer extends EventEmitter {
       const host = options.listenHost ?? (isLoopbackHost(addr.host) ? addr.host : undefined)
       listenArgs = host === undefined ? { port: addr.port } : { host, port: addr.port }
     }
-    await new Promise<void>((resolve, reject) => {
+    return await new Promise<net.Server | string>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EADDRINUSE') {
-          reject(mpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is in use (another job? set MASTER_PORT to a free port)`, { cause: err }))
-        } else reject(err)
+        if (err.code === 'EADDRINUSE') resolve('in use')
+        else reject(err)
       })
-      server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve() })
+      server.listen(listenArgs, () => { server.removeAllListeners('error'); resolve(server) })
     })
-    server.on('error', () => { /* accept errors (EMFILE) must not crash rank 0 */ })
-    const actual = 'path' in addr ? addr : { host: addr.host, port: (server.address() as net.AddressInfo).port }
-    const sealed = options.sealed ?? null
-    return new StoreServer(server, actual, sealed?.key ?? options.secret ?? null, sealed, Math.max(1, options.maxUnproven ?? MAX_UNPROVEN))
   }
 
   private unrefd = false
@@ -328,7 +360,7 @@ export class StoreServer extends EventEmitter {
           const b = newNonce()
           conn.nonces = { a, b, rank }
           this.unproven.greeted(conn.socket)
-          const challenge = [b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, 'store', 'B', a, b)]
+          const challenge = [b, this.secret === null ? Buffer.alloc(0) : proof(this.secret, proofLabel(this.address), 'B', a, b)]
           if (this.sealed === null || this.sealed === undefined) { this.send(conn, frame(Op.CHALLENGE, id, ...challenge)); return }
           // Under MUNGE the challenge carries the sealed secret (lib/mpi/munge.ts): only the job's
           // user can open it, and opening it is what lets a rank check our proof and give its own.
@@ -506,6 +538,12 @@ export interface StoreConnectOptions {
 /** Options of an operation: its deadline in ms (default: the client's; Infinity for none). */
 export interface StoreOpOptions { timeoutMs?: number }
 
+/** Candidates racing in StoreClient.connect: set once one won; the sockets of attempts under way. */
+interface Race { won: boolean, sockets: Set<net.Socket> }
+/** Why a candidate gave up (StoreClient.connect): held by something else, or time ran out after `last`. */
+interface Outcome { notOurs?: Error, last?: unknown }
+type NotOurs = Error & { notOurs?: boolean }
+
 const RETRY_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL', 'EPIPE', 'ERR_MPI_STORE_EOF'])
 
 /**
@@ -546,49 +584,119 @@ export class StoreClient extends EventEmitter {
 
   /**
    * Connects to the store at `addr` and registers `rank`, retrying (25 ms doubling to 500 ms)
-   * while nobody listens yet, until `timeoutMs`. Rejects with MpiError ERR_MPI_INIT_TIMEOUT
-   * (cause: the last error) when time runs out, ERR_MPI_LAUNCH when the rank is already
-   * registered or the socket directory is not private.
+   * while nobody listens yet, until `timeoutMs`. `addr` may be the candidate addresses of
+   * lib/mpi/launch.ts storeCandidates (the store moves to the next one when a port is taken):
+   * they are tried at once, each in its own retry loop, and the first that proves to be this
+   * job's store wins (the others' attempts are cut). A candidate held by something else (another
+   * uid on this host, a wrong proof of the secret, a credential that does not open, an answer
+   * that is not this protocol) is dropped. Rejects with MpiError ERR_MPI_INIT_TIMEOUT (cause: the
+   * last error) when time runs out, naming the candidates found held by others; ERR_MPI_LAUNCH
+   * when the rank is already registered, the socket directory is not private, or every candidate
+   * is held by something else (for a single address: that address's refusal, as it came).
    */
-  static async connect (addr: StoreAddress, { rank, timeoutMs = 30000, verifyDir = false, secret = null, openSealed = null }: StoreConnectOptions): Promise<StoreClient> {
+  static async connect (addr: StoreAddress | StoreAddress[], { rank, timeoutMs = 30000, verifyDir = false, secret = null, openSealed = null }: StoreConnectOptions): Promise<StoreClient> {
     if (!Number.isInteger(rank) || rank < -1) {
       throw invalidArgType('The "rank" option must be an integer >= -1')
     }
+    const candidates = Array.isArray(addr) ? addr : [addr]
+    if (candidates.length === 0) throw invalidArgType('The "addr" argument must name at least one address')
     const deadline = Date.now() + timeoutMs
+    const race: Race = { won: false, sockets: new Set() }
+    const outcomes: Array<Outcome | undefined> = new Array(candidates.length)
+    return await new Promise<StoreClient>((resolve, reject) => {
+      let left = candidates.length
+      const end = (): void => {
+        race.won = true
+        for (const s of race.sockets) s.destroy()
+      }
+      candidates.forEach((a, i) => {
+        StoreClient.tryAt(a, rank, deadline, timeoutMs, verifyDir, secret, openSealed, race).then(r => {
+          if (!(r instanceof StoreClient)) { outcomes[i] = r; return }
+          if (race.won) { r.close().catch(() => {}); return }
+          end()
+          resolve(r)
+        }, (err: Error) => {
+          if (race.won) return
+          end()
+          reject(err)
+        }).finally(() => {
+          if (--left > 0 || race.won) return
+          race.won = true
+          reject(StoreClient.noStore(candidates, outcomes as Outcome[], timeoutMs))
+        })
+      })
+    })
+  }
+
+  /** The error when no candidate was the store (connect): see there. */
+  private static noStore (candidates: StoreAddress[], outcomes: Outcome[], timeoutMs: number): Error {
+    const held = outcomes.flatMap((o, i) => o.notOurs !== undefined ? [`${describeStore(candidates[i])} (${o.notOurs.message})`] : [])
+    if (held.length === candidates.length) {
+      if (candidates.length === 1) return outcomes[0].notOurs as Error
+      return mpiError('ERR_MPI_LAUNCH', `no store of this job at any of its addresses: each is held by a process that is not this job's store (another user's, or another job's): ${held.join('; ')}`)
+    }
+    const first = outcomes.findIndex(o => o.notOurs === undefined)
+    const last = outcomes[first].last
+    const why = last === null || last === undefined ? '' : `: ${(last as Error).message}`
+    const others = candidates.length > 1 ? ` (nor at its other addresses ${candidates.filter((_c, i) => i !== first).map(describeStore).join(', ')})` : ''
+    const squat = held.length > 0 ? `; held by processes that are not this job's store: ${held.join('; ')}` : ''
+    // `held`: for the caller's own message (bootstrap's names the variables read).
+    return Object.assign(mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(candidates[first])}${others} after ${timeoutMs} ms${why}${squat}`, { cause: last ?? undefined }), { held })
+  }
+
+  /**
+   * One candidate's retry loop (connect): resolves with the client, or with why it gave up (held
+   * by something else, a directory that is not private included; time ran out, with the last
+   * error; another candidate won); rejects with a fatal error (the rank registered twice).
+   */
+  private static async tryAt (addr: StoreAddress, rank: number, deadline: number, timeoutMs: number, verifyDir: boolean, secret: Buffer | null,
+    openSealed: ((c: Buffer) => Promise<Buffer>) | null, race: Race): Promise<StoreClient | Outcome> {
     let delay = 25
     let last: unknown = null
     for (;;) {
       const left = deadline - Date.now()
-      if (left <= 0) break
+      if (left <= 0 || race.won) break
       try {
-        if ('path' in addr && verifyDir && !ensurePrivateDir(path.dirname(addr.path), false)) {
-          throw systemError('ENOENT', `${path.dirname(addr.path)} does not exist yet`)
+        let mine: boolean
+        try {
+          mine = 'path' in addr && verifyDir ? ensurePrivateDir(path.dirname((addr as { path: string }).path), false) : true
+        } catch (err) {
+          // Not our directory (another user's, or open to others): no store of ours behind it.
+          return { notOurs: err as Error }
         }
-        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret, openSealed)
+        if (!mine) throw systemError('ENOENT', `${path.dirname((addr as { path: string }).path)} does not exist yet`)
+        return await StoreClient.attempt(addr, rank, left, timeoutMs, secret, openSealed, race)
       } catch (err) {
+        if ((err as NotOurs).notOurs === true) return { notOurs: err as Error }
         const code = (err as NodeJS.ErrnoException).code ?? ''
-        if (!RETRY_CODES.has(code)) throw err
+        // (A HELLO unanswered until the deadline: the time is up, as for the connection.)
+        if (!RETRY_CODES.has(code) && code !== 'ERR_MPI_STORE_TIMEOUT') throw err
         last = err
       }
       await new Promise(resolve => setTimeout(resolve, Math.min(delay, Math.max(0, deadline - Date.now()))))
       delay = Math.min(delay * 2, 500)
     }
-    const why = last === null ? '' : `: ${(last as Error).message}`
-    throw mpiError('ERR_MPI_INIT_TIMEOUT', `no store at ${describeStore(addr)} after ${timeoutMs} ms${why}`, { cause: last ?? undefined })
+    return { last }
   }
 
   /**
-   * One connection attempt: connect, HELLO (with our nonce), CHALLENGE (the server's nonce and
-   * proof, or its uid checked when the job has no secret), PROVE (ours), OK. Rejects with the
-   * system error, ERR_MPI_STORE_EOF, or ERR_MPI_LAUNCH when the server is not the job's.
+   * One connection attempt: connect; on this host, the listener's uid (it must be ours: another
+   * user's process holds the address otherwise); HELLO (with our nonce), CHALLENGE (the server's
+   * nonce and proof over its port, or its uid checked when the job has no secret), PROVE (ours),
+   * OK. Rejects with the system error, ERR_MPI_STORE_EOF, ERR_MPI_LAUNCH when the rank is already
+   * registered, or an error marked notOurs when the server is not the job's (anything before its
+   * proof verified: an answer not yet proven is no store's word).
    */
-  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, given: Buffer | null, openSealed: ((c: Buffer) => Promise<Buffer>) | null): Promise<StoreClient> {
+  private static attempt (addr: StoreAddress, rank: number, leftMs: number, defaultTimeoutMs: number, given: Buffer | null, openSealed: ((c: Buffer) => Promise<Buffer>) | null, race: Race): Promise<StoreClient> {
     return new Promise((resolve, reject) => {
       const socket = 'path' in addr ? net.connect({ path: addr.path }) : net.connect({ host: addr.host, port: addr.port, noDelay: true })
+      race.sockets.add(socket)
       const timer = setTimeout(() => {
         socket.destroy()
         reject(systemError('ETIMEDOUT', 'connection attempt timed out'))
       }, leftMs)
+      // Cut (another candidate won) before it connected: no 'error' comes then.
+      socket.once('close', () => { race.sockets.delete(socket); clearTimeout(timer); reject(systemError('ECONNRESET', 'connection attempt cut')) })
       const onError = (err: Error): void => { clearTimeout(timer); socket.destroy(); reject(err) }
       socket.once('error', onError)
       socket.once('connect', () => {
@@ -597,7 +705,12 @@ export class StoreClient extends EventEmitter {
         const client = new StoreClient(socket, rank, addr, defaultTimeoutMs)
         const a = newNonce()
         const ms = Math.max(1, leftMs)
+        let verified = false
         const handshake = async (): Promise<Buffer> => {
+          // On this host the listener's owner tells at once (SO_PEERCRED, /proc/net/tcp): a
+          // process of another user that took the address first is no store of ours.
+          const uid = peerUid(socket as never)
+          if (uid !== null && uid !== myUid()) throw mpiError('ERR_MPI_LAUNCH', `the store address ${describeStore(addr)} is held by a process of uid ${uid}, not this job's user`)
           let challenge = await client.request('hello', Op.HELLO, ms, [u32(STORE_MAGIC), u32(STORE_VERSION), i32(rank), a], false) as Buffer
           if (challenge === undefined || challenge.length < NONCE_BYTES) throw mpiError('ERR_MPI_PROTOCOL', `the store at ${describeStore(addr)} answered HELLO with no challenge`)
           const b = challenge.subarray(0, NONCE_BYTES)
@@ -609,26 +722,26 @@ export class StoreClient extends EventEmitter {
           }
           client.secret = secret
           if (secret !== null) {
-            if (!verify(secret, 'store', 'B', a, b, challenge.subarray(NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
+            if (!verify(secret, proofLabel(addr), 'B', a, b, challenge.subarray(NONCE_BYTES, NONCE_BYTES + PROOF_BYTES))) {
               throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} did not prove the job's secret (another job's store, or another user's)`)
             }
-          } else {
-            const uid = peerUid(socket as never)
-            if (uid !== myUid()) {
-              throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} ${uid === null ? 'is not on this host' : `runs as uid ${uid}`}, and this job has no secret to check it by (set FASTSOCK_MPI_SECRET)`)
-            }
+          } else if (uid === null) {
+            throw mpiError('ERR_MPI_LAUNCH', `the store at ${describeStore(addr)} is not on this host, and this job has no secret to check it by (set FASTSOCK_MPI_SECRET)`)
           }
+          verified = true
           return await client.request('prove', Op.PROVE, ms, [secret === null ? Buffer.alloc(0) : proof(secret, 'store', 'A', a, b)], false) as Buffer
         }
         handshake().then(observed => {
           clearTimeout(timer)
           client.observedAddress = new Reader(observed).str()
           client.registered = true
+          race.sockets.delete(socket)
           resolve(client)
         }, (err: Error) => {
           clearTimeout(timer)
           socket.destroy()
-          reject(err)
+          const code = (err as NodeJS.ErrnoException).code ?? ''
+          reject(!verified && !RETRY_CODES.has(code) && code !== 'ERR_MPI_STORE_TIMEOUT' ? Object.assign(err, { notOurs: true }) : err)
         })
       })
     })

@@ -73,7 +73,7 @@ t.test('another user (nobody) gets nothing in a store without a secret', { skip:
 const net = require('net')
 const s = net.connect(${port}, '127.0.0.1')
 function frame (op, id, body) { const b = Buffer.alloc(9 + body.length); b.writeUInt32LE(5 + body.length, 0); b[4] = op; b.writeUInt32LE(id, 5); body.copy(b, 9); return b }
-const hello = Buffer.alloc(12 + 32); hello.writeUInt32LE(0x534d5346, 0); hello.writeUInt32LE(2, 4); hello.writeInt32LE(1, 8)
+const hello = Buffer.alloc(12 + 32); hello.writeUInt32LE(0x534d5346, 0); hello.writeUInt32LE(3, 4); hello.writeInt32LE(1, 8)
 s.on('connect', () => { s.write(frame(1, 1, hello)); s.write(frame(11, 2, Buffer.alloc(0))); s.write(frame(2, 3, Buffer.from('\\u0004\\u0000evil1'))) })
 let got = Buffer.alloc(0); s.on('data', d => { got = Buffer.concat([got, d]) })
 s.on('close', () => console.log('REPLY', got.toString('latin1').replace(/[^ -~]/g, '.'))); s.on('error', () => {})`, {}, { uid: 65534, gid: 65534 })

@@ -118,11 +118,37 @@ t.test('an Open MPI job on one host with no rank 0: the UNIX path is named', asy
   t.match(err.message, /PMIX_NAMESPACE=test-/)
 })
 
-t.test("rank 0's port is taken: ERR_MPI_LAUNCH", async t => {
+t.test("rank 0's port is taken: it serves the store at the next candidate; all taken: ERR_MPI_LAUNCH naming them", async t => {
+  const { storeCandidates } = require('../../dist/mpi/launch.js')
   const squatter = net.createServer().listen(0, '127.0.0.1')
   await new Promise(resolve => squatter.once('listening', resolve))
   t.teardown(() => squatter.close())
-  const err = await bootstrap({ timeoutMs: 500 }, { RANK: '0', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(squatter.address().port) }).catch(e => e)
+  const port = squatter.address().port
+  // One host: a UNIX socket in the user's private directory.
+  const b = await bootstrap({ timeoutMs: 5000 }, { RANK: '0', WORLD_SIZE: '1', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) })
+  t.equal(b.store, null, 'a world of one has no store')
+  const one = await bootstrap({ rank: 0, size: 2, localRank: 0, localSize: 2, masterAddr: '127.0.0.1', masterPort: port, timeoutMs: 5000 }, {})
+  t.match(one.server.address, { path: /fastsock-mpi-\d+\/job-[0-9a-f]{16}\.sock$/ }, 'one host: the store moved to a UNIX socket')
+  t.match(one.store.address, one.server.address)
+  await one.store.close()
+  await one.server.close({ graceMs: 0 })
+  // Ranks on several hosts (as far as this rank knows), with a secret: every candidate port taken.
+  // (The host's name: not a loopback address, so rank 0 binds every interface, and each port
+  // held on 127.0.0.1 is in use for it.)
+  const host = require('os').hostname()
+  const env = { RANK: '0', WORLD_SIZE: '2', LOCAL_RANK: '0', LOCAL_WORLD_SIZE: '1', MASTER_ADDR: host, MASTER_PORT: String(port), FASTSOCK_MPI_SECRET: 'b'.repeat(64), FASTSOCK_MPI_JOB_ID: 'taken' }
+  const key = require('../../dist/mpi/auth.js').discoverSecret(env).key
+  const all = storeCandidates({ host, port }, { jobId: 'taken', key, oneHost: false })
+  t.equal(all.length, 8, 'the port and 7 derived from the secret')
+  const held = []
+  for (const c of all.slice(1)) {
+    const s = net.createServer()
+    await new Promise(resolve => { s.once('error', resolve); s.listen(c.port, '127.0.0.1', resolve) })
+    held.push(s)
+  }
+  t.teardown(() => { for (const s of held) s.close() })
+  const err = await bootstrap({ timeoutMs: 500 }, env).catch(e => e)
   t.equal(err.code, 'ERR_MPI_LAUNCH')
-  t.match(err.message, /in use/)
+  t.match(err.message, /store addresses .* are all in use/)
+  for (const c of all) t.ok(err.message.includes(`${host}:${c.port}`), `names ${c.port}`)
 })

@@ -128,6 +128,13 @@ t.test("Slurm's srun", async t => {
   t.match(detectLaunch(undefined, { ...env, MASTER_ADDR: 'x', MASTER_PORT: '7' }), { store: { host: 'x', port: 7 } })
   t.match(detectLaunch(undefined, { ...env, SLURM_STEP_NODELIST: 'gpu[7-9],cpu1' }), { store: { host: 'gpu7' } })
   t.match(detectLaunch(undefined, { ...env, SLURM_STEP_TASKS_PER_NODE: '3,1', SLURM_NODEID: '0', SLURM_LOCALID: '2', SLURM_PROCID: '2' }), { localRank: 2, localSize: 3 })
+  // Every task on one node: the store is a UNIX socket in the user's private directory (no port
+  // another user could take first), named after the job and step.
+  const oneNode = { ...env, SLURM_STEP_TASKS_PER_NODE: '4', SLURM_NODEID: '0', SLURM_STEP_NODELIST: 'node01', SLURM_STEP_RESV_PORTS: '12000-12003' }
+  t.same(detectLaunch(undefined, oneNode).store, { path: storePathFor('slurm:41.0', {}) })
+  t.not(detectLaunch(undefined, { ...oneNode, SLURM_STEP_ID: '1' }).store.path, storePathFor('slurm:41.0', {}), 'another step, another socket')
+  t.match(detectLaunch(undefined, { ...oneNode, TMPDIR: '/var/tmp' }).store, { path: /^\/var\/tmp\/fastsock-mpi-\d+\// })
+  t.match(detectLaunch(undefined, { ...oneNode, MASTER_ADDR: 'x', MASTER_PORT: '7' }), { store: { host: 'x', port: 7 } })
   // An sbatch script's own shell (no SLURM_STEP_ID) is no rank.
   const { SLURM_STEP_ID, ...batch } = env
   t.match(detectLaunch(undefined, batch), { launcher: 'singleton' })

@@ -8,7 +8,8 @@
 // per job, shared by every rank; ranks made to believe they are on separate nodes (what a
 // multi-node step looks like to them) still start with it; when munged cannot be found, one
 // node runs without a secret and separate nodes refuse to start, saying how to give one. A process of nobody attacking a running step (floods,
-// forged handshakes) does not stop it. Needs root; skipped (with the reason) without the binaries.
+// forged handshakes) does not stop it, nor does one that takes the store's derived ports, or the
+// user's private store directory, first. Needs root; skipped (with the reason) without the binaries.
 const t = require('tap')
 const path = require('path')
 const { FIXTURES, IS_ROOT, IN_CI, need, run, byRank } = require('../helpers/mpi-launchers')
@@ -45,7 +46,10 @@ else if (!IS_ROOT) {
     })
   }
 
-  t.test('detection under srun: launcher, job.step id, store on the first node', async t => {
+  // Each rank sees a node of its own: SLURM_NODEID = its rank, one task per node.
+  const apart = (extra = '', prog = [BOOT]) => ['sh', '-c', `SLURM_STEP_TASKS_PER_NODE="1(x$SLURM_STEP_NUM_TASKS)" SLURM_NODEID=$SLURM_PROCID SLURM_LOCALID=0 ${extra} exec "$0" "$@"`, process.execPath, ...prog]
+
+  t.test('detection under srun: launcher, job.step id; the store a UNIX socket on one node, else on the first node', async t => {
     const r = await srun(['-n', '3', process.execPath, BOOT])
     t.equal(r.code, 0, r.stderr)
     const outs = byRank(r.json)
@@ -54,13 +58,15 @@ else if (!IS_ROOT) {
     t.match(outs[0].jobId, /^\d+\.\d+$/)
     outs.forEach((o, i) => {
       t.match(o, { rank: i, size: 3, launcher: 'slurm', localRank: i, localSize: 3, got: `from ${(i + 1) % 3}` })
+      t.match(o.store, { path: /fastsock-mpi-\d+\/job-[0-9a-f]{16}\.sock$/ }, 'every task on one node: a UNIX socket in the private directory')
+    })
+    const a = await srun(['-n', '3', ...apart()])
+    t.equal(a.code, 0, a.stderr)
+    byRank(a.json).forEach(o => {
       t.equal(o.store.host, cluster.node, 'the first host of SLURM_STEP_NODELIST')
       t.ok(o.store.port >= 12000 && o.store.port <= 12999, `the step's reserved port (${o.store.port})`)
     })
   })
-
-  // Each rank sees a node of its own: SLURM_NODEID = its rank, one task per node.
-  const apart = (extra = '') => ['sh', '-c', `SLURM_STEP_TASKS_PER_NODE="1(x$SLURM_STEP_NUM_TASKS)" SLURM_NODEID=$SLURM_PROCID SLURM_LOCALID=0 ${extra} exec "$0" "$@"`, process.execPath, BOOT]
 
   t.test('the secret comes from munge: one per job, also for ranks on separate nodes', async t => {
     const one = await srun(['-n', '3', process.execPath, BOOT])
@@ -100,6 +106,80 @@ else if (!IS_ROOT) {
   t.test('another user (nobody) flooding and forging against a running step cannot stop it (test/helpers/intruder.js)', async t => {
     const r = await underAttack(dep.paths.srun, ['--overcommit', '-N1', '-n', '3', process.execPath, VICTIM], { env: cluster.env })
     checkUnharmed(t, r, 3)
+  })
+
+  // Another user (nobody) takes the port a step's store would use before the step starts: the
+  // port derived from job.step (the steps run without their reserved ports, which the test
+  // cannot know ahead). A driver inside salloc learns the job id, starts the squatter on the
+  // derived ports of steps 0 and 1, then runs step 0 on one node (its store a UNIX socket: the
+  // port is not even used) and step 1 with the tasks as on separate nodes (a TCP store with
+  // MUNGE: rank 0 moves to the next candidate port, the ranks take the store whose credential
+  // opens and whose proof names its port). Each rank runs an allreduce and a ring, checked.
+  t.test('a squatter of nobody on the derived store ports does not stop the steps', async t => {
+    const RANK = `
+const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))})
+;(async () => {
+  const comm = await mpi.init({ timeoutMs: 30000 })
+  const { rank, size } = comm
+  const sum = new Float64Array(2)
+  await comm.allreduce(new Float64Array([rank + 1, 1]), sum, mpi.SUM)
+  if (sum[0] !== size * (size + 1) / 2 || sum[1] !== size) throw new Error('allreduce: ' + sum)
+  const got = new Float64Array(1024)
+  const from = (rank + size - 1) % size
+  await mpi.waitAll([comm.isend(Float64Array.from({ length: 1024 }, (_v, i) => rank * 1e6 + i), (rank + 1) % size, 5), comm.irecv(got, from, 5)])
+  for (let i = 0; i < got.length; i++) if (got[i] !== from * 1e6 + i) throw new Error('ring: ' + i)
+  console.log(JSON.stringify({ rank, ok: true, job: process.env.SLURM_JOB_ID + '.' + process.env.SLURM_STEP_ID }))
+  await mpi.finalize()
+})().catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })
+`
+    const DRIVER = `
+const { spawnSync } = require('child_process')
+const { portForJob } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'launch'))})
+const { squatStore } = require(${JSON.stringify(path.join(__dirname, '..', 'helpers', 'store-squatter'))})
+const [srun, rankProg, apartSh] = JSON.parse(process.argv[1])
+;(async () => {
+  const id = process.env.SLURM_JOB_ID
+  const ports = [portForJob(id + '.0'), portForJob(id + '.1')]
+  const sq = await squatStore(ports)
+  const step = args => {
+    const r = spawnSync(srun, ['--overcommit', '-N1', '-n', '3', ...args], { encoding: 'utf8', timeout: 60000 })
+    return { code: r.status, out: r.stdout, err: r.stderr }
+  }
+  const noResv = 'unset SLURM_STEP_RESV_PORTS; '
+  const one = step(['sh', '-c', noResv + 'exec "$0" "$@"', process.execPath, '-e', rankProg])
+  const apart = step(['sh', '-c', noResv + apartSh, process.execPath, '-e', rankProg])
+  const seen = await sq.stop()
+  console.log(JSON.stringify({ driver: true, ports, one, apart, seen }))
+})().catch(err => { console.log(JSON.stringify({ driver: true, error: String(err.stack) })); process.exit(3) })
+`
+    const apartSh = apart()[2]
+    const r = await run(dep.paths.salloc, ['-n', '3', '--overcommit', process.execPath, '-e', DRIVER, JSON.stringify([dep.paths.srun, RANK, apartSh])], { env: cluster.env, timeoutMs: 150000 })
+    const d = r.json.find(o => o.driver)
+    t.ok(d !== undefined && d.error === undefined, `the driver ran\n${r.stderr}\n${r.stdout}`)
+    if (d === undefined || d.error !== undefined) return
+    for (const [name, step, n] of [['one node', d.one, 0], ['separate nodes', d.apart, 1]]) {
+      const lines = step.out.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
+      t.equal(step.code, 0, `${name}: the step exits 0\n${step.err}\n${step.out}\n${step.code === 0 ? '' : cluster.logs()}`)
+      t.same(lines.filter(o => o.ok).map(o => o.rank).sort(), [0, 1, 2], `${name}: every rank checked its allreduce and ring`)
+      t.ok(lines.every(o => o.job === undefined || o.job.endsWith('.' + n)), `${name}: step ${n}, whose derived port (${d.ports[n]}) nobody held`)
+    }
+    t.ok(d.seen.connections > 0, `the separate-node ranks met the squatter and went on (${d.seen.connections} connections)`)
+  })
+
+  t.test('a one-node step whose private store directory nobody made first (TMPDIR) still runs (its store moves to a loopback port)', async t => {
+    const { squatDir } = require('../helpers/store-squatter')
+    const d = squatDir()
+    t.teardown(d.cleanup)
+    const prog = `const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))})
+      mpi.init().then(async comm => {
+        const sum = new Float64Array(1)
+        await comm.allreduce(new Float64Array([comm.rank + 1]), sum, mpi.SUM)
+        console.log(JSON.stringify({ rank: comm.rank, ok: sum[0] === comm.size * (comm.size + 1) / 2 }))
+        await mpi.finalize()
+      }).catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })`
+    const r = await srun(['-n', '3', process.execPath, '-e', prog], { env: { ...cluster.env, TMPDIR: d.tmp } })
+    t.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+    t.same(byRank(r.json).map(o => o.ok), [true, true, true], 'every rank checked its allreduce')
   })
 
   t.test("the allocation's own shell is no rank (salloc: no SLURM_STEP_ID)", async t => {

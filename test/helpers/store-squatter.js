@@ -1,0 +1,96 @@
+'use strict'
+// A process of another user (nobody) that takes a fastsock/mpi job's store port before the
+// job's rank 0 does (test/mpi/squat-store.test.js, slurm-srun.test.js), and plays a store there:
+// of the connections it gets, one in three answers HELLO with a forged CHALLENGE (a random nonce
+// and proof), one with an ERROR claiming ERR_MPI_LAUNCH ("rank registered twice"), one stays
+// silent. It prints {"listening": [ports]} once bound, and at SIGTERM {"connections": n,
+// "hellos": m}. Plain net and crypto only (it runs without fastsock's addon). squatDir: nobody
+// makes the user's private store directory first. Needs root.
+const readline = require('readline')
+const { spawn } = require('child_process')
+
+const NOBODY = 65534
+
+const CODE = `
+const net = require('net')
+const crypto = require('crypto')
+const { ports, host } = JSON.parse(process.argv[1])
+const seen = { connections: 0, hellos: 0 }
+function frame (op, id, ...parts) { const body = Buffer.concat(parts); const b = Buffer.alloc(9 + body.length); b.writeUInt32LE(5 + body.length, 0); b[4] = op; b.writeUInt32LE(id, 5); body.copy(b, 9); return b }
+function str (s) { const b = Buffer.from(s); const o = Buffer.alloc(2 + b.length); o.writeUInt16LE(b.length, 0); b.copy(o, 2); return o }
+const held = []
+let bound = 0
+for (const port of ports) {
+  const server = net.createServer(s => {
+    const kind = seen.connections++ % 3
+    held.push(s)
+    s.on('error', () => {})
+    let got = Buffer.alloc(0)
+    s.on('data', d => {
+      got = Buffer.concat([got, d])
+      if (got.length < 9 || got[4] !== 1) return
+      seen.hellos++
+      const id = got.readUInt32LE(5)
+      got = Buffer.alloc(0)
+      if (kind === 0) s.write(frame(0x85, id, crypto.randomBytes(32), crypto.randomBytes(32)))
+      else if (kind === 1) s.write(frame(0x84, id, str('ERR_MPI_LAUNCH'), str('rank 1 registered twice with the store (two jobs sharing one store address?)')))
+    })
+  })
+  server.on('error', err => { console.log(JSON.stringify({ error: err.code, port })); process.exit(2) })
+  server.listen(port, host, () => { if (++bound === ports.length) console.log(JSON.stringify({ listening: ports })) })
+}
+process.on('SIGTERM', () => { console.log(JSON.stringify(seen)); process.exit(0) })
+`
+
+/**
+ * Starts the squatter as nobody on `ports` of `host` (default every IPv4 interface). Resolves
+ * once it listens with { stop() → Promise<{ connections, hellos }> }; rejects when it cannot bind.
+ */
+function squatStore (ports, host = '0.0.0.0') {
+  const child = spawn('env', ['-i', `PATH=${process.env.PATH}`, process.execPath, '-e', CODE, JSON.stringify({ ports, host })],
+    { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] })
+  const lines = []
+  const waiters = []
+  readline.createInterface({ input: child.stdout }).on('line', l => {
+    let o
+    try { o = JSON.parse(l) } catch { return }
+    lines.push(o)
+    for (const w of waiters.splice(0)) w()
+  })
+  const next = pred => new Promise((resolve, reject) => {
+    const look = () => {
+      const o = lines.find(pred)
+      if (o !== undefined) return resolve(o)
+      if (child.exitCode !== null) return reject(new Error(`the squatter exited ${child.exitCode}: ${JSON.stringify(lines)}`))
+      waiters.push(look)
+    }
+    child.once('exit', () => { for (const w of waiters.splice(0)) w() })
+    look()
+  })
+  return next(o => o.listening !== undefined || o.error !== undefined).then(o => {
+    if (o.error !== undefined) throw new Error(`the squatter could not bind port ${o.port}: ${o.error}`)
+    return {
+      child,
+      stop () {
+        child.kill('SIGTERM')
+        return next(o => o.connections !== undefined)
+      }
+    }
+  })
+}
+
+/**
+ * A shared temporary directory (mode 1777, as /tmp) in which nobody has made this user's
+ * `fastsock-mpi-<uid>` first (mode 700, its own). Returns { tmp (for TMPDIR), cleanup() }.
+ */
+function squatDir () {
+  const fs = require('fs')
+  const { spawnSync } = require('child_process')
+  const tmp = fs.mkdtempSync('/tmp/fsq-')
+  fs.chmodSync(tmp, 0o1777)
+  const r = spawnSync('mkdir', ['-m', '700', `${tmp}/fastsock-mpi-${process.getuid()}`], { uid: NOBODY, gid: NOBODY })
+  if (r.status !== 0) throw new Error(`nobody could not make the directory: ${r.stderr}`)
+  return { tmp, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) }
+}
+
+module.exports = { squatStore, squatDir, NOBODY }
