@@ -4,7 +4,7 @@
  * and reading a handshake message exactly. The device (device.ts) decides what to accept.
  */
 import type { Socket } from '../index'
-import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF } from './device-wire'
+import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, MAX_EAGER } from './device-wire'
 import { NONCE_BYTES, PROOF_BYTES, myUid, newNonce, peerUid, proof, verify } from './auth'
 
 /** HELLO of world rank `rank` (job key, eager threshold in bytes) with a fresh nonce A at HELLO_NONCE. */
@@ -17,6 +17,19 @@ export function helloOf (rank: number, jobKey: number, eagerBytes: number): Buff
   hello.writeUInt32LE(eagerBytes, 16)
   newNonce().copy(hello, HELLO_NONCE)
   return hello
+}
+
+/**
+ * The HELLO's dialer (world rank) and eager threshold, or null when it is not a HELLO of this
+ * job's (magic, version, job key), of a rank of its `size` other than `self`, with a threshold
+ * of at most MAX_EAGER: such a dialer is turned away without a word (nothing to report).
+ */
+export function helloFrom (hello: Buffer, jobKey: number, size: number, self: number): { w: number, eager: number } | null {
+  const w = hello.readUInt32LE(8)
+  const eager = hello.readUInt32LE(16)
+  if (hello.readUInt32LE(0) !== MAGIC || hello.readUInt16LE(4) !== VERSION || hello.readUInt32LE(12) !== jobKey ||
+      w >= size || w === self || eager > MAX_EAGER) return null
+  return { w, eager }
 }
 
 /** REPLY: the verdict, this side's eager threshold, nonce B and this side's proof over (A, B) under `secret`. */

@@ -32,7 +32,7 @@
  * send). CTS: the receiver matched the RTS and posted its array. DATA: header + payload, the
  * rendezvous payload, read straight into the posted array. BYE: orderly goodbye (finalize).
  *
- * Every header is checked before use (Device.checkFrame): its kind; EAGER length at most the
+ * Every header is checked before use (frameProblem, below, for Device.checkFrame): its kind; EAGER length at most the
  * sender's threshold, every length at most MAX_LENGTH; EAGER/RTS tag >= 0, source a rank of the
  * communicator and the sender's own rank there when the context is known; CTS/DATA request ids
  * of requests this side has open on the connection, with their lengths; BYE without payload. A
@@ -82,4 +82,52 @@ export function putHeader (buf: Buffer, off: number, kind: number, ctx: number, 
   buf.writeUInt32LE(Math.floor(length / 0x100000000), off + 20)
   buf.writeUInt32LE(sreq >>> 0, off + 24)
   buf.writeUInt32LE(rreq >>> 0, off + 28)
+}
+
+/** A frame kind's name, for messages. */
+export function kindName (kind: number): string {
+  return kind === EAGER ? 'EAGER' : kind === RTS ? 'RTS' : kind === CTS ? 'CTS' : kind === DATA ? 'DATA' : kind === BYE ? 'BYE' : `kind ${kind}`
+}
+
+/** What frameProblem reads of the connection a header came on (the device's Conn). */
+export interface CheckedConn {
+  /** The sender's world rank and announced eager threshold (bytes). */
+  readonly peer: number
+  readonly peerEager: number
+  /** This side's open rendezvous sends and receives on the connection, by request id. */
+  readonly sends: ReadonlyMap<number, unknown>
+  readonly recvs: ReadonlyMap<number, unknown>
+}
+
+/**
+ * Why a header that came on `c` is not this protocol, or null (the rules in this module's
+ * comment): `size` the job's ranks, `ranks` the world ranks of its context when known. Nothing
+ * a peer claims is trusted before this: no allocation beyond its eager threshold, no request
+ * id this side did not give.
+ */
+export function frameProblem (c: CheckedConn, size: number, ranks: readonly number[] | undefined, kind: number, ctx: number,
+  source: number, tag: number, length: number, sreq: number, rreq: number): string | null {
+  if (length > MAX_LENGTH) return `${kindName(kind)} frame claiming ${length} bytes (above ${MAX_LENGTH})`
+  if (kind === EAGER || kind === RTS) {
+    if (kind === EAGER && length > c.peerEager) return `EAGER frame of ${length} bytes above its eager threshold of ${c.peerEager}`
+    if (kind === RTS && sreq === 0) return 'RTS without a request id'
+    if (tag < 0) return `${kindName(kind)} frame with tag ${tag}`
+    if (source < 0 || source >= size) return `${kindName(kind)} frame with source ${source} (a job of ${size} ranks)`
+    if (ranks !== undefined && ranks[source] !== c.peer) return `${kindName(kind)} frame on context ${ctx} claiming source ${source}, not its own rank there`
+    return null
+  }
+  if (kind === CTS) {
+    const s = c.sends.get(sreq) as { bytes: Uint8Array, ctx: number } | undefined
+    if (s === undefined) return `CTS for unknown request ${sreq}`
+    if (length !== s.bytes.length || ctx !== s.ctx || rreq === 0) return `CTS for request ${sreq} with length ${length}, context ${ctx} (the send has ${s.bytes.length} bytes on context ${s.ctx})`
+    return null
+  }
+  if (kind === DATA) {
+    const r = c.recvs.get(rreq) as { bytes: Uint8Array } | undefined
+    if (r === undefined) return `DATA for unknown request ${rreq}`
+    if (length !== r.bytes.length) return `DATA of ${length} bytes for request ${rreq} of ${r.bytes.length}`
+    return null
+  }
+  if (kind === BYE) return length === 0 ? null : `BYE with ${length} payload bytes`
+  return `unknown frame kind ${kind}`
 }

@@ -21,9 +21,9 @@ import { performance } from 'perf_hooks'
 import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
-import { MAGIC, VERSION, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, MAX_LENGTH, jobKey } from './device-wire'
+import { MAGIC, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, jobKey, frameProblem } from './device-wire'
 import { NONCE_BYTES, newNonce, proof, verify } from './auth'
-import { HandshakeGate, helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
+import { HandshakeGate, helloFrom, helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
 import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
@@ -242,15 +242,9 @@ export class Device implements FrameHandler {
     sock.once('close', () => clearTimeout(timer))
     readExactly(sock, HELLO_BYTES, (hello, rest) => {
       clearTimeout(timer)
-      const w = hello.readUInt32LE(8)
-      const eager = hello.readUInt32LE(16)
-      // An unknown dialer is turned away without a word (it is no rank of this job: nothing to report).
-      if (hello.readUInt32LE(0) !== MAGIC || hello.readUInt16LE(4) !== VERSION || hello.readUInt32LE(12) !== this.jobKey ||
-          w >= this.size || w === this.rank || eager > MAX_EAGER) {
-        sock.destroy()
-        return
-      }
-      if (!sameUser(sock)) { sock.destroy(); return }
+      const from = helloFrom(hello, this.jobKey, this.size, this.rank)
+      if (from === null || !sameUser(sock)) { sock.destroy(); return }
+      const { w, eager } = from
       this.gate.greeted(sock)
       sock.setNoDelay?.(true)
       // This rank (the higher) is dialing w too: w refused that dial (it was dialing us: the lower
@@ -323,11 +317,7 @@ export class Device implements FrameHandler {
 
   // ---- sending --------------------------------------------------------------------------------
 
-  /**
-   * Starts a send of `bytes` to world rank `w` on context `ctx` as rank `source` of the
-   * communicator, to its rank `dest` with `tag`. Returns the Request (complete at once when an
-   * eager message went straight into the channel).
-   */
+  /** A send of `bytes` to world rank `w` (rank `dest`, `tag`, context `ctx`, from `source`); done at once when eager went out. */
   isend (ctx: number, source: number, w: number, dest: number, tag: number, bytes: Uint8Array): Request {
     const req = new Request()
     const len = bytes.length
@@ -489,36 +479,9 @@ export class Device implements FrameHandler {
     this.contexts.set(2 * id + 1, worldRanks)
   }
 
-  /**
-   * @internal see FrameHandler: why a header from `c` is not this protocol, or null. Every
-   * field is checked before the device uses it (device-wire.ts, "checked"): nothing a peer claims
-   * is allocated beyond its announced eager threshold, no request id is trusted.
-   */
+  /** @internal see FrameHandler: why a header from `c` is not this protocol, or null (device-wire.ts frameProblem). */
   checkFrame (c: Conn, kind: number, ctx: number, source: number, tag: number, length: number, sreq: number, rreq: number): string | null {
-    if (length > MAX_LENGTH) return `${kindName(kind)} frame claiming ${length} bytes (above ${MAX_LENGTH})`
-    if (kind === EAGER || kind === RTS) {
-      if (kind === EAGER && length > c.peerEager) return `EAGER frame of ${length} bytes above its eager threshold of ${c.peerEager}`
-      if (kind === RTS && sreq === 0) return 'RTS without a request id'
-      if (tag < 0) return `${kindName(kind)} frame with tag ${tag}`
-      if (source < 0 || source >= this.size) return `${kindName(kind)} frame with source ${source} (a job of ${this.size} ranks)`
-      const ranks = this.contexts.get(ctx)
-      if (ranks !== undefined && ranks[source] !== c.peer) return `${kindName(kind)} frame on context ${ctx} claiming source ${source}, not its own rank there`
-      return null
-    }
-    if (kind === CTS) {
-      const s = c.sends.get(sreq) as SendRec | undefined
-      if (s === undefined) return `CTS for unknown request ${sreq}`
-      if (length !== s.bytes.length || ctx !== s.ctx || rreq === 0) return `CTS for request ${sreq} with length ${length}, context ${ctx} (the send has ${s.bytes.length} bytes on context ${s.ctx})`
-      return null
-    }
-    if (kind === DATA) {
-      const r = c.recvs.get(rreq) as RecvRec | undefined
-      if (r === undefined) return `DATA for unknown request ${rreq}`
-      if (length !== r.bytes.length) return `DATA of ${length} bytes for request ${rreq} of ${r.bytes.length}`
-      return null
-    }
-    if (kind === BYE) return length === 0 ? null : `BYE with ${length} payload bytes`
-    return `unknown frame kind ${kind}`
+    return frameProblem(c, this.size, this.contexts.get(ctx), kind, ctx, source, tag, length, sreq, rreq)
   }
 
   /** @internal see FrameHandler: `c`'s peer sent a bad frame: it is lost, its operations fail with ERR_MPI_PROTOCOL. */
@@ -821,11 +784,6 @@ export class Device implements FrameHandler {
     if (server) await new Promise<void>(resolve => server.close(() => resolve()))
     for (const c of this.conns) c?.socket?.destroy()
   }
-}
-
-/** A frame kind's name, for messages. */
-function kindName (kind: number): string {
-  return kind === EAGER ? 'EAGER' : kind === RTS ? 'RTS' : kind === CTS ? 'CTS' : kind === DATA ? 'DATA' : kind === BYE ? 'BYE' : `kind ${kind}`
 }
 
 /** Request._spin of a receive on shm: the connection's receive fast path, until the request is done. */
