@@ -213,7 +213,7 @@ export function candidateKey (env: NodeJS.ProcessEnv = process.env): Buffer | nu
     debug('mpi', 'no per-user candidate key (%s): the store\'s candidate addresses come from the job id alone', why)
     return null
   }
-  if (file === null) return refuse(`HOME=${env.HOME ?? '(unset)'} is not an absolute path`)
+  if (file === null) return refuse(env.HOME === undefined || env.HOME === '' ? 'HOME is unset' : `HOME=${env.HOME} is not an absolute path`)
   const dir = path.dirname(file)
   try {
     try {
