@@ -22,9 +22,16 @@
  * of a process is readable through /proc/PID/environ by its own uid and root only).
  *
  * Errors: MpiError ERR_MPI_LAUNCH for a secret that is too short or a secret file others can read.
+ *
+ * Also here, because it is checked as the secret file is: `candidateKey`, the per-user key in
+ * `$HOME/.fastsock/mpi-candidates.key` that hides where a job without a secret known up front
+ * moves its store (lib/mpi/launch.ts storeCandidates). It is no job secret and authenticates
+ * nothing.
  */
 import * as crypto from 'crypto'
 import * as fs from 'fs'
+import * as path from 'path'
+import { debug } from '../debug'
 import { mpiError } from './errors'
 import { peerCredentials } from '../index'
 import type { Socket } from '../index'
@@ -85,11 +92,8 @@ export function discoverSecret (env: NodeJS.ProcessEnv = process.env, jobId = ''
       throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} cannot be read: ${(err as Error).message}`, { cause: err })
     }
     try {
-      const st = fs.fstatSync(fd)
-      const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
-      if (!st.isFile()) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} is not a regular file`)
-      if (st.uid !== uid) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} belongs to uid ${st.uid}, not to this user (${uid})`)
-      if ((st.mode & 0o077) !== 0) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} has mode ${(st.mode & 0o777).toString(8)}: others may read it (chmod 600)`)
+      const problem = privateFileProblem(fs.fstatSync(fd))
+      if (problem !== null) throw mpiError('ERR_MPI_LAUNCH', `FASTSOCK_MPI_SECRET_FILE=${file} ${problem}`)
       const text = fs.readFileSync(fd, 'utf8')
       return { key: keyOf(checkedText(text, `FASTSOCK_MPI_SECRET_FILE=${file}`), 'text'), source: 'FASTSOCK_MPI_SECRET_FILE' }
     } finally {
@@ -102,6 +106,136 @@ export function discoverSecret (env: NodeJS.ProcessEnv = process.env, jobId = ''
     return { key, source: 'openmpi' }
   }
   return null
+}
+
+/**
+ * What makes a file unfit to hold a key (`st` from fstat of the opened file): not a regular file,
+ * owned by another uid than this process's, or open to group or others in any way; null when fit.
+ */
+function privateFileProblem (st: fs.Stats): string | null {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
+  if (!st.isFile()) return 'is not a regular file'
+  if (st.uid !== uid) return `belongs to uid ${st.uid}, not to this user (${uid})`
+  if ((st.mode & 0o077) !== 0) return `has mode ${(st.mode & 0o777).toString(8)}: others may read it (chmod 600)`
+  return null
+}
+
+/** Bytes of the per-user candidate key (candidateKey). */
+export const CANDIDATE_KEY_BYTES = 32
+
+/** The per-user candidate key's file: `$HOME/.fastsock/mpi-candidates.key`; null without an absolute HOME. */
+export function candidateKeyPath (env: NodeJS.ProcessEnv = process.env): string | null {
+  const home = env.HOME
+  if (home === undefined || !path.isAbsolute(home)) return null
+  return path.join(home, '.fastsock', 'mpi-candidates.key')
+}
+
+/** Sleeps the thread `ms` milliseconds (a brief retry in a synchronous read). */
+function sleepSync (ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
+/**
+ * The key's bytes from `file`: a Buffer of CANDIDATE_KEY_BYTES, 'absent' (ENOENT) or 'short'
+ * (another length: being written by a process that could not link, below). Throws, saying why,
+ * for a file that privateFileProblem refuses or cannot be read.
+ */
+function readCandidateKey (file: string): Buffer | 'absent' | 'short' {
+  let fd: number
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'absent'
+    throw err
+  }
+  try {
+    const problem = privateFileProblem(fs.fstatSync(fd))
+    if (problem !== null) throw new Error(`${file} ${problem}`)
+    const buf = Buffer.alloc(CANDIDATE_KEY_BYTES + 1)
+    let n = 0
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = fs.readSync(fd, buf, n, buf.length - n, null)
+    return n === CANDIDATE_KEY_BYTES ? buf.subarray(0, n) : 'short'
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * Makes `file` in `dir` with CANDIDATE_KEY_BYTES random bytes, mode 600, atomically: written
+ * whole to a temporary file of this process (O_EXCL) and hard-linked to `file`, which fails with
+ * EEXIST when another process made it first (that key then stands: every process reads one key).
+ * Where the file system has no hard links, `file` itself is made with O_EXCL (readers may then
+ * see it short for a moment, and retry).
+ */
+function makeCandidateKey (dir: string, file: string): void {
+  const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW
+  const write = (target: string): void => {
+    const fd = fs.openSync(target, flags, 0o600)
+    try {
+      fs.writeSync(fd, crypto.randomBytes(CANDIDATE_KEY_BYTES))
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+  const tmp = path.join(dir, `.mpi-candidates.key.${process.pid}.${crypto.randomBytes(6).toString('hex')}`)
+  write(tmp)
+  try {
+    fs.linkSync(tmp, file)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') return
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK') throw err
+    try { write(file) } catch (e) { if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e }
+  } finally {
+    try { fs.unlinkSync(tmp) } catch {}
+  }
+}
+
+/**
+ * The per-user candidate key: CANDIDATE_KEY_BYTES random bytes in `$HOME/.fastsock/mpi-candidates.key`
+ * (candidateKeyPath), made on first use (the directory mode 700, the file mode 600, atomically:
+ * makeCandidateKey) and read on every later one. It keys where a job's store moves when its port
+ * is taken (lib/mpi/launch.ts storeCandidates) when no job secret is known to every rank before the
+ * store's handshake, so that another user (who cannot create or read files in this user's home)
+ * cannot foretell those addresses. It is NOT a job secret and authenticates nothing. Ranks whose
+ * homes differ get different keys (docs/mpi-launch.md, "When the port is taken").
+ *
+ * Null (the candidates then come from the job id alone, as a debug note with FASTSOCK_DEBUG says)
+ * when HOME is unset or not absolute, the directory cannot be made, is not a real directory, is
+ * another uid's or is writable by group or others, or the file is another uid's, open to group or
+ * others, not a regular file, or not CANDIDATE_KEY_BYTES long after ~200 ms of retries. Never throws.
+ * Cost: a stat, an open and a 33-byte read once it exists.
+ */
+export function candidateKey (env: NodeJS.ProcessEnv = process.env): Buffer | null {
+  const file = candidateKeyPath(env)
+  const refuse = (why: string): null => {
+    debug('mpi', 'no per-user candidate key (%s): the store\'s candidate addresses come from the job id alone', why)
+    return null
+  }
+  if (file === null) return refuse(env.HOME === undefined || env.HOME === '' ? 'HOME is unset' : `HOME=${env.HOME} is not an absolute path`)
+  const dir = path.dirname(file)
+  try {
+    try {
+      fs.mkdirSync(dir, { mode: 0o700 })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+    const st = fs.lstatSync(dir)
+    const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
+    if (!st.isDirectory()) return refuse(`${dir} is not a directory (a symbolic link?)`)
+    if (st.uid !== uid) return refuse(`${dir} belongs to uid ${st.uid}, not to this user (${uid})`)
+    if ((st.mode & 0o022) !== 0) return refuse(`${dir} has mode ${(st.mode & 0o777).toString(8)}: others may write in it`)
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const got = readCandidateKey(file)
+      if (got instanceof Buffer) return got
+      if (got === 'absent') makeCandidateKey(dir, file)
+      else sleepSync(10)
+    }
+    return refuse(`${file} is not ${CANDIDATE_KEY_BYTES} bytes long`)
+  } catch (err) {
+    return refuse((err as Error).message)
+  }
 }
 
 /**

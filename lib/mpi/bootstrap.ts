@@ -14,7 +14,7 @@ import * as os from 'os'
 import { type MpiError, mpiError } from './errors'
 import { DEFAULT_TIMEOUT_MS, describeStore, describeVars, detectLaunch, storeCandidates, type InitOptions, type LaunchInfo } from './launch'
 import { MAX_UNPROVEN, StoreClient, StoreServer } from './store'
-import { discoverSecret } from './auth'
+import { candidateKey, discoverSecret } from './auth'
 import { findMunge, openSecret, SealedSecret } from './munge'
 
 /** What bootstrap found and opened. `store`/`server` are null for a singleton; `server` is rank 0's only. */
@@ -114,7 +114,10 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   // and a loopback port; across hosts, other ports. A socket path the user gave: only it.
   const sameHost = oneHost || local || ('host' in addr && (isLoopback(addr.host) || addr.host === 'localhost'))
   const tmp = env.TMPDIR
-  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp }) : [addr]
+  // Without a secret known up front, the user's per-user key (in the home directory, which
+  // other users cannot write) hides them instead; no key: they come from the job id alone.
+  const userKey = privatePath && known === null ? candidateKey(env) : null
+  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, userKey, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp }) : [addr]
   let server: StoreServer | null = null
   let store: StoreClient | null = null
   try {

@@ -288,16 +288,23 @@ export const STORE_FALLBACK_PORTS = 7
  *   TCP store), and one loopback port derived as below (for a directory another user made first);
  * - several hosts: the store's address, then STORE_FALLBACK_PORTS ports of its host.
  *
- * Derived ports are in 20000..32767, from HMAC-SHA256(`key`, job id and address) (RFC 2104):
- * with the job's secret as `key`, another user cannot foretell them; without one every rank
- * knows before the store's handshake (under Slurm with MUNGE the ranks learn it in the
- * handshake), `key` is null and they come from the job id alone, so another user can too.
+ * Derived ports are in 20000..32767, from HMAC-SHA256 (RFC 2104) of the job id and address,
+ * keyed by the first of:
+ * - `key`, the job's secret when every rank knows it before the store's handshake (message
+ *   `fastsock-mpi/store-port/<job id>/<where>`): another user cannot foretell them;
+ * - `userKey`, the user's per-user candidate key (lib/mpi/auth.ts candidateKey, in the user's
+ *   home; message `fastsock-mpi/store-port-user/<job id>/<where>`, a label of its own): another
+ *   user cannot foretell them either, and ranks whose homes hold different keys derive
+ *   different ports;
+ * - neither (no secret up front: under Slurm with MUNGE the ranks learn it in the handshake;
+ *   and no usable home): a public constant, so another user can foretell them.
  * A store whose UNIX socket path the user gave (`storePath`) has no other candidate: the caller
  * passes it alone. Pure (no I/O); `env` for TMPDIR (storeDir).
  */
-export function storeCandidates (store: StoreAddress, { jobId, key, oneHost }: { jobId: string, key: Buffer | null, oneHost: boolean }, env: NodeJS.ProcessEnv = process.env): StoreAddress[] {
+export function storeCandidates (store: StoreAddress, { jobId, key, userKey = null, oneHost }: { jobId: string, key: Buffer | null, userKey?: Buffer | null, oneHost: boolean }, env: NodeJS.ProcessEnv = process.env): StoreAddress[] {
   const where = 'path' in store ? 'unix' : `${store.host}/${store.port}`
-  const mac = crypto.createHmac('sha256', key ?? 'fastsock-mpi/store-port/public').update(`fastsock-mpi/store-port/${jobId}/${where}`).digest()
+  const label = key === null && userKey !== null ? 'store-port-user' : 'store-port'
+  const mac = crypto.createHmac('sha256', key ?? userKey ?? 'fastsock-mpi/store-port/public').update(`fastsock-mpi/${label}/${jobId}/${where}`).digest()
   const seen = new Set('path' in store ? [] : [store.port])
   const ports: number[] = []
   for (let i = 0; i + 2 <= mac.length && ports.length < STORE_FALLBACK_PORTS; i += 2) {

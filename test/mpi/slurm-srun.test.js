@@ -114,8 +114,15 @@ else if (!IS_ROOT) {
   // derived ports of steps 0 and 1, then runs step 0 on one node (its store a UNIX socket: the
   // port is not even used) and step 1 with the tasks as on separate nodes (a TCP store with
   // MUNGE: rank 0 moves to the next candidate port, the ranks take the store whose credential
-  // opens and whose proof names its port). Each rank runs an allreduce and a ring, checked.
+  // opens and whose proof names its port). Each rank runs an allreduce and a ring, checked. The
+  // squatter also holds the 7 other candidate ports the public derivation gives steps 1 and 2
+  // (storeCandidates without a key: MUNGE's secret is learned only in the store's handshake):
+  // step 1, whose ranks share a temporary HOME, takes ports from the per-user key there
+  // (lib/mpi/auth.ts candidateKey) and runs; step 2, with a HOME that cannot hold the key, is
+  // stopped (ERR_MPI_LAUNCH), as every such step was before the per-user key.
   t.test('a squatter of nobody on the derived store ports does not stop the steps', async t => {
+    const home = require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'fsq-home-'))
+    t.teardown(() => require('fs').rmSync(home, { recursive: true, force: true }))
     const RANK = `
 const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))})
 ;(async () => {
@@ -134,13 +141,16 @@ const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'm
 `
     const DRIVER = `
 const { spawnSync } = require('child_process')
-const { portForJob } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'launch'))})
+const { portForJob, storeCandidates } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'launch'))})
+const { firstHost } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'hostlist'))})
 const { squatStore } = require(${JSON.stringify(path.join(__dirname, '..', 'helpers', 'store-squatter'))})
-const [srun, rankProg, apartSh] = JSON.parse(process.argv[1])
+const [srun, rankProg, apartSh, refusedSh] = JSON.parse(process.argv[1])
 ;(async () => {
   const id = process.env.SLURM_JOB_ID
-  const ports = [portForJob(id + '.0'), portForJob(id + '.1')]
-  const sq = await squatStore(ports)
+  const ports = [portForJob(id + '.0'), portForJob(id + '.1'), portForJob(id + '.2')]
+  const host = firstHost(process.env.SLURM_JOB_NODELIST)
+  const publicPorts = n => storeCandidates({ host, port: ports[n] }, { jobId: id + '.' + n, key: null, oneHost: false }).slice(1).map(c => c.port)
+  const sq = await squatStore([...new Set([...ports, ...publicPorts(1), ...publicPorts(2)])])
   const step = args => {
     const r = spawnSync(srun, ['--overcommit', '-N1', '-n', '3', ...args], { encoding: 'utf8', timeout: 60000 })
     return { code: r.status, out: r.stdout, err: r.stderr }
@@ -148,12 +158,14 @@ const [srun, rankProg, apartSh] = JSON.parse(process.argv[1])
   const noResv = 'unset SLURM_STEP_RESV_PORTS; '
   const one = step(['sh', '-c', noResv + 'exec "$0" "$@"', process.execPath, '-e', rankProg])
   const apart = step(['sh', '-c', noResv + apartSh, process.execPath, '-e', rankProg])
+  const refused = step(['sh', '-c', noResv + refusedSh, process.execPath, '-e', rankProg])
   const seen = await sq.stop()
-  console.log(JSON.stringify({ driver: true, ports, one, apart, seen }))
+  console.log(JSON.stringify({ driver: true, ports, public: publicPorts(2), one, apart, refused, seen }))
 })().catch(err => { console.log(JSON.stringify({ driver: true, error: String(err.stack) })); process.exit(3) })
 `
-    const apartSh = apart()[2]
-    const r = await run(dep.paths.salloc, ['-n', '3', '--overcommit', process.execPath, '-e', DRIVER, JSON.stringify([dep.paths.srun, RANK, apartSh])], { env: cluster.env, timeoutMs: 150000 })
+    const apartSh = apart(`HOME=${home}`)[2]
+    const refusedSh = apart(`HOME=${path.join(home, 'none')}`)[2]
+    const r = await run(dep.paths.salloc, ['-n', '3', '--overcommit', process.execPath, '-e', DRIVER, JSON.stringify([dep.paths.srun, RANK, apartSh, refusedSh])], { env: cluster.env, timeoutMs: 150000 })
     const d = r.json.find(o => o.driver)
     t.ok(d !== undefined && d.error === undefined, `the driver ran\n${r.stderr}\n${r.stdout}`)
     if (d === undefined || d.error !== undefined) return
@@ -164,6 +176,10 @@ const [srun, rankProg, apartSh] = JSON.parse(process.argv[1])
       t.ok(lines.every(o => o.job === undefined || o.job.endsWith('.' + n)), `${name}: step ${n}, whose derived port (${d.ports[n]}) nobody held`)
     }
     t.ok(d.seen.connections > 0, `the separate-node ranks met the squatter and went on (${d.seen.connections} connections)`)
+    t.equal(require('fs').statSync(path.join(home, '.fastsock', 'mpi-candidates.key')).mode & 0o777, 0o600, 'step 1 made the per-user key (mode 600)')
+    const refused = d.refused.out.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l))
+    t.not(d.refused.code, 0, 'without the per-user key, the squatter on all 8 public candidates stops step 2')
+    t.ok(refused.some(o => o.error === 'ERR_MPI_LAUNCH' && d.public.every(p => o.message.includes(String(p)))), `rank 0 names the 7 public ports ${d.public.join(', ')}: ${d.refused.out}`)
   })
 
   t.test('a one-node step whose private store directory nobody made first (TMPDIR) still runs (its store moves to a loopback port)', async t => {
