@@ -31,7 +31,7 @@
 import * as crypto from 'crypto'
 import * as fs from 'fs'
 import * as path from 'path'
-import { debug } from '../debug'
+import { format } from 'util'
 import { mpiError } from './errors'
 import { peerCredentials } from '../index'
 import type { Socket } from '../index'
@@ -210,7 +210,10 @@ function makeCandidateKey (dir: string, file: string): void {
 export function candidateKey (env: NodeJS.ProcessEnv = process.env): Buffer | null {
   const file = candidateKeyPath(env)
   const refuse = (why: string): null => {
-    debug('mpi', 'no per-user candidate key (%s): the store\'s candidate addresses come from the job id alone', why)
+    // FASTSOCK_DEBUG's line, as lib/debug.ts prints it (lib/mpi reaches lib/ only through its facade).
+    if (/^(1|true|yes|on)$/i.test(process.env.FASTSOCK_DEBUG ?? '')) {
+      process.stderr.write(`fastsock ${process.pid} mpi: ${format('no per-user candidate key (%s): the store\'s candidate addresses come from the job id alone', why)}\n`)
+    }
     return null
   }
   if (file === null) return refuse(env.HOME === undefined || env.HOME === '' ? 'HOME is unset' : `HOME=${env.HOME} is not an absolute path`)

@@ -247,9 +247,8 @@ export class Device implements FrameHandler {
       const { w, eager } = from
       this.gate.greeted(sock)
       sock.setNoDelay?.(true)
-      // This rank (the higher) is dialing w too: w refused that dial (it was dialing us: the lower
-      // rank's dial is kept) or accepted it (w had accepted a dial of ours before it dialed over
-      // it, see conn). Which, its REPLY says: hold this HELLO's verdict until then (a round trip).
+      // This rank (the higher) is dialing w too: w refused that dial (the lower rank's is kept) or
+      // accepted it (see conn); its REPLY says which: this HELLO's verdict waits for it.
       const mine = this.dialing.get(w)
       if (mine !== undefined && w < this.rank && !mine.destroyed) {
         const held = setTimeout(() => sock.destroy(), HANDSHAKE_MS)
