@@ -137,10 +137,10 @@ function sleepSync (ms: number): void {
 
 /**
  * The key's bytes from `file`: a Buffer of CANDIDATE_KEY_BYTES, 'absent' (ENOENT) or 'short'
- * (another length: being written by a process that could not link, below). Throws, saying why,
- * for a file that privateFileProblem refuses or cannot be read.
+ * (another length: being written by a process that could not link, below), or `{ refused }`
+ * saying why privateFileProblem refuses it. Throws the system error of a file it cannot read.
  */
-function readCandidateKey (file: string): Buffer | 'absent' | 'short' {
+function readCandidateKey (file: string): Buffer | 'absent' | 'short' | { refused: string } {
   let fd: number
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
@@ -150,7 +150,7 @@ function readCandidateKey (file: string): Buffer | 'absent' | 'short' {
   }
   try {
     const problem = privateFileProblem(fs.fstatSync(fd))
-    if (problem !== null) throw new Error(`${file} ${problem}`)
+    if (problem !== null) return { refused: `${file} ${problem}` }
     const buf = Buffer.alloc(CANDIDATE_KEY_BYTES + 1)
     let n = 0
     for (let got = 1; got > 0 && n < buf.length; n += got) got = fs.readSync(fd, buf, n, buf.length - n, null)
@@ -232,6 +232,7 @@ export function candidateKey (env: NodeJS.ProcessEnv = process.env): Buffer | nu
     for (let attempt = 0; attempt < 20; attempt++) {
       const got = readCandidateKey(file)
       if (got instanceof Buffer) return got
+      if (typeof got === 'object' && 'refused' in got) return refuse(got.refused)
       if (got === 'absent') makeCandidateKey(dir, file)
       else sleepSync(10)
     }
