@@ -24,9 +24,8 @@
 //   wait, it arms the doorbell with armWrite() / armRead(): false means "retry now", true means
 //   "onevent() will come".
 // - controlView() exposes, for JS to read without a call, the segment's header page (both
-//   rings' control blocks, shared with the peer, at the offsets of ShmEndpoint.controlLayout),
-//   the transmit ring's mapping (to copy small writes in from JS, then commit(n)) and a word of
-//   this end's local state bits (kStateGone, kStateClosed), which this end keeps current:
+//   rings' control blocks, shared with the peer, at the offsets of ShmEndpoint.controlLayout)
+//   and a word of this end's local state bits (kStateGone, kStateClosed), which this end keeps current:
 //   state() and readable() are then a few loads in JS (lib/transports/shm/endpoint.ts). At
 //   close() the shared pages under its views become private zero pages (Segment::Release): the
 //   views are never detached (endpoint_datapath.cc says why).
@@ -37,7 +36,9 @@
 // - txRegion() is one ArrayBuffer over this end's transmit ring (2 x size bytes: the mirror),
 //   made once and keeping the mapping alive for as long as JS holds it; txHeadOffset() is
 //   where the next byte goes; commit(n) publishes n bytes the caller already placed there
-//   (the zero-copy "loan" of allocShared).
+//   (the zero-copy "loan" of allocShared, and JS's copies of small writes once a connection
+//   has written a few times: V8 counts an ArrayBuffer's bytes as external memory until it is
+//   collected, so one made for every short connection would bring garbage collections).
 // - Memory follows the bytes in flight (docs/wire-protocol.md, "Ring memory"): after a write
 //   this end is watched by its loop's idle timer; once its transmit ring saw no write for a
 //   whole tick (100-200 ms) it gives the ring's free pages back (RingView::TrimFree), never

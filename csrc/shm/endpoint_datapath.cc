@@ -74,20 +74,19 @@ Napi::Value ShmEndpoint::Writev(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(done));
 }
 
-// controlView() -> { control, rx, tx, txRing, local }, the same object on every call:
-// `control` an ArrayBuffer over the segment's header page (shared with the peer), `rx`/`tx` the
-// byte offsets of this end's receive and transmit rings' control blocks in it (fields at
-// ShmEndpoint.controlLayout), `txRing` an ArrayBuffer over the transmit ring's mirrored mapping
-// (2 x its size; a writer copies in at head and publishes with commit(n)), `local` an
-// ArrayBuffer whose first u32 holds this end's kStateGone | kStateClosed bits, kept current by
-// the core (shm::Conn::MirrorState). Like txRegion(), `control` and `txRing` keep the address
-// range mapped while JS holds them; at close the core swaps the shared pages under them for
-// private zero pages (Segment::Release), so a closed connection's memory goes at once, not at the
-// next garbage collection, and the views read zeros: check kStateClosed in `local` before
-// touching them. They are not detached: detaching any ArrayBuffer invalidates V8's process-wide
-// ArrayBufferDetaching protector, after which every optimized typed-array access in the process
-// checks for detachment (`fastsock npb cg --class A --np 2`: 0.87 s with the views detached at
-// close, 0.70 s without; docs/npb.md). Throws EBADF once closed.
+// controlView() -> { control, rx, tx, local }, the same object on every call: `control` an
+// ArrayBuffer over the segment's header page (shared with the peer), `rx`/`tx` the byte offsets
+// of this end's receive and transmit rings' control blocks in it (fields at
+// ShmEndpoint.controlLayout), `local` an ArrayBuffer whose first u32 holds this end's
+// kStateGone | kStateClosed bits, kept current by the core (shm::Conn::MirrorState). JS copies
+// small writes into the transmit ring through txRegion() (endpoint.cc). Like txRegion(),
+// `control` keeps the address range mapped while JS holds it; at close the core swaps the
+// shared pages under it for private zero pages (Segment::Release), so a closed connection's
+// memory goes at once, not at the next garbage collection, and the view reads zeros: check
+// kStateClosed in `local` before touching it. It is not detached: detaching any ArrayBuffer
+// invalidates V8's process-wide ArrayBufferDetaching protector, after which every optimized
+// typed-array access in the process checks for detachment (`fastsock npb cg --class A --np 2`:
+// 0.87 s with the views detached at close, 0.70 s without; docs/npb.md). Throws EBADF once closed.
 Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (conn_->closed()) throw ErrnoError(env, EBADF, "controlView", "controlView on a closed shm endpoint");
@@ -98,14 +97,11 @@ Napi::Value ShmEndpoint::ControlView(const Napi::CallbackInfo& info) {
   memset(word, 0, 64);
   auto drop = [](Napi::Env, void*, std::shared_ptr<Segment>* k) { delete k; };
   Napi::ArrayBuffer control = Napi::ArrayBuffer::New(env, m.header, wire::kSegmentHeaderBytes, drop,
-      new std::shared_ptr<Segment>(m.segment));
-  Napi::ArrayBuffer ring = Napi::ArrayBuffer::New(env, m.tx_ring, 2 * m.tx_ring_size, drop,
       new std::shared_ptr<Segment>(std::move(m.segment)));
   Napi::Object o = Napi::Object::New(env);
   o.Set("control", control);
   o.Set("rx", static_cast<double>(m.rx_control));
   o.Set("tx", static_cast<double>(m.tx_control));
-  o.Set("txRing", ring);
   o.Set("local", local);
   control_view_ = Napi::Persistent(o);
   conn_->MirrorState(word);  // kStateGone now if so, kStateClosed at close

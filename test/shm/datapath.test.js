@@ -7,7 +7,7 @@
 const t = require('tap')
 const fastsock = require('../..')
 const { native } = require('../../dist/native')
-const { JS_COPY_MAX_BYTES, POOLED_CHUNK_BYTES } = require('../../dist/transports/shm/endpoint')
+const { JS_COPY_MAX_BYTES, JS_COPY_AFTER, POOLED_CHUNK_BYTES } = require('../../dist/transports/shm/endpoint')
 const { rungs } = require('../helpers/rungs')
 const { once, within } = require('../helpers/util')
 
@@ -50,13 +50,21 @@ function views (count, bytes) {
 const nativeWritev = (ep, vs, i, off) => native.ShmEndpoint.prototype.writev.call(ep, vs, i, off)
 const jsWritev = (ep, vs, i, off) => ep.writev(vs, i, off)
 
+/** Makes `ep`'s writev copy from JS: its first JS_COPY_AFTER - 1 calls go to the native one (here empty batches). */
+function jsCopying (t, ep) {
+  for (let k = 1; k < JS_COPY_AFTER; k++) ep.writev([], 0, 0)
+  t.equal(ep.tx, null, 'no view of the ring before its JS_COPY_AFTER-th writev')
+}
+
 for (const [name, writev] of [['native writev', nativeWritev], ['JS writev', jsWritev]]) {
   t.test(`${name} fills the ring and reports how far it got`, { skip }, async t => {
     const { a, b } = await pair(t)
+    if (writev === jsWritev) jsCopying(t, a)
     const vs = views(300, 64) // 19200 B: more than the ring
     const want = Buffer.concat(vs)
     const first = writev(a, vs, 0, 0)
     t.equal(first, RING_BYTES, 'a batch larger than the ring moves exactly the ring')
+    if (writev === jsWritev) t.type(a.tx, Uint8Array, 'the JS copy path has its view of the ring')
     t.equal(writev(a, vs, 0, 0), 0, 'a full ring takes nothing')
     t.equal(a.writable(), 0)
     t.same(drain(b), want.subarray(0, RING_BYTES), 'the bytes are the batch, in order')
@@ -74,6 +82,7 @@ for (const [name, writev] of [['native writev', nativeWritev], ['JS writev', jsW
 
 t.test('JS writev hands large and non-byte views to the native one, in order', { skip }, async t => {
   const { a, b } = await pair(t)
+  jsCopying(t, a)
   const big = Buffer.alloc(JS_COPY_MAX_BYTES + 100, 7)
   const f64 = new Float64Array([1.5, -2, 3e300])
   const vs = [Buffer.from('head'), big, Buffer.from('mid'), f64, Buffer.from('tail')]

@@ -7,8 +7,8 @@
  * `read()` returns nothing without a call when the ring is empty.
  *
  * A corked batch of small writes (`writev`) is copied into the transmit ring from JS, through
- * the ring's mirrored mapping (`controlView().txRing`: any run of up to the ring's size is
- * contiguous), then published with one native `commit(n)` (release store of
+ * the ring's mirrored mapping (`txRegion()`, from the connection's JS_COPY_AFTER-th writev on:
+ * any run of up to the ring's size is contiguous), then published with one native `commit(n)` (release store of
  * head, then the doorbell check), at least every PUBLISH_BYTES. A TypedArray.set of a small view
  * costs less than the two N-API calls per view a native writev spends on reading the array
  * (docs/transports.md, "Set-up time", has the figures); views larger than JS_COPY_MAX_BYTES, or not
@@ -56,8 +56,6 @@ export interface ControlView {
   /** Byte offsets of this end's receive and transmit rings' control blocks in `control`. */
   rx: number
   tx: number
-  /** The transmit ring's mirrored mapping (2 x its size). */
-  txRing: ArrayBuffer
   /** Its first u32: this end's local state bits (streamState GONE | CLOSED). */
   local: ArrayBuffer
 }
@@ -83,6 +81,16 @@ export const SLAB_BYTES = 64 * 1024
 export const POOLED_CHUNK_BYTES = 8 * 1024
 /** Views up to this size are copied into the transmit ring from JS (writev). */
 export const JS_COPY_MAX_BYTES = 4 * 1024
+/**
+ * The JS copy path starts at a connection's JS_COPY_AFTER-th writev; the first ones go to the
+ * native writev. Its view of the ring (txRegion()) is an ArrayBuffer of 2 x the ring's size that
+ * V8 counts as external memory until the view is collected: made for every connection, short ones
+ * included, it brought a garbage collection every few connections (`node --expose-gc
+ * bench/soak.js --only shm --cycles 3000`, connect / echo / close in one process: 1,186 µs a
+ * cycle with the view made at every connect, 864 made at the 16th write, 849 with the views
+ * detached at close as before, which slowed every typed array of the process: docs/design.md).
+ */
+export const JS_COPY_AFTER = 16
 /** A JS-copied batch is published (commit) at least every this many bytes. */
 export const PUBLISH_BYTES = 64 * 1024
 
@@ -112,8 +120,9 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
     private readonly rxFlags: number
     private readonly txHead: number
     private readonly txTail: number
-    /** The transmit ring's mirrored mapping (2 x its size). */
-    private readonly tx: Uint8Array
+    /** The transmit ring's mirrored mapping (2 x its size, txRegion()), once this end has written JS_COPY_AFTER times. */
+    private tx: Uint8Array | null = null
+    private writes = 0
     /** This end's local state bits (GONE, CLOSED), kept by the native side. */
     private readonly local: Uint32Array
 
@@ -127,7 +136,6 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
       this.rxFlags = (v.rx + L.producerFlags) >>> 2
       this.txHead = (v.tx + L.head) >>> 2
       this.txTail = (v.tx + L.tail) >>> 2
-      this.tx = new Uint8Array(v.txRing)
       this.local = new Uint32Array(v.local, 0, 1)
     }
 
@@ -154,7 +162,11 @@ export function shmEndpointClass (): new (...args: ShmEndpointArgs) => ShmEndpoi
      */
     override writev (views: ArrayBufferView[], index: number, offset: number): number {
       if (this.local[0] & S.CLOSED) return 0
-      const tx = this.tx
+      let tx = this.tx
+      if (tx === null) {
+        if (++this.writes < JS_COPY_AFTER) return super.writev(views, index, offset)
+        tx = this.tx = new Uint8Array(this.txRegion())
+      }
       const size = tx.length >>> 1
       const head = this.ctl[this.txHead] // this end's own counter
       const used = (head - Atomics.load(this.ctl, this.txTail)) >>> 0 // tail: acquire
