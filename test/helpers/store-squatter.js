@@ -93,4 +93,55 @@ function squatDir () {
   return { tmp, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) }
 }
 
-module.exports = { squatStore, squatDir, NOBODY }
+/**
+ * The program of one rank of the squatted jobs (`node -e`): init (`timeoutMs`), an allreduce and
+ * a ring of `n` Float64Arrays, each checked; prints one JSON line { rank, ok } (with `job`, the
+ * Slurm job.step, when `withJob`), or { error, message } and exits 3.
+ */
+function ringRank ({ n = 1024, timeoutMs = 30000, withJob = false } = {}) {
+  const dist = require('path').join(__dirname, '..', '..', 'dist', 'mpi')
+  const job = withJob ? ", job: process.env.SLURM_JOB_ID + '.' + process.env.SLURM_STEP_ID" : ''
+  return `
+const mpi = require(${JSON.stringify(dist)})
+;(async () => {
+  const comm = await mpi.init({ timeoutMs: ${timeoutMs} })
+  const { rank, size } = comm
+  const sum = new Float64Array(2)
+  await comm.allreduce(new Float64Array([rank + 1, 1]), sum, mpi.SUM)
+  if (sum[0] !== size * (size + 1) / 2 || sum[1] !== size) throw new Error('allreduce: ' + sum)
+  const got = new Float64Array(${n})
+  const from = (rank + size - 1) % size
+  await mpi.waitAll([comm.isend(Float64Array.from({ length: ${n} }, (_v, i) => rank * 1e6 + i), (rank + 1) % size, 5), comm.irecv(got, from, 5)])
+  for (let i = 0; i < got.length; i++) if (got[i] !== from * 1e6 + i) throw new Error('ring: ' + i)
+  console.log(JSON.stringify({ rank, ok: true${job} }))
+  await mpi.finalize()
+})().catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })
+`
+}
+
+/** Runs `cmd args` with `env` in its own process group; resolves { code, outs (JSON lines, a launcher's "[rank] " prefix stripped), stdout, stderr }; SIGKILLs the group after `timeoutMs`. */
+function runJob (cmd, args, env, timeoutMs = 60000) {
+  return new Promise(resolve => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const outs = []
+    let stdout = ''
+    let stderr = ''
+    child.stderr.on('data', d => { stderr += d })
+    readline.createInterface({ input: child.stdout }).on('line', l => {
+      stdout += l + '\n'
+      try { outs.push(JSON.parse(l.replace(/^\[\d+\] /, ''))) } catch {}
+    })
+    const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL') } catch {} }, timeoutMs)
+    child.once('close', code => { clearTimeout(timer); resolve({ code, outs, stdout, stderr }) })
+  })
+}
+
+/** `size` ranks of `program` (node -e) by hand under env:// from one shell (RANK, LOCAL_RANK set; `env` the rest); resolves as runJob. */
+function ranksByHand (size, env, program, timeoutMs = 60000) {
+  const node = `"${process.execPath}" -e "$PROG"`
+  const ranks = Array.from({ length: size }, (_v, r) => `RANK=${r} LOCAL_RANK=${env.LOCAL_WORLD_SIZE === '1' ? 0 : r} ${node} & p${r}=$!`).join('; ')
+  const waits = Array.from({ length: size }, (_v, r) => `wait $p${r} || s=1`).join('; ')
+  return runJob('sh', ['-c', `s=0; ${ranks}; ${waits}; exit $s`], { ...env, PROG: program }, timeoutMs)
+}
+
+module.exports = { squatStore, squatDir, ringRank, runJob, ranksByHand, NOBODY }

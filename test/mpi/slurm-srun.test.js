@@ -123,22 +123,7 @@ else if (!IS_ROOT) {
   t.test('a squatter of nobody on the derived store ports does not stop the steps', async t => {
     const home = require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'fsq-home-'))
     t.teardown(() => require('fs').rmSync(home, { recursive: true, force: true }))
-    const RANK = `
-const mpi = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi'))})
-;(async () => {
-  const comm = await mpi.init({ timeoutMs: 30000 })
-  const { rank, size } = comm
-  const sum = new Float64Array(2)
-  await comm.allreduce(new Float64Array([rank + 1, 1]), sum, mpi.SUM)
-  if (sum[0] !== size * (size + 1) / 2 || sum[1] !== size) throw new Error('allreduce: ' + sum)
-  const got = new Float64Array(1024)
-  const from = (rank + size - 1) % size
-  await mpi.waitAll([comm.isend(Float64Array.from({ length: 1024 }, (_v, i) => rank * 1e6 + i), (rank + 1) % size, 5), comm.irecv(got, from, 5)])
-  for (let i = 0; i < got.length; i++) if (got[i] !== from * 1e6 + i) throw new Error('ring: ' + i)
-  console.log(JSON.stringify({ rank, ok: true, job: process.env.SLURM_JOB_ID + '.' + process.env.SLURM_STEP_ID }))
-  await mpi.finalize()
-})().catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })
-`
+    const RANK = require('../helpers/store-squatter').ringRank({ n: 1024, timeoutMs: 30000, withJob: true })
     const DRIVER = `
 const { spawnSync } = require('child_process')
 const { portForJob, storeCandidates } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'launch'))})

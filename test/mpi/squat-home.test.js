@@ -11,51 +11,16 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const readline = require('readline')
-const { spawn } = require('child_process')
 const { storeCandidates } = require('../../dist/mpi/launch')
 const { candidateKeyPath } = require('../../dist/mpi/auth')
 const { cleanEnv, IS_ROOT } = require('../helpers/mpi-launchers')
 const { freePort } = require('../../dist/cli/mpirun')
 
-const DIST = path.join(__dirname, '..', '..', 'dist')
 
-const RANK = `
-const mpi = require(${JSON.stringify(path.join(DIST, 'mpi'))})
-;(async () => {
-  const comm = await mpi.init({ timeoutMs: 15000 })
-  const { rank, size } = comm
-  const sum = new Float64Array(2)
-  await comm.allreduce(new Float64Array([rank + 1, 1]), sum, mpi.SUM)
-  if (sum[0] !== size * (size + 1) / 2 || sum[1] !== size) throw new Error('allreduce: ' + sum)
-  const got = new Float64Array(256)
-  const from = (rank + size - 1) % size
-  await mpi.waitAll([comm.isend(Float64Array.from({ length: 256 }, (_v, i) => rank * 1e6 + i), (rank + 1) % size, 5), comm.irecv(got, from, 5)])
-  for (let i = 0; i < got.length; i++) if (got[i] !== from * 1e6 + i) throw new Error('ring: ' + i)
-  console.log(JSON.stringify({ rank, ok: true }))
-  await mpi.finalize()
-})().catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })
-`
+const RANK = require('../helpers/store-squatter').ringRank({ n: 256, timeoutMs: 15000 })
 
 /** Three ranks of RANK by hand (env://, one host); resolves { code, outs (JSON lines), stdout, stderr }. */
-function job (env, timeoutMs = 60000) {
-  const node = `"${process.execPath}" -e "$PROG"`
-  const ranks = [0, 1, 2].map(r => `RANK=${r} LOCAL_RANK=${r} ${node} & p${r}=$!`).join('; ')
-  return new Promise(resolve => {
-    const child = spawn('sh', ['-c', `s=0; ${ranks}; wait $p0 || s=1; wait $p1 || s=1; wait $p2 || s=1; exit $s`],
-      { env: { ...env, PROG: RANK }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    const outs = []
-    let stdout = ''
-    let stderr = ''
-    child.stderr.on('data', d => { stderr += d })
-    readline.createInterface({ input: child.stdout }).on('line', l => {
-      stdout += l + '\n'
-      try { outs.push(JSON.parse(l)) } catch {}
-    })
-    const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL') } catch {} }, timeoutMs)
-    child.once('close', code => { clearTimeout(timer); resolve({ code, outs, stdout, stderr }) })
-  })
-}
+const job = (env, timeoutMs = 60000) => require('../helpers/store-squatter').ranksByHand(3, env, RANK, timeoutMs)
 
 if (!IS_ROOT) {
   t.test('the squatter runs as nobody', { skip: 'needs root to run a process as nobody' }, () => {})

@@ -17,8 +17,6 @@ const crypto = require('crypto')
 const net = require('net')
 const os = require('os')
 const path = require('path')
-const readline = require('readline')
-const { spawn } = require('child_process')
 const { StoreServer, StoreClient } = require('../../dist/mpi/store')
 const { storeCandidates } = require('../../dist/mpi/launch')
 const auth = require('../../dist/mpi/auth')
@@ -139,47 +137,11 @@ t.test('storeCandidates: one host adds a private UNIX socket and a loopback port
 // ---- real processes, the squatter as nobody
 
 // Each rank: init, an allreduce and a ring of Float64Arrays, each checked; one JSON line.
-const RANK = `
-const mpi = require(${JSON.stringify(path.join(DIST, 'mpi'))})
-;(async () => {
-  const comm = await mpi.init({ timeoutMs: 30000 })
-  const { rank, size } = comm
-  const sum = new Float64Array(2)
-  await comm.allreduce(new Float64Array([rank + 1, 1]), sum, mpi.SUM)
-  if (sum[0] !== size * (size + 1) / 2 || sum[1] !== size) throw new Error('allreduce: ' + sum)
-  const got = new Float64Array(1024)
-  const from = (rank + size - 1) % size
-  await mpi.waitAll([comm.isend(Float64Array.from({ length: 1024 }, (_v, i) => rank * 1e6 + i), (rank + 1) % size, 5), comm.irecv(got, from, 5)])
-  for (let i = 0; i < got.length; i++) if (got[i] !== from * 1e6 + i) throw new Error('ring: ' + i)
-  console.log(JSON.stringify({ rank, ok: true }))
-  await mpi.finalize()
-})().catch(err => { console.log(JSON.stringify({ error: err.code, message: err.message })); process.exit(3) })
-`
+const RANK = require('../helpers/store-squatter').ringRank({ n: 1024, timeoutMs: 30000 })
 
-/** Runs `cmd args` with `env`; resolves { code, outs (JSON lines), stdout, stderr }. */
-function run (cmd, args, env, timeoutMs = 60000) {
-  return new Promise(resolve => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    const outs = []
-    let stdout = ''
-    let stderr = ''
-    child.stderr.on('data', d => { stderr += d })
-    readline.createInterface({ input: child.stdout }).on('line', l => {
-      stdout += l + '\n'
-      try { outs.push(JSON.parse(l.replace(/^\[\d+\] /, ''))) } catch {}
-    })
-    const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL') } catch {} }, timeoutMs)
-    child.once('close', code => { clearTimeout(timer); resolve({ code, outs, stdout, stderr }) })
-  })
-}
-
+const { runJob: run } = require('../helpers/store-squatter')
 /** P ranks of RANK by hand (env://) from one shell; resolves as run(). */
-function byHand (size, env) {
-  const node = `"${process.execPath}" -e "$PROG"`
-  const ranks = Array.from({ length: size }, (_v, r) => `RANK=${r} LOCAL_RANK=${env.LOCAL_WORLD_SIZE === '1' ? 0 : r} ${node} & p${r}=$!`).join('; ')
-  const waits = Array.from({ length: size }, (_v, r) => `wait $p${r} || s=1`).join('; ')
-  return run('sh', ['-c', `s=0; ${ranks}; ${waits}; exit $s`], { ...env, PROG: RANK })
-}
+const byHand = (size, env) => require('../helpers/store-squatter').ranksByHand(size, env, RANK)
 
 function checkJob (t, r, size, squatter) {
   t.equal(r.code, 0, `the job exits 0\n${r.stderr}\n${r.stdout}`)
