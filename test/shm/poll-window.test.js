@@ -35,7 +35,9 @@ t.test('the window grows on quick answers and shrinks on late ones', { skip }, a
   // no replies are caught by polling, and the counters say why.
   const { processContended: contended, holds } = native.progressStats()
   t.ok(quick.hits > 0 || contended > 0 || holds > 0, `replies were caught while polling (${quick.hits} hits of 2000; ${contended} contention back-offs, ${holds} holds)`)
-  t.ok(quick.spinNs > 0 || (quick.hits === 0 && contended + holds > 0), `polling spent some CPU (${quick.spinNs} ns)`)
+  // A hit can also be the engine's first look, before any spin (the reply was there already), so
+  // under contention or holds a few hits may come with no spinning at all.
+  t.ok(quick.spinNs > 0 || contended + holds > 0, `polling spent some CPU (${quick.spinNs} ns; ${contended} back-offs, ${holds} holds)`)
 
   // A late peer: every wait (5 ms) is past the cap, so the window halves each time: from 200 µs
   // at most it is 0 after 8 waits.
