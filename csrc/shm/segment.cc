@@ -22,8 +22,7 @@ Segment::~Segment() {
 }
 
 void Segment::Release() {
-  if (!base_ || released_) return;
-  released_ = true;
+  if (!base_) return;
   // One MAP_FIXED mapping replaces the four shared ones atomically: no moment where the range is
   // unmapped (a JS view touching it then would fault). Should it fail (ENOMEM for the new VMA),
   // the shared mapping stays until the destructor: the memory goes at the collection instead.

@@ -37,7 +37,7 @@ class Segment {
   // until written) over the same addresses: the shared pages are no longer mapped here (they go
   // once the peer has unmapped too), while JS views of the range stay valid, reading zeros, until
   // the last holder drops the Segment and the destructor unmaps it. Used at close instead of
-  // detaching the views (ShmEndpoint::ControlView says why). Idempotent.
+  // detaching the views (ShmEndpoint::ControlView says why); Conn::Teardown calls it once.
   void Release();
 
  private:
@@ -47,7 +47,6 @@ class Segment {
   uint32_t c2s_bytes_ = 0, s2c_bytes_ = 0;
   uint8_t* base_ = nullptr;   // header, c2s twice, s2c twice (Map's diagram)
   uint64_t map_bytes_ = 0;
-  bool released_ = false;
   wire::SegmentHeader* header_ = nullptr;
   RingView c2s_, s2c_;
 };

@@ -342,6 +342,9 @@ export function myUid (): number {
 /** Default bound on a listener's connections in handshake (HandshakeGate). */
 export const MAX_PENDING_HANDSHAKES = 128
 
+/** What the gate needs of a socket (fastsock's, or net's for the store). */
+export interface GateSocket { destroy (): void, unref (): unknown, once (event: 'close', listener: () => void): unknown }
+
 /**
  * Bounds a listener's connections whose handshake is not done, against another user's flood
  * (docs/mpi-launch.md, "Floods"): at most `max` at once; past it, each new one cuts the oldest
@@ -354,9 +357,6 @@ export const MAX_PENDING_HANDSHAKES = 128
  * well formed; `gate.done(sock)` when it proved itself (it is a connection now; ref it as such);
  * `gate.closeAll()` when the listener closes. A socket that closes leaves the gate by itself.
  */
-/** What the gate needs of a socket (fastsock's, or net's for the store). */
-export interface GateSocket { destroy (): void, unref (): unknown, once (event: 'close', listener: () => void): unknown }
-
 export class HandshakeGate {
   /** Pending sockets, oldest first, with whether each sent a well-formed HELLO. */
   private readonly pending = new Map<GateSocket, boolean>()

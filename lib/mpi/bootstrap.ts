@@ -113,11 +113,10 @@ export async function bootstrap (options?: InitOptions, env: NodeJS.ProcessEnv =
   // (docs/mpi-launch.md, "When the port is taken"): on one host, a UNIX socket in that directory
   // and a loopback port; across hosts, other ports. A socket path the user gave: only it.
   const sameHost = oneHost || local || ('host' in addr && (isLoopback(addr.host) || addr.host === 'localhost'))
-  const tmp = env.TMPDIR
   // Without a secret known up front, the user's per-user key (in the home directory, which
   // other users cannot write) hides them instead; no key: they come from the job id alone.
   const userKey = privatePath && known === null ? candidateKey(env) : null
-  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, userKey, oneHost: sameHost }, tmp === undefined ? {} : { TMPDIR: tmp }) : [addr]
+  const candidates = privatePath ? storeCandidates(addr, { jobId: info.jobId, key: known, userKey, oneHost: sameHost }, env) : [addr]
   let server: StoreServer | null = null
   let store: StoreClient | null = null
   try {

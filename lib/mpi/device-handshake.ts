@@ -77,6 +77,3 @@ export function readExactly (sock: Socket, n: number, done: (bytes: Buffer, rest
   }
   sock.on('data', onData)
 }
-
-// The listener's bound on connections in handshake lives with the store's admission (auth.ts).
-export { HandshakeGate, MAX_PENDING_HANDSHAKES, type GateSocket } from './auth'

@@ -22,8 +22,8 @@ import { createServer, connect } from '../index'
 import type { Socket, Server, TransportName } from '../index'
 import { Conn, FrameHandler, RECV_NONE, RECV_UNAVAILABLE } from './device-conn'
 import { MAGIC, HELLO_BYTES, REPLY_BYTES, PROVE_BYTES, HELLO_NONCE, REPLY_NONCE, REPLY_PROOF, EAGER, RTS, CTS, DATA, BYE, MAX_EAGER, jobKey, frameProblem } from './device-wire'
-import { NONCE_BYTES, newNonce, proof, verify } from './auth'
-import { HandshakeGate, helloFrom, helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
+import { HandshakeGate, NONCE_BYTES, newNonce, proof, verify } from './auth'
+import { helloFrom, helloOf, readExactly, replyOf, replyProves, sameUser } from './device-handshake'
 import { Matcher, PostedRecv, Unexpected, selects } from './match'
 import { Request } from './request'
 import { Status } from './status'
@@ -228,7 +228,7 @@ export class Device implements FrameHandler {
     })
   }
 
-  /** The connections of the listener still in handshake (device-handshake.ts HandshakeGate). */
+  /** The connections of the listener still in handshake (auth.ts HandshakeGate). */
   private readonly gate = new HandshakeGate()
 
   private onIncoming (sock: Socket): void {

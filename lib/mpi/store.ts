@@ -87,7 +87,7 @@ export class StoreServer extends EventEmitter {
   /** Removes the UNIX socket file when the process exits without close() (process.exit, abort). */
   private readonly unlinkAtExit: (() => void) | null = null
 
-  /** Connections that have not proved the secret yet (the device listener's rule, device-handshake.ts). */
+  /** Connections that have not proved the secret yet (auth.ts HandshakeGate, the device listener's rule too). */
   private readonly unproven: HandshakeGate
   /** Connections cut to make room under maxUnproven (for tests and reports). */
   get evicted (): number { return this.unproven.evicted }

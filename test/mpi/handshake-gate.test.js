@@ -1,5 +1,5 @@
 'use strict'
-// HandshakeGate (lib/mpi/device-handshake.ts), the bound on a listener's connections in
+// HandshakeGate (lib/mpi/auth.ts), the bound on a listener's connections in
 // handshake, over real kernel sockets: a flood of silent connections leaves at most `max`
 // pending (the rest cut, oldest first), one that sent its HELLO is cut after every silent one,
 // and a pending connection keeps no process alive.
@@ -7,7 +7,7 @@ const t = require('tap')
 const net = require('net')
 const { spawn } = require('child_process')
 const path = require('path')
-const { HandshakeGate } = require('../../dist/mpi/device-handshake')
+const { HandshakeGate } = require('../../dist/mpi/auth')
 
 /** A listener whose accepted sockets go through `gate`; resolves { server, port, accepted }. */
 async function listener (gate) {
@@ -63,7 +63,7 @@ t.test('a connection that sent its HELLO is cut after the silent ones', async t 
 t.test('a pending connection keeps no process alive', async t => {
   const code = `
 const net = require('net')
-const { HandshakeGate } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'device-handshake'))})
+const { HandshakeGate } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'mpi', 'auth'))})
 const gate = new HandshakeGate(8)
 const server = net.createServer(s => { gate.admit(s); server.unref(); console.log('admitted') })
 server.listen(0, '127.0.0.1', () => console.log(server.address().port))`

@@ -8,8 +8,8 @@
  *
  * A corked batch of small writes (`writev`) is copied into the transmit ring from JS, through
  * the ring's mirrored mapping (`txRegion()`, from the connection's JS_COPY_AFTER-th writev on:
- * any run of up to the ring's size is contiguous), then published with one native `commit(n)` (release store of
- * head, then the doorbell check), at least every PUBLISH_BYTES. A TypedArray.set of a small view
+ * any run of up to the ring's size is contiguous), then published with one native `commit(n)`
+ * (release store of head, then the doorbell check), at least every PUBLISH_BYTES. A TypedArray.set of a small view
  * costs less than the two N-API calls per view a native writev spends on reading the array
  * (docs/transports.md, "Set-up time", has the figures); views larger than JS_COPY_MAX_BYTES, or not
  * Uint8Arrays, go to the native writev, which publishes large copies in pieces as it goes.
