@@ -5,18 +5,28 @@
  * iterations (docs/npb.md, "Why CG at P = 2 is still 2.4× the reference"): per iteration each
  * rank reads a 16 MB array (~0.6 ms of compute on this machine), then an awaited sendrecv of
  * 56,000 B with its partner, one of 56,000 B to itself, and two of 8 B with its partner; `--iters`
- * iterations after 50 untimed. Prints, per run, the 50th, 90th and 99th percentiles and the
- * maximum of the partner exchange and of the 8-byte sums (µs, rank 0), then their medians over
- * `--runs`. `--transports tcp` runs the same over Node's net; `--env K=V,...` adds variables to
- * the ranks (e.g. FASTSOCK_MPI_SPIN_US=0: no polling).
+ * iterations after 50 untimed. Three implementations in the same run, interleaved per run:
+ * fastsock/mpi (the default chain: shm), the same JavaScript over Node's net (`tcp`), and the
+ * same pattern in C over Open MPI (bench/native/exchange_tails.c, built with `mpicc -O2` into a
+ * private cache directory; skipped, with the reason, without mpicc/mpirun). Prints, per
+ * implementation, the medians over `--runs` of rank 0's 50th, 90th and 99th percentiles and
+ * maximum of the partner exchange and of the 8-byte sums (µs), the sums over 1 ms (how many, and
+ * the ms they took in all), and the sums' p99 against Open MPI's. `--env K=V,...` adds variables
+ * to the fastsock ranks (e.g. FASTSOCK_MPI_SPIN_US=0: no polling).
  *
- *   node bench/mpi-exchange-tails.js [--runs 3] [--iters 1000] [--transports tcp] [--env K=V]
+ *   node bench/mpi-exchange-tails.js [--runs 3] [--iters 1000] [--impls fastsock,tcp,openmpi] [--env K=V]
  *
  * Prints figures, asserts nothing.
  */
 const { parseArgs } = require('util')
 const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
+const { monoNs, writeTailLog } = require('./_tail-log')
+const { execFile } = require('child_process')
+const { createHash } = require('crypto')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
 
 /** The p-th fraction of sorted `a`. */
 const pct = (a, p) => a[Math.floor(p * (a.length - 1))]
@@ -38,6 +48,7 @@ async function rank () {
   const iters = Number(process.env.FSXT_ITERS)
   const exch = []
   const sums = []
+  const starts = []
   for (let it = 0; it < iters + 50; it++) {
     if (it === 50) { exch.length = 0; sums.length = 0; await comm.barrier() }
     compute()
@@ -48,30 +59,107 @@ async function rank () {
     for (const tag of [2, 3]) {
       t0 = performance.now()
       await comm.sendrecv(s, peer, tag, r, peer, tag)
-      sums.push((performance.now() - t0) * 1000)
+      const t1 = performance.now()
+      sums.push((t1 - t0) * 1000)
+      if (it >= 50) starts.push(t0)
     }
   }
+  // For bench/tail-sched.js (FASTSOCK_TAIL_LOG): this rank's 20 slowest sums, on CLOCK_MONOTONIC.
+  writeTailLog('8 B sum', sums.map((us, i) => [us, i]).sort((a, b) => b[0] - a[0]).slice(0, 20).map(([us, i]) => [monoNs(starts[i]), monoNs(starts[i] + us / 1000)]))
+  const slow = sums.filter(x => x > 1000)
   exch.sort((a, b) => a - b)
   sums.sort((a, b) => a - b)
   const of = a => ({ p50: pct(a, 0.5), p90: pct(a, 0.9), p99: pct(a, 0.99), max: a[a.length - 1] })
-  if (me === 0) console.log(JSON.stringify({ exch: of(exch), sums: of(sums), sink: sink === 1 }))
+  if (me === 0) console.log(JSON.stringify({ exch: of(exch), sums: of(sums), slow: slow.length, slowUs: slow.reduce((a, b) => a + b, 0), sink: sink === 1 }))
   await mpi.finalize()
 }
 
+/** Runs `file args`; resolves with stdout, rejects with the output on failure. */
+function run (file, args, timeoutMs = 300000) {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${path.basename(file)} ${args.join(' ')}: ${err.message.trim()}\n${String(stderr).slice(-2000)}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+/**
+ * Open MPI's side: the C program built once per source and compiler into the tools' private
+ * cache directory (tools/src/osu/native.ts: under the temp directory, mode 700, owned by this
+ * user), and how to start it; or why not (`skipped`).
+ */
+async function openMpi () {
+  let native
+  try {
+    native = require('../tools/dist/osu/native')
+  } catch (err) {
+    return { skipped: `the tools package is not built (${err.code || err.message})` }
+  }
+  const ompi = await native.detectOpenMpi()
+  if (ompi.skipped !== null) return { skipped: ompi.skipped }
+  const src = fs.readFileSync(path.join(__dirname, 'native', 'exchange_tails.c'))
+  const key = createHash('sha256').update(src).update(ompi.version || '').update(ompi.mpicc).digest('hex').slice(0, 16)
+  const bin = path.join(native.cacheDir(), `exchange_tails-${key}`)
+  if (!fs.existsSync(bin)) {
+    const tmpSrc = `${bin}.${process.pid}.c`
+    fs.writeFileSync(tmpSrc, src, { mode: 0o600 })
+    try {
+      await run(ompi.mpicc, ['-O2', '-o', `${bin}.${process.pid}`, tmpSrc])
+      fs.renameSync(`${bin}.${process.pid}`, bin)
+    } finally {
+      fs.rmSync(tmpSrc, { force: true })
+      fs.rmSync(`${bin}.${process.pid}`, { force: true })
+    }
+  }
+  const root = typeof process.getuid === 'function' && process.getuid() === 0
+  const flags = [...(root ? ['--allow-run-as-root', '--oversubscribe'] : os.cpus().length < 2 ? ['--oversubscribe'] : [])]
+  return {
+    skipped: null,
+    version: ompi.version,
+    job: async (iters) => {
+      const out = await run(ompi.mpirun, [...flags, '-np', '2', bin, String(iters)])
+      const line = out.split('\n').find(l => l.startsWith('{'))
+      if (line === undefined) throw new Error(`exchange_tails printed no result: ${out.slice(-500)}`)
+      return JSON.parse(line)
+    }
+  }
+}
+
 async function main () {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, iters: { type: 'string', default: '1000' }, transports: { type: 'string', default: '' }, env: { type: 'string', default: '' } } })
-  const env = { FSXT_RANK: '1', FSXT_ITERS: values.iters, FSXT_TRANSPORTS: values.transports }
-  for (const kv of values.env.split(',').filter(Boolean)) { const i = kv.indexOf('='); env[kv.slice(0, i)] = kv.slice(i + 1) }
-  const rows = []
-  for (let k = 0; k < Number(values.runs); k++) rows.push(await rankJob(__filename, [], env, 'exchange tails'))
-  console.log(`2 ranks, ${values.iters} iterations of ~0.6 ms compute then a 56,000 B exchange, a 56,000 B send to itself and two 8 B sums (awaited), ${values.runs} runs, ${values.transports || 'the default chain'}${values.env ? `, ${values.env}` : ''}; µs, rank 0`)
-  console.log('| run | exchange p50 | p90 | p99 | max | 8 B sum p50 | p90 | p99 | max |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-  const f = x => x.toFixed(0)
-  const line = (name, e, s) => console.log(`| ${name} | ${f(e.p50)} | ${f(e.p90)} | ${f(e.p99)} | ${f(e.max)} | ${f(s.p50)} | ${f(s.p90)} | ${f(s.p99)} | ${f(s.max)} |`)
-  rows.forEach((x, i) => line(String(i + 1), x.exch, x.sums))
-  const m = (k, p) => median(rows.map(x => x[k][p]))
-  const med = k => ({ p50: m(k, 'p50'), p90: m(k, 'p90'), p99: m(k, 'p99'), max: m(k, 'max') })
-  line('median', med('exch'), med('sums'))
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, iters: { type: 'string', default: '1000' }, impls: { type: 'string', default: 'fastsock,tcp,openmpi' }, env: { type: 'string', default: '' } } })
+  const runs = Number(values.runs); const iters = Number(values.iters)
+  if (!(Number.isInteger(runs) && runs > 0) || !(Number.isInteger(iters) && iters > 0)) throw new Error(`--runs ${values.runs} --iters ${values.iters}: positive integers expected`)
+  const impls = values.impls.split(',').filter(Boolean)
+  const unknown = impls.filter(i => !['fastsock', 'tcp', 'openmpi'].includes(i))
+  if (unknown.length > 0) throw new Error(`--impls: unknown ${unknown.join(', ')} (fastsock, tcp, openmpi)`)
+  const extra = {}
+  for (const kv of values.env.split(',').filter(Boolean)) { const i = kv.indexOf('='); extra[kv.slice(0, i)] = kv.slice(i + 1) }
+  const ompi = impls.includes('openmpi') ? await openMpi() : null
+  const jobs = {
+    fastsock: () => rankJob(__filename, [], { ...extra, FSXT_RANK: '1', FSXT_ITERS: String(iters), FSXT_TRANSPORTS: '' }, 'exchange tails (fastsock)'),
+    tcp: () => rankJob(__filename, [], { ...extra, FSXT_RANK: '1', FSXT_ITERS: String(iters), FSXT_TRANSPORTS: 'tcp' }, 'exchange tails (tcp)'),
+    openmpi: () => ompi.job(iters)
+  }
+  const active = impls.filter(i => i !== 'openmpi' || (ompi !== null && ompi.skipped === null))
+  const rows = Object.fromEntries(active.map(i => [i, []]))
+  for (let k = 0; k < runs; k++) {
+    const order = k % 2 === 0 ? active : [...active].reverse()
+    for (const i of order) rows[i].push(await jobs[i]())
+  }
+  console.log(`2 ranks, ${iters} iterations of ~0.6 ms compute then a 56,000 B exchange, a 56,000 B send to itself and two 8 B sums; medians of ${runs} runs (the implementations interleaved); µs, rank 0${values.env ? `; fastsock and tcp with ${values.env}` : ''}`)
+  console.log('| implementation | exchange p50 | p90 | p99 | max | 8 B sum p50 | p90 | p99 | max | sums over 1 ms | their time, ms | sum p99 ÷ Open MPI |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  const f = x => x < 10 ? x.toFixed(1) : x.toFixed(0)
+  const med = (i, k, p) => median(rows[i].map(x => x[k][p]))
+  const ompiP99 = rows.openmpi !== undefined ? med('openmpi', 'sums', 'p99') : null
+  const names = { fastsock: 'fastsock/mpi (shm)', tcp: 'the same over Node\'s net', openmpi: `Open MPI's C${ompi && ompi.version ? ` (${ompi.version})` : ''}` }
+  for (const i of active) {
+    const e = p => f(med(i, 'exch', p))
+    const s = p => f(med(i, 'sums', p))
+    const ratio = ompiP99 !== null ? `${(med(i, 'sums', 'p99') / ompiP99).toFixed(1)}×` : '-'
+    console.log(`| ${names[i]} | ${e('p50')} | ${e('p90')} | ${e('p99')} | ${e('max')} | ${s('p50')} | ${s('p90')} | ${s('p99')} | ${s('max')} | ${median(rows[i].map(x => x.slow))} | ${(median(rows[i].map(x => x.slowUs)) / 1000).toFixed(1)} | ${ratio} |`)
+  }
+  if (ompi !== null && ompi.skipped !== null) console.log(`\nOpen MPI skipped: ${ompi.skipped}`)
 }
 
 if (process.env.FSXT_RANK === '1') rank().catch(err => { console.error(err); process.exit(1) })

@@ -15,6 +15,7 @@
  *   node bench/tail-causes.js --client <bytes> <round trips> fastsock|net    a ping-pong (tail-causes.js)
  *   node bench/http-latency.js --quick --loads 25 --connections 1           the open-loop http client
  *     (bench/_http-latency-client.js: a request's event runs from its due time to its response)
+ *   node bench/mpi-exchange-tails.js --runs 1 --impls fastsock   CG's pattern (every rank: its 20 slowest 8 B sums)
  *   node bench/mpi-waits.js --np 4 --patterns allreduce-sync-osu --bytes 65536 --channels shm
  *     (every rank of the shm jobs: its 20 slowest timed calls)
  *

@@ -13,7 +13,8 @@ const { makeGrid } = require(path.join(tools, 'dist', 'npb', 'kernels', 'cg', 'm
 
 /** Runs a kernel on `np` ranks; resolves with rank 0's KernelResult. */
 async function job (t, np, kernel, cls, ...flags) {
-  const res = await run(['mpirun', '-n', String(np), process.execPath, rank, kernel, cls, ...flags])
+  const env = flags.includes('timers') ? { env: { ...process.env, FASTSOCK_NPB_TIMERS: '1' } } : {}
+  const res = await run(['mpirun', '-n', String(np), process.execPath, rank, kernel, cls, ...flags.filter((f) => f !== 'timers')], env)
   t.equal(res.code, 0, `${kernel} ${cls} -n ${np} ${flags.join(' ')}: exit 0${res.code === 0 ? '' : `\n${res.stderr}`}`)
   const line = res.stdout.split('\n').map((l) => l.replace(/^\[0\] /, '')).find((l) => l.startsWith('{'))
   t.ok(line, 'rank 0 printed its result')
@@ -47,6 +48,29 @@ t.test('checkProcs refuses what NPB-MPI cannot run', async (t) => {
     t.match(k.checkProcs('S', 3), /power of two/, `${k.name}: 3 ranks`)
   }
   t.match(ft.checkProcs('W', 64), /at most 32 ranks/, 'FT W: more ranks than z-planes')
+})
+
+t.test("CG's timers (FASTSOCK_NPB_TIMERS=1): rank 0's split of the timed region and its row sums", async (t) => {
+  const r = await job(t, 2, 'cg', 'S', 'timers')
+  t.equal(r.verified, true, 'verified')
+  const split = r.lines.map((l) => /^ Rank 0: row sums ([\d.]+) s, reductions and transposes ([\d.]+) s, the rest \(compute\) (-?[\d.]+) s of ([\d.]+) s; CPU time ([\d.]+) s$/.exec(l)).find(Boolean)
+  t.ok(split, `the split line (${r.lines.join(' | ')})`)
+  if (split) {
+    const [sums, transposes, rest, mine] = split.slice(1, 5).map(Number)
+    t.ok(sums > 0 && transposes > 0 && rest > 0, 'every part took some time')
+    t.ok(Math.abs(sums + transposes + rest - mine) < 0.003, 'the parts add up to the timed region')
+    t.ok(mine <= r.seconds + 1e-3, 'rank 0\'s own time is at most the reported (maximum) time')
+  }
+  // 15 outer steps x (the initial rho, 25 x 2 in the CG iterations, the residual's) = 780 sums.
+  const sums = r.lines.map((l) => /^ Rank 0: (\d+) row sums, µs p50 (\d+) p90 (\d+) p99 (\d+) max (\d+); (\d+) over 1 ms took ([\d.]+) ms$/.exec(l)).find(Boolean)
+  t.ok(sums, 'the row sums line')
+  if (sums) {
+    const [n, p50, p90, p99, max] = sums.slice(1, 6).map(Number)
+    t.equal(n, 780, 'every row sum of the timed region was timed')
+    t.ok(p50 <= p90 && p90 <= p99 && p99 <= max, 'the percentiles are ordered')
+  }
+  const plain = await job(t, 2, 'cg', 'S')
+  t.notOk(plain.lines.some((l) => l.startsWith(' Rank 0:')), 'without the variable: no timers lines')
 })
 
 for (const kernel of ['cg', 'ft']) {

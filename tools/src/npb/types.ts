@@ -52,3 +52,10 @@ export interface NpbKernel {
   /** Runs on one rank: set-up (untimed), the timed region, verification. Every rank calls it. */
   run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptions): Promise<KernelResult>
 }
+
+/**
+ * Set to 1: rank 0's report adds how its timed region divides between the kernel's messages and
+ * its compute (as NPB's timer.flag file does): MG's comm3 and norm allreduces, CG's row sums and
+ * transposes with the sums' percentiles (docs/npb.md).
+ */
+export const TIMERS_ENV = 'FASTSOCK_NPB_TIMERS'

@@ -18,7 +18,7 @@
  * (nonzer + 1) + 25 · (5 + nonzer · (nonzer + 1)) + 3) / seconds / 1e6.
  */
 import type { Comm } from 'fastsock/mpi'
-import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from '../types'
+import { TIMERS_ENV, type KernelOptions, type KernelResult, type MpiModule, type NpbClass, type NpbKernel } from '../types'
 import { A as MULT, randlc } from '../random'
 import { CG_CLASSES, makeGrid, makeMatrix, type Csr, type Grid } from './cg/matrix'
 import { fortranExp, fortranFixed } from '../format'
@@ -34,6 +34,13 @@ const EPSILON = 1e-10
  * awaited wait where fastsock cannot complete it synchronously (ERR_MPI_WOULD_BLOCK).
  */
 class RowComm {
+  /**
+   * Timing the messages (FASTSOCK_NPB_TIMERS=1, from the timed region on): seconds in `sum` and in
+   * `reduceTranspose`, and each sum's duration (ms), for rank 0's report.
+   */
+  timing = false
+  readonly seconds = { sums: 0, transposes: 0 }
+  readonly sumMs: number[] = []
   private readonly sbuf = new Float64Array(1)
   private readonly rbuf = new Float64Array(1)
   /** Per reduction step: w's slice sent, and the slices of q and of r received into. */
@@ -65,6 +72,16 @@ class RowComm {
 
   /** `value` summed over the grid row (the pairwise steps). */
   async sum (value: number): Promise<number> {
+    if (!this.timing) return await this.sumSteps(value)
+    const t0 = performance.now()
+    const s = await this.sumSteps(value)
+    const ms = performance.now() - t0
+    this.sumMs.push(ms)
+    this.seconds.sums += ms / 1000
+    return s
+  }
+
+  private async sumSteps (value: number): Promise<number> {
     let s = value
     for (let i = 0; i < this.g.l2npcols; i++) {
       this.sbuf[0] = s
@@ -88,6 +105,13 @@ class RowComm {
    * A·v for this rank's columns. Uses `into` as the receive buffer of the reduction too, as NPB.
    */
   async reduceTranspose (w: Float64Array, into: Float64Array, intoIsQ: boolean): Promise<void> {
+    if (!this.timing) return await this.reduceTransposeSteps(w, into, intoIsQ)
+    const t0 = performance.now()
+    await this.reduceTransposeSteps(w, into, intoIsQ)
+    this.seconds.transposes += (performance.now() - t0) / 1000
+  }
+
+  private async reduceTransposeSteps (w: Float64Array, into: Float64Array, intoIsQ: boolean): Promise<void> {
     const g = this.g
     const recvs = intoIsQ ? this.qRecv : this.rRecv
     for (let i = g.l2npcols - 1; i >= 0; i--) {
@@ -223,6 +247,8 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   let zeta = 0
   if (!opts.blocking) await comm.barrier()
   else try { comm.barrierSync() } catch (err) { await completeLater(err) }
+  rc.timing = process.env[TIMERS_ENV] === '1'
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   for (let it = 1; it <= p.niter; it++) {
     const rnorm = await conjGrad(m, g, v, rc)
@@ -231,6 +257,7 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
     if (comm.rank === 0) lines.push(`    ${String(it).padStart(5)}      ${fortranExp(rnorm, 21, 14)}${fortranFixed(zeta, 20, 13)}`)
   }
   const t = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
   const tmax = new Float64Array(1)
   await comm.reduce(new Float64Array([t]), tmax, mpi.MAX, 0)
 
@@ -240,10 +267,29 @@ async function run (mpi: MpiModule, comm: Comm, cls: NpbClass, opts: KernelOptio
   lines.push(' Benchmark completed ')
   if (verified) lines.push(' VERIFICATION SUCCESSFUL ', ` Zeta is    ${fortranExp(zeta, 20, 13)}`, ` Error is   ${fortranExp(err, 20, 13)}`)
   else lines.push(' VERIFICATION FAILED', ` Zeta                ${fortranExp(zeta, 20, 13)}`, ` The correct zeta is ${fortranExp(p.zeta, 20, 13)}`)
+  if (rc.timing) lines.push(...timersReport(rc, t, cpu))
   const seconds = tmax[0]
   const nz = p.nonzer * (p.nonzer + 1)
   const mops = seconds > 0 ? 1e-6 * 2 * p.niter * p.na * (3 + nz + 25 * (5 + nz) + 3) / seconds : 0
   return { size: String(p.na), iterations: p.niter, seconds, mops, verified, lines }
+}
+
+/**
+ * Rank 0's split of its own timed region (FASTSOCK_NPB_TIMERS=1; NPB's timer.flag report,
+ * shortened): the row sums (one double per step, the waits for the partner included), the
+ * reductions and transposes of A·p, the rest (the sparse products and vector updates), the CPU
+ * time; then the sums' percentiles and how much of their time went to sums over 1 ms (the
+ * stalls docs/npb.md explains).
+ */
+function timersReport (rc: RowComm, mine: number, cpu: NodeJS.CpuUsage): string[] {
+  const { sums, transposes } = rc.seconds
+  const ms = [...rc.sumMs].sort((a, b) => a - b)
+  const at = (f: number): string => ms.length === 0 ? '-' : (ms[Math.floor(f * (ms.length - 1))] * 1000).toFixed(0)
+  const slow = ms.filter(x => x > 1)
+  return [
+    ` Rank 0: row sums ${sums.toFixed(3)} s, reductions and transposes ${transposes.toFixed(3)} s, the rest (compute) ${(mine - sums - transposes).toFixed(3)} s of ${mine.toFixed(3)} s; CPU time ${((cpu.user + cpu.system) / 1e6).toFixed(3)} s`,
+    ` Rank 0: ${ms.length} row sums, µs p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)}; ${slow.length} over 1 ms took ${slow.reduce((a, b) => a + b, 0).toFixed(1)} ms`
+  ]
 }
 
 function checkProcs (cls: NpbClass, np: number): string | null {

@@ -24,7 +24,7 @@
  * says so.
  */
 import type { Comm, Request } from 'fastsock/mpi'
-import type { KernelOptions, KernelResult, MpiModule, NpbClass, NpbKernel } from '../types'
+import { TIMERS_ENV, type KernelOptions, type KernelResult, type MpiModule, type NpbClass, type NpbKernel } from '../types'
 import { A as MULT, power46, randlc, vranlc } from '../random'
 import { interp, localNorms, psinv, resid, rprj3 } from './mg/stencils'
 import { fortranExp } from '../format'
@@ -50,8 +50,6 @@ const A_COEF = [-8 / 3, 0, 1 / 6, 1 / 12]
 const C_SA = [-3 / 8, 1 / 32, -1 / 64, 0]
 const C_SB = [-3 / 17, 1 / 33, -1 / 61, 0]
 
-/** Set to 1: rank 0's report adds how its timed region divides between comm3, the norm allreduces and compute (as NPB's timer.flag file does). */
-export const TIMERS_ENV = 'FASTSOCK_NPB_TIMERS'
 
 /** The ten extremes zran3 marks with charges. */
 const CHARGES = 10
