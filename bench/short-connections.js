@@ -18,7 +18,12 @@
  * and calls `fastsock.connect`, the library's API, which always makes a fastsock Socket), so that both see the same moments of a shared host; cold-100 runs fresh
  * processes for each side, alternating. Prints the median over `--rounds` rounds (default 5) per
  * mode, the ratio plain/preloaded of the medians and the median of the paired blocks' ratios
- * (above 1: preloaded is faster), and the rungs the preloaded side's connections used. With `--env K=V` the preloaded processes get
+ * (above 1: preloaded is faster), and the rungs the preloaded side's connections used. With
+ * `--separate`, http-close and churn run as cold-100 does: per round, a plain client against a
+ * plain server and a preloaded client against a preloaded server, each pair fresh processes, the
+ * order alternating (the client process is then plain or preloaded as a deployment's would be,
+ * not one process carrying both sides; its JIT warm-up is in the figure past the 50 warm-up
+ * operations). With `--env K=V` the preloaded processes get
  * that variable too (FASTSOCK_SHORT_CONNECTIONS=fast: the fast rungs for every connection, the
  * behaviour before lib/lifetime.ts). For http-close and churn it also prints the CPU time (user +
  * system) per request/connection of the client process (median of its blocks, per side) and of
@@ -26,7 +31,7 @@
  * or waiting. The default sizes are mostly the JIT's warm-up (~1,000 connections a side); `--churn
  * 6000 --requests 2000` measures closer to steady state.
  *
- *   node bench/short-connections.js [--rounds 5] [--requests 500] [--churn 1000] [--only http-close,churn-1]
+ *   node bench/short-connections.js [--rounds 5] [--requests 500] [--churn 1000] [--only http-close,churn-1] [--separate]
  */
 const path = require('path')
 const { spawn } = require('child_process')
@@ -194,6 +199,8 @@ const CHURN = Number(opt('churn', 1000))
 const BLOCKS = Number(opt('blocks', 10))
 const extraEnv = Object.fromEntries(args.flatMap((a, i) => a === '--env' ? [args[i + 1].split('=')] : []))
 const DIRECT_OPT = args.includes('--direct')
+/** --separate: http-close and churn as cold-100 runs, a client process of each kind of its own (see the module comment). */
+const SEPARATE = args.includes('--separate')
 if (DIRECT_OPT) extraEnv.FASTSOCK_BENCH_DIRECT = '1'
 const MODES = (opt('only', 'http-close,churn-1,churn-16,cold-100')).split(',')
 const register = path.join(DIST, 'register.js')
@@ -289,7 +296,7 @@ const median = a => { const s = [...a].sort((x, y) => x - y); return s.length % 
   const blockRatios = Object.fromEntries(MODES.map(m => [m, []]))
   for (let r = 0; r < ROUNDS; r++) {
     for (const m of MODES) {
-      if (m === 'cold-100') {
+      if (m === 'cold-100' || SEPARATE) {
         const order = r % 2 === 0 ? [false, true] : [true, false]
         for (const pre of order) res[m][pre ? 'preloaded' : 'plain'].push(await once(m, pre))
         blockRatios[m].push(res[m].plain[r] / res[m].preloaded[r])
@@ -303,7 +310,7 @@ const median = a => { const s = [...a].sort((x, y) => x - y); return s.length % 
     process.stderr.write(`round ${r + 1}/${ROUNDS} done\n`)
   }
   const env = Object.keys(extraEnv).length ? ` (preloaded with ${Object.entries(extraEnv).map(([k, v]) => `${k}=${v}`).join(' ')})` : ''
-  console.log(`short connections, both ends preloaded vs both plain, ${ROUNDS} rounds${env}; µs per request/connection, median (range)`)
+  console.log(`short connections, both ends preloaded vs both plain, ${ROUNDS} rounds${env}${SEPARATE ? ", a client process per side (--separate)" : ""}; µs per request/connection, median (range)`)
   console.log('| mode | plain | preloaded | plain/preloaded (medians) | median of paired ratios | preloaded connections by rung |')
   console.log('| --- | --- | --- | --- | --- | --- |')
   for (const m of MODES) {

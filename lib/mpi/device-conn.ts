@@ -3,11 +3,13 @@
  * parser and the event loop's reads (ConnReader, device-read.ts), and here the synchronous reads
  * on shm with their polling:
  *
- * - the receive fast path (`pollFrames`): headers and payloads read with `readIntoSync` in a
- *   bounded spin, with a learned budget per wait (PollBudget, poll-budget.ts), instead of
- *   waiting for the event loop;
- * - the blocking tier's read loop (`pumpSync`, for Request.waitSync);
- * - the record-less blocking receive (`nextHeaderSync`, `takeEagerSync`, `handleHeld`).
+ * - one synchronous read loop (`readLoop`) for both tiers, which differ only in how they wait:
+ *   - the receive fast path (`pollFrames`): headers and payloads read with `readIntoSync` in a
+ *     bounded spin, with a learned budget per wait (PollBudget, poll-budget.ts), instead of
+ *     waiting for the event loop;
+ *   - the blocking tier (`pumpSync`, for Request.waitSync): spin, then asleep on the doorbell;
+ * - the record-less blocking receive (`nextHeaderSync`, `takeEagerSync`, `handleHeld`), which
+ *   reads one header and its payload with the blocking tier's waits.
  *
  * Every header these read goes through ConnReader's `header()` (the device's checkFrame) too.
  */
@@ -144,73 +146,17 @@ export class Conn extends ConnReader {
       if (left <= 0 || capUs === 0) { if (capUs > 0) this.budget.miss(); return }
       spin = Math.min(left, capUs, limitUs) // limitUs: the wait's own timeout (learning is left alone)
     }
-    const hdr = this.hdr
+    const p = this.poll
+    p.spin = spin
+    p.left = left
+    p.capUs = capUs
+    p.limitUs = limitUs
     // The whole call is bounded by the window too (frames that keep coming for other requests
     // must not hold the event loop): past the deadline, the rest is the event loop's.
-    const deadline = req === null ? 0 : performance.now() + Math.max(spin, MIN_BUSY_US) / 1000
-    this.parsing = true
-    try {
-      for (;;) {
-        if (this.batchLen > 0) this.flush() // CTS (and the like) answered while reading go out before waiting
-        let got: number
-        const t0 = spin > 0 ? performance.now() : 0
-        try {
-          const o = this.spinOpts
-          o.spinUs = spin + 1000
-          o.timeoutMs = Math.max(spin, 1) / 1000
-          o.yield = this.yieldSpin || (spin > 0 && contended())
-          got = syncRead(socket, hdr, o)
-        } catch (err) {
-          const e = err as { code?: string, bytesRead?: number }
-          if (e.code !== 'ETIMEDOUT') return
-          got = e.bytesRead ?? 0
-          if (got === 0 && spin > 0) spinEnded(t0, spin, performance.now())
-          if (got === 0 && spin > 0 && !req!.done) {
-            if (limitUs === Infinity && left > spin) {
-              // The next slice after a turn of the event loop (timers, I/O, other sockets run).
-              this.contReq = req
-              this.contCap = capUs
-              setImmediate(this.contRun)
-            } else {
-              this.budget.miss()
-            }
-          }
-        }
-        if (got < HEADER_BYTES) { this.hdrFill = got; return } // the rest comes as 'data'
-        if (spin > 0) {
-          // Caught: the rest of this wait may spin only what is left of the window.
-          spin = Math.max(0, (deadline - performance.now()) * 1000)
-        }
-        this.headerFromHdr()
-        if (this.lost) return
-        if ((this.st as St) === St.Payload) {
-          const target = this.target!
-          let p: number
-          try {
-            if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, this.payloadOpts)
-            else {
-              // Bounded by progress (streamRead); not at all while this rank's own bytes wait in
-              // the event loop's path: the peer may be waiting for them before it writes more.
-              const o = this.bigOpts
-              o.timeoutMs = socket.writableLength > 0 ? NO_WAIT_MS : SYNC_PAYLOAD.timeoutMs
-              p = streamRead(socket, target, o)
-            }
-          } catch (err) {
-            const e = err as { code?: string, bytesRead?: number }
-            if (e.code === 'ETIMEDOUT') p = e.bytesRead ?? 0
-            else { this.filled = 0; return }
-          }
-          this.filled = p
-          if (p < target.length) return // the rest comes as 'data'
-          this.st = St.Header
-          this.handler.onPayload(this)
-        }
-        if (req !== null && (req.done || socket.writableLength > 0 || (spin === 0 && performance.now() > deadline))) return
-      }
-    } finally {
-      this.parsing = false
-    }
+    p.deadline = req === null ? 0 : performance.now() + Math.max(spin, MIN_BUSY_US) / 1000
+    this.readLoop(req, false)
   }
+
   /**
    * The blocking tier's read loop (Device.waitSync, for Request.waitSync): reads and handles
    * frames with readIntoSync until `req` is done or no frame comes within `waitMs` (spinning up
@@ -229,20 +175,114 @@ export class Conn extends ConnReader {
       return 'bytes of its stream wait for the event loop'
     }
     this.contReq = null // a fast-path slice queued by an earlier wait finds nothing left to do
+    this.block.spinUs = spinUs
+    this.block.waitMs = waitMs
+    return this.readLoop(req, true)
+  }
+
+  /** The fast path's bounds for readLoop (set by pollFrames; one object per connection, reused). */
+  private readonly poll = { spin: 0.5, left: 0.5, capUs: 0.5, limitUs: 0.5, deadline: 0.5 }
+  /** The blocking tier's bounds for readLoop's first header (set by pumpSync). */
+  private readonly block = { spinUs: 0.5, waitMs: 0.5 }
+
+  /**
+   * The one synchronous read loop, of both tiers: reads and handles frames (each header through
+   * ConnReader's `header()`, the device's checkFrame) until `req` is done (null: until nothing
+   * more is there). `blocking` picks how it waits:
+   * - the receive fast path (pollFrames, `poll`): headers spun for in a slice of the learned
+   *   budget, no longer than the window in all (MIN_BUSY_US); a header or payload that stops
+   *   short, or an error, leaves the rest to the event loop's 'data'; it ends when this rank's
+   *   own bytes wait in the event loop's path (the peer may wait for them);
+   * - the blocking tier (pumpSync, `block`): the first header waited for up to `waitMs`
+   *   (spinning `spinUs` of it, then asleep on the doorbell), a frame once begun up to
+   *   FRAME_REST_MS; queued asynchronous writes make it return at once with why.
+   * Returns pumpSync's answer (null: it ran; else why it could not).
+   */
+  private readLoop (req: { readonly done: boolean } | null, blocking: boolean): string | null {
+    const socket = this.socket!
+    const poll = this.poll
+    // The fast path's spin and deadline in locals (read and written on every frame).
+    let spin = poll.spin
+    const deadline = poll.deadline
     this.parsing = true
     try {
       for (let first = true; ; first = false) {
-        if (this.batchLen > 0) this.flush()
-        if (socket.writableLength > 0) return 'asynchronous writes are queued on it'
-        const got = this.readHeaderSync(first ? spinUs : 0, first ? waitMs : 0)
-        if (got < 0) return 'synchronous I/O is unavailable on it now'
-        if (got === 0) return null // nothing in time, the end of the stream (atEof), or the rest comes as 'data'
-        if (!this.handleFrame()) return null
+        if (this.batchLen > 0) this.flush() // CTS (and the like) answered while reading go out before waiting
+        let got: number
+        if (blocking) {
+          if (socket.writableLength > 0) return 'asynchronous writes are queued on it'
+          got = this.readHeaderSync(first ? this.block.spinUs : 0, first ? this.block.waitMs : 0)
+          if (got < 0) return 'synchronous I/O is unavailable on it now'
+          if (got === 0) return null // nothing in time, the end of the stream (atEof), or the rest comes as 'data'
+        } else {
+          // A spin of `spin` µs (0: only what is there); nothing in time queues the wait's next
+          // slice after a turn of the event loop, or, with the budget spent, marks the wait
+          // missed (learned when its frame arrives as 'data').
+          const t0 = spin > 0 ? performance.now() : 0
+          try {
+            const o = this.spinOpts
+            o.spinUs = spin + 1000
+            o.timeoutMs = Math.max(spin, 1) / 1000
+            o.yield = this.yieldSpin || (spin > 0 && contended())
+            got = syncRead(socket, this.hdr, o)
+          } catch (err) {
+            const e = err as { code?: string, bytesRead?: number }
+            if (e.code !== 'ETIMEDOUT') return null
+            got = e.bytesRead ?? 0
+            if (got === 0 && spin > 0) spinEnded(t0, spin, performance.now())
+            if (got === 0 && spin > 0 && !req!.done) {
+              if (poll.limitUs === Infinity && poll.left > spin) {
+                // The next slice after a turn of the event loop (timers, I/O, other sockets run).
+                this.contReq = req
+                this.contCap = poll.capUs
+                setImmediate(this.contRun)
+              } else {
+                this.budget.miss()
+              }
+            }
+          }
+          if (got < HEADER_BYTES) { this.hdrFill = got; return null } // the rest comes as 'data'
+          // Caught: the rest of this wait may spin only what is left of the window.
+          if (spin > 0) spin = Math.max(0, (deadline - performance.now()) * 1000)
+        }
+        this.headerFromHdr()
+        if (this.lost) return null
+        if ((this.st as St) === St.Payload && !(blocking ? this.blockPayload() : this.pollPayload(socket))) return null
+        if (req === null) continue
         if (req.done) return null
+        if (!blocking && (socket.writableLength > 0 || (spin === 0 && performance.now() > deadline))) return null
       }
     } finally {
       this.parsing = false
     }
+  }
+
+  /**
+   * The fast path's payload read, right behind its header: a small one spinning only
+   * (SYNC_PAYLOAD), a large one bounded by progress (streamRead), not at all while this rank's
+   * own bytes wait in the event loop's path (the peer may be waiting for them before it writes
+   * more). False when it stopped short (the rest comes as 'data').
+   */
+  private pollPayload (socket: Socket): boolean {
+    const target = this.target!
+    let p: number
+    try {
+      if (target.length <= SYNC_WRITE_BYTES) p = syncRead(socket, target, this.payloadOpts)
+      else {
+        const o = this.bigOpts
+        o.timeoutMs = socket.writableLength > 0 ? NO_WAIT_MS : SYNC_PAYLOAD.timeoutMs
+        p = streamRead(socket, target, o)
+      }
+    } catch (err) {
+      const e = err as { code?: string, bytesRead?: number }
+      if (e.code === 'ETIMEDOUT') p = e.bytesRead ?? 0
+      else { this.filled = 0; return false }
+    }
+    this.filled = p
+    if (p < target.length) return false
+    this.st = St.Header
+    this.handler.onPayload(this)
+    return true
   }
 
   /**
@@ -290,7 +330,8 @@ export class Conn extends ConnReader {
   handleHeld (): void {
     this.parsing = true
     try {
-      this.handleFrame()
+      this.headerFromHdr()
+      if (!this.lost && (this.st as St) === St.Payload) this.blockPayload()
     } finally {
       this.parsing = false
     }
@@ -352,23 +393,18 @@ export class Conn extends ConnReader {
   }
 
   /**
-   * The blocking tier: hands the header in `hdr` to the device and reads its payload, if any,
-   * synchronously (FRAME_REST_MS at most, plus the bytes' time). False when the connection was
-   * lost or the payload stopped short (the rest comes as 'data').
+   * The blocking tier's payload read, right behind its header: FRAME_REST_MS at most, plus the
+   * bytes' time. False when it stopped short (the rest comes as 'data').
    */
-  private handleFrame (): boolean {
-    this.headerFromHdr()
-    if (this.lost) return false
-    if ((this.st as St) === St.Payload) {
-      const target = this.target!
-      const o = this.blockOpts
-      o.spinUs = FRAME_SPIN_US
-      o.timeoutMs = FRAME_REST_MS + target.length / SYNC_BYTES_PER_MS
-      const p = Math.max(0, this.blockRead(target, o))
-      if (p < target.length) { this.filled = p; return false }
-      this.st = St.Header
-      this.handler.onPayload(this)
-    }
+  private blockPayload (): boolean {
+    const target = this.target!
+    const o = this.blockOpts
+    o.spinUs = FRAME_SPIN_US
+    o.timeoutMs = FRAME_REST_MS + target.length / SYNC_BYTES_PER_MS
+    const p = Math.max(0, this.blockRead(target, o))
+    if (p < target.length) { this.filled = p; return false }
+    this.st = St.Header
+    this.handler.onPayload(this)
     return true
   }
 
