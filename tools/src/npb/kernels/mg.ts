@@ -10,7 +10,10 @@
  * - comm3 (after each operator that writes a level): per axis in turn, two receives posted from
  *   the axis neighbours, the two boundary planes sent, the ghost planes filled from what arrived
  *   (a rank that is its own neighbour in an axis sends to itself, as the reference does); on one
- *   rank, the periodic copy without messages (the reference's comm1p).
+ *   rank, the periodic copy without messages (the reference's comm1p). The same messages as the
+ *   reference's, moved differently: the third axis' planes are contiguous, so they go from the
+ *   grid and into it in place (typed-array views) where the reference packs them, and the other
+ *   two axes' planes are packed and unpacked two at a time (Halo, packPlanes).
  * - norm2u3: two one-double allreduces (MAX of |r|, SUM of r^2); zran3 picks the global ten
  *   extremes with four allreduces per place (value MAX/MIN, position MAX).
  * - The timed region: a residual and its norm, `nit` V-cycles each followed by a residual, the
@@ -64,7 +67,7 @@ interface Level {
   n3: number
   u: Float64Array
   r: Float64Array
-  /** Send and receive buffers per axis and direction, index 2 * axis + (dir > 0 ? 1 : 0). */
+  /** Send and receive buffers of the first two axes per direction, index 2 * axis + (dir > 0 ? 1 : 0). */
   sendBuf: Float64Array[]
   recvBuf: Float64Array[]
 }
@@ -122,10 +125,10 @@ function makeLevel (lay: Layout, ng: number): Level {
     m[ax] = 2 + Math.floor(((lay.idi[ax] + 1) * ng) / lay.pi[ax]) - Math.floor((lay.idi[ax] * ng) / lay.pi[ax])
   }
   const [n1, n2, n3] = m
-  const planes = [(n2 - 2) * (n3 - 2), n1 * (n3 - 2), n1 * n2]
+  const planes = [(n2 - 2) * (n3 - 2), n1 * (n3 - 2)]
   const sendBuf: Float64Array[] = []
   const recvBuf: Float64Array[] = []
-  for (let axis = 0; axis < 3; axis++) {
+  for (let axis = 0; axis < 2; axis++) { // the third axis' planes move in place (Halo)
     for (const dir of [-1, 1]) {
       sendBuf[slot(axis, dir)] = new Float64Array(planes[axis])
       recvBuf[slot(axis, dir)] = new Float64Array(planes[axis])
@@ -137,41 +140,59 @@ function makeLevel (lay: Layout, ng: number): Level {
 
 // ---- the halo exchange (comm3) ---------------------------------------------------------------
 
-/** Copies the plane at index `p` of `axis` of grid `g` into `buf` (axis 0: interior i2, i3; axis 1: all i1, interior i3; axis 2: all). */
-function packPlane (g: Float64Array, n1: number, n2: number, n3: number, axis: number, p: number, buf: Float64Array): void {
+/**
+ * Copies the boundary planes of `axis` 0 or 1 of grid `g` (the planes at index 1 and last - 1)
+ * into `lo` and `hi` in one pass (axis 0: interior i2, i3; axis 1: all i1, interior i3). One
+ * pass for both: on axis 0 each element is a row apart (2 KB at class A's finest level, past
+ * what the hardware prefetcher follows), and the two planes' elements of a row are then fetched
+ * together, two misses in flight instead of one.
+ */
+function packPlanes (g: Float64Array, n1: number, n2: number, n3: number, axis: number, lo: Float64Array, hi: Float64Array): void {
   const n12 = n1 * n2
   let k = 0
   if (axis === 0) {
     for (let i3 = 1; i3 < n3 - 1; i3++) {
-      for (let i2 = 1; i2 < n2 - 1; i2++) buf[k++] = g[p + i2 * n1 + i3 * n12]
-    }
-  } else if (axis === 1) {
-    for (let i3 = 1; i3 < n3 - 1; i3++) {
-      const row = p * n1 + i3 * n12
-      for (let i1 = 0; i1 < n1; i1++) buf[k++] = g[row + i1]
+      for (let row = n1 + i3 * n12, end = row + (n2 - 2) * n1; row < end; row += n1) {
+        lo[k] = g[row + 1]
+        hi[k] = g[row + n1 - 2]
+        k++
+      }
     }
   } else {
-    const base = p * n12
-    for (let i = 0; i < n12; i++) buf[k++] = g[base + i]
+    const hiPlane = (n2 - 2) * n1
+    for (let i3 = 1; i3 < n3 - 1; i3++) {
+      const row = n1 + i3 * n12
+      for (let i1 = 0; i1 < n1; i1++) {
+        lo[k] = g[row + i1]
+        hi[k] = g[row + hiPlane - n1 + i1]
+        k++
+      }
+    }
   }
 }
 
-/** The inverse of packPlane: `buf` into the plane at index `p` of `axis`. */
-function unpackPlane (g: Float64Array, n1: number, n2: number, n3: number, axis: number, p: number, buf: Float64Array): void {
+/** The inverse for the ghost planes (index 0 from `lo`, last from `hi`), one pass: see packPlanes. */
+function unpackPlanes (g: Float64Array, n1: number, n2: number, n3: number, axis: number, lo: Float64Array, hi: Float64Array): void {
   const n12 = n1 * n2
   let k = 0
   if (axis === 0) {
     for (let i3 = 1; i3 < n3 - 1; i3++) {
-      for (let i2 = 1; i2 < n2 - 1; i2++) g[p + i2 * n1 + i3 * n12] = buf[k++]
-    }
-  } else if (axis === 1) {
-    for (let i3 = 1; i3 < n3 - 1; i3++) {
-      const row = p * n1 + i3 * n12
-      for (let i1 = 0; i1 < n1; i1++) g[row + i1] = buf[k++]
+      for (let row = n1 + i3 * n12, end = row + (n2 - 2) * n1; row < end; row += n1) {
+        g[row] = lo[k]
+        g[row + n1 - 1] = hi[k]
+        k++
+      }
     }
   } else {
-    const base = p * n12
-    for (let i = 0; i < n12; i++) g[base + i] = buf[k++]
+    const hiPlane = (n2 - 1) * n1
+    for (let i3 = 1; i3 < n3 - 1; i3++) {
+      const base = i3 * n12
+      for (let i1 = 0; i1 < n1; i1++) {
+        g[base + i1] = lo[k]
+        g[base + hiPlane + i1] = hi[k]
+        k++
+      }
+    }
   }
 }
 
@@ -198,18 +219,18 @@ function periodic (g: Float64Array, n1: number, n2: number, n3: number): void {
   g.copyWithin((n3 - 1) * n12, n12, 2 * n12)
 }
 
-/** The last index along `axis` (the high ghost plane; last - 1 is the high boundary plane, 1 the low one, 0 the low ghost plane). */
-function lastIndex (L: Level, axis: number): number {
-  return (axis === 0 ? L.n1 : axis === 1 ? L.n2 : L.n3) - 1
-}
-
 /**
  * comm3: refreshes the ghost layer of a level's grid, axis by axis. With one rank, the periodic
  * copies without messages; otherwise, per axis: irecv from both neighbours, send both boundary
- * planes, wait, fill both ghost planes.
+ * planes, wait, fill both ghost planes. The third axis' planes are contiguous in the grid: they
+ * are sent from it and received into it in place (views made once per grid array), where the
+ * reference packs them into buffers; the first two axes' planes are packed and unpacked, both
+ * planes of an axis in one pass (packPlanes).
  */
 class Halo {
   private readonly reqs: Request[] = []
+  /** Per grid array: its third axis' [low boundary, high boundary, low ghost, high ghost] planes. */
+  private readonly zViews = new WeakMap<Float64Array, Float64Array[]>()
 
   constructor (
     private readonly mpi: MpiModule,
@@ -230,46 +251,50 @@ class Halo {
     }
   }
 
-  private post (L: Level, axis: number): void {
-    const { comm, lay, reqs } = this
-    // What arrives from the +1 side was sent toward -1 and fills the high ghost plane, and vice versa.
-    reqs[0] = comm.irecv(L.recvBuf[slot(axis, -1)], lay.nbr[slot(axis, 1)], tagOf(axis, -1))
-    reqs[1] = comm.irecv(L.recvBuf[slot(axis, 1)], lay.nbr[slot(axis, -1)], tagOf(axis, 1))
+  /**
+   * The axis' four planes for `g`: [sent to -1 (low boundary), sent to +1 (high boundary),
+   * received from +1 (fills the high ghost plane), received from -1 (fills the low one)]; the
+   * first two axes' are the level's buffers, the third's views of `g`.
+   */
+  private planes (L: Level, g: Float64Array, axis: number): Float64Array[] {
+    if (axis < 2) return [L.sendBuf[slot(axis, -1)], L.sendBuf[slot(axis, 1)], L.recvBuf[slot(axis, -1)], L.recvBuf[slot(axis, 1)]]
+    let v = this.zViews.get(g)
+    if (v === undefined) {
+      const n12 = L.n1 * L.n2
+      const last = L.n3 - 1
+      v = [g.subarray(n12, 2 * n12), g.subarray((last - 1) * n12, last * n12), g.subarray(last * n12, (last + 1) * n12), g.subarray(0, n12)]
+      this.zViews.set(g, v)
+    }
+    return v
   }
 
-  private fill (L: Level, g: Float64Array, axis: number): void {
-    const last = lastIndex(L, axis)
-    unpackPlane(g, L.n1, L.n2, L.n3, axis, last, L.recvBuf[slot(axis, -1)])
-    unpackPlane(g, L.n1, L.n2, L.n3, axis, 0, L.recvBuf[slot(axis, 1)])
+  /** Posts both receives (what arrives from the +1 side was sent toward -1, and vice versa) and packs the boundary planes. */
+  private start (L: Level, g: Float64Array, axis: number, p: Float64Array[]): void {
+    const { comm, lay, reqs } = this
+    reqs[0] = comm.irecv(p[2], lay.nbr[slot(axis, 1)], tagOf(axis, -1))
+    reqs[1] = comm.irecv(p[3], lay.nbr[slot(axis, -1)], tagOf(axis, 1))
+    if (axis < 2) packPlanes(g, L.n1, L.n2, L.n3, axis, p[0], p[1])
   }
 
   private async axisAwaited (L: Level, g: Float64Array, axis: number): Promise<void> {
     const { comm, lay, reqs } = this
-    const last = lastIndex(L, axis)
-    this.post(L, axis)
-    const hi = L.sendBuf[slot(axis, 1)]
-    const lo = L.sendBuf[slot(axis, -1)]
-    packPlane(g, L.n1, L.n2, L.n3, axis, last - 1, hi)
-    reqs[2] = comm.isend(hi, lay.nbr[slot(axis, 1)], tagOf(axis, 1))
-    packPlane(g, L.n1, L.n2, L.n3, axis, 1, lo)
-    reqs[3] = comm.isend(lo, lay.nbr[slot(axis, -1)], tagOf(axis, -1))
+    const p = this.planes(L, g, axis)
+    this.start(L, g, axis, p)
+    reqs[2] = comm.isend(p[1], lay.nbr[slot(axis, 1)], tagOf(axis, 1))
+    reqs[3] = comm.isend(p[0], lay.nbr[slot(axis, -1)], tagOf(axis, -1))
     await this.mpi.waitAll(reqs)
-    this.fill(L, g, axis)
+    if (axis < 2) unpackPlanes(g, L.n1, L.n2, L.n3, axis, p[3], p[2])
   }
 
   private async axisBlocking (L: Level, g: Float64Array, axis: number): Promise<void> {
     const { comm, lay, reqs } = this
-    const last = lastIndex(L, axis)
-    this.post(L, axis)
-    const hi = L.sendBuf[slot(axis, 1)]
-    const lo = L.sendBuf[slot(axis, -1)]
-    packPlane(g, L.n1, L.n2, L.n3, axis, last - 1, hi)
-    await blockingOr(() => { comm.sendSync(hi, lay.nbr[slot(axis, 1)], tagOf(axis, 1)) })
-    packPlane(g, L.n1, L.n2, L.n3, axis, 1, lo)
-    await blockingOr(() => { comm.sendSync(lo, lay.nbr[slot(axis, -1)], tagOf(axis, -1)) })
+    const p = this.planes(L, g, axis)
+    this.start(L, g, axis, p)
+    await blockingOr(() => { comm.sendSync(p[1], lay.nbr[slot(axis, 1)], tagOf(axis, 1)) })
+    await blockingOr(() => { comm.sendSync(p[0], lay.nbr[slot(axis, -1)], tagOf(axis, -1)) })
     await blockingOr(() => { reqs[0].waitSync() })
     await blockingOr(() => { reqs[1].waitSync() })
-    this.fill(L, g, axis)
+    if (axis < 2) unpackPlanes(g, L.n1, L.n2, L.n3, axis, p[3], p[2])
   }
 }
 
