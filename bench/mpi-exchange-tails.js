@@ -23,9 +23,6 @@ const { median } = require('./_procs')
 const { rankJob } = require('./_mpi-job')
 const { monoNs, writeTailLog } = require('./_tail-log')
 const { execFile } = require('child_process')
-const { createHash } = require('crypto')
-const fs = require('fs')
-const os = require('os')
 const path = require('path')
 
 /** The p-th fraction of sorted `a`. */
@@ -74,20 +71,10 @@ async function rank () {
   await mpi.finalize()
 }
 
-/** Runs `file args`; resolves with stdout, rejects with the output on failure. */
-function run (file, args, timeoutMs = 300000) {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${path.basename(file)} ${args.join(' ')}: ${err.message.trim()}\n${String(stderr).slice(-2000)}`))
-      else resolve(stdout)
-    })
-  })
-}
-
 /**
- * Open MPI's side: the C program built once per source and compiler into the tools' private
- * cache directory (tools/src/osu/native.ts: under the temp directory, mode 700, owned by this
- * user), and how to start it; or why not (`skipped`).
+ * Open MPI's side: the C program built by the osu tool's builder (tools/src/osu/native.ts
+ * buildNative: once per source and compiler, in its private cache directory), and a job of it;
+ * or why not (`skipped`).
  */
 async function openMpi () {
   let native
@@ -98,31 +85,18 @@ async function openMpi () {
   }
   const ompi = await native.detectOpenMpi()
   if (ompi.skipped !== null) return { skipped: ompi.skipped }
-  const src = fs.readFileSync(path.join(__dirname, 'native', 'exchange_tails.c'))
-  const key = createHash('sha256').update(src).update(ompi.version || '').update(ompi.mpicc).digest('hex').slice(0, 16)
-  const bin = path.join(native.cacheDir(), `exchange_tails-${key}`)
-  if (!fs.existsSync(bin)) {
-    const tmpSrc = `${bin}.${process.pid}.c`
-    fs.writeFileSync(tmpSrc, src, { mode: 0o600 })
-    try {
-      await run(ompi.mpicc, ['-O2', '-o', `${bin}.${process.pid}`, tmpSrc])
-      fs.renameSync(`${bin}.${process.pid}`, bin)
-    } finally {
-      fs.rmSync(tmpSrc, { force: true })
-      fs.rmSync(`${bin}.${process.pid}`, { force: true })
-    }
-  }
-  const root = typeof process.getuid === 'function' && process.getuid() === 0
-  const flags = [...(root ? ['--allow-run-as-root', '--oversubscribe'] : os.cpus().length < 2 ? ['--oversubscribe'] : [])]
+  const bin = await native.buildNative(ompi, process.env, path.join(__dirname, 'native', 'exchange_tails.c'), 'exchange_tails')
   return {
     skipped: null,
     version: ompi.version,
-    job: async (iters) => {
-      const out = await run(ompi.mpirun, [...flags, '-np', '2', bin, String(iters)])
-      const line = out.split('\n').find(l => l.startsWith('{'))
-      if (line === undefined) throw new Error(`exchange_tails printed no result: ${out.slice(-500)}`)
-      return JSON.parse(line)
-    }
+    job: (iters) => new Promise((resolve, reject) => {
+      execFile(ompi.mpirun, [...native.mpirunFlags(2), '-np', '2', bin, String(iters)], { timeout: 300000 }, (err, stdout, stderr) => {
+        if (err) return reject(new Error(`exchange_tails: ${err.message.trim()}\n${String(stderr).slice(-2000)}`))
+        const line = stdout.split('\n').find(l => l.startsWith('{'))
+        if (line === undefined) return reject(new Error(`exchange_tails printed no result: ${stdout.slice(-500)}`))
+        resolve(JSON.parse(line))
+      })
+    })
   }
 }
 

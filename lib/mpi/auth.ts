@@ -33,6 +33,7 @@ import * as fs from 'fs'
 import * as path from 'path'
 import { format } from 'util'
 import { mpiError } from './errors'
+import { makeDir, notOwnDir } from './launch'
 import { peerCredentials } from '../index'
 import type { Socket } from '../index'
 
@@ -219,15 +220,10 @@ export function candidateKey (env: NodeJS.ProcessEnv = process.env): Buffer | nu
   if (file === null) return refuse(env.HOME === undefined || env.HOME === '' ? 'HOME is unset' : `HOME=${env.HOME} is not an absolute path`)
   const dir = path.dirname(file)
   try {
-    try {
-      fs.mkdirSync(dir, { mode: 0o700 })
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    }
+    makeDir(dir)
     const st = fs.lstatSync(dir)
-    const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
-    if (!st.isDirectory()) return refuse(`${dir} is not a directory (a symbolic link?)`)
-    if (st.uid !== uid) return refuse(`${dir} belongs to uid ${st.uid}, not to this user (${uid})`)
+    const notOwn = notOwnDir(dir, st)
+    if (notOwn !== null) return refuse(notOwn)
     if ((st.mode & 0o022) !== 0) return refuse(`${dir} has mode ${(st.mode & 0o777).toString(8)}: others may write in it`)
     for (let attempt = 0; attempt < 20; attempt++) {
       const got = readCandidateKey(file)

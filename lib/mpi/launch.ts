@@ -245,19 +245,33 @@ export function storePathFor (jobId: string, env: NodeJS.ProcessEnv = process.en
   return path.join(storeDir(env), `job-${hash}.sock`)
 }
 
+/** Creates `dir` with mode 700 unless it exists (anything at that path: the caller lstat()s it). */
+export function makeDir (dir: string): void {
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 })
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+  }
+}
+
+/**
+ * Why `dir` (its lstat `st`) is not this user's own directory: not a real directory (a symbolic
+ * link?), or owned by another uid; null when it is (its mode is the caller's rule).
+ */
+export function notOwnDir (dir: string, st: fs.Stats): string | null {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
+  if (!st.isDirectory()) return `${dir} is not a directory (a symbolic link?)`
+  if (st.uid !== uid) return `${dir} belongs to uid ${st.uid}, not to this user (${uid})`
+  return null
+}
+
 /**
  * Creates `dir` (mode 700) if absent and checks that it is a real directory owned by this user
  * with no access for group or others; throws ERR_MPI_LAUNCH otherwise (someone else's directory
  * could host a fake store). `create: false` only checks, returning false when it does not exist.
  */
 export function ensurePrivateDir (dir: string, create = true): boolean {
-  if (create) {
-    try {
-      fs.mkdirSync(dir, { mode: 0o700 })
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    }
-  }
+  if (create) makeDir(dir)
   let st: fs.Stats
   try {
     st = fs.lstatSync(dir)
@@ -265,9 +279,8 @@ export function ensurePrivateDir (dir: string, create = true): boolean {
     if (!create && (err as NodeJS.ErrnoException).code === 'ENOENT') return false
     throw err
   }
-  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid
-  if (!st.isDirectory()) throw launchError(`${dir} is not a directory (a symbolic link?): refusing to use it for the store`)
-  if (st.uid !== uid) throw launchError(`${dir} belongs to uid ${st.uid}, not to this user (${uid}): refusing to use it for the store`)
+  const problem = notOwnDir(dir, st)
+  if (problem !== null) throw launchError(`${problem}: refusing to use it for the store`)
   if ((st.mode & 0o077) !== 0) {
     if (!create) throw launchError(`${dir} has mode ${(st.mode & 0o777).toString(8)}, not 700: refusing to use it for the store`)
     fs.chmodSync(dir, 0o700)

@@ -4,8 +4,8 @@
 // bench (bench/mpi-fuzz.js): the target's process, HELLOs and frame headers built field by
 // field, and a connection that sends bytes and tells when the target closed it.
 const path = require('path')
-const readline = require('readline')
 const { spawn } = require('child_process')
+const { jsonEvents } = require('./json-events')
 const ROOT = path.join(__dirname, '..', '..')
 const fastsock = require(path.join(ROOT, 'dist', 'index.js'))
 const crypto = require('crypto')
@@ -23,32 +23,14 @@ const TARGET = path.join(ROOT, 'test', 'fixtures', 'mpi', 'frame-target.js')
  */
 function startTarget (env = {}) {
   const child = spawn(process.execPath, ['--expose-gc', '--no-warnings', TARGET], { env: { ...process.env, FRAME_TARGET_SECRET: SECRET.toString('hex'), ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
-  const events = []
-  const waiters = []
-  let stderr = ''
-  child.stderr.on('data', d => { stderr += d })
-  readline.createInterface({ input: child.stdout }).on('line', line => {
-    let ev
-    try { ev = JSON.parse(line) } catch { return }
-    events.push(ev)
-    for (const w of [...waiters]) if (w.pred(ev)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(ev) }
-  })
-  const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-  const next = (pred, ms = 10000) => {
-    const found = events.find(pred)
-    if (found) return Promise.resolve(found)
-    return new Promise((resolve, reject) => {
-      const w = { pred, resolve: ev => { clearTimeout(timer); resolve(ev) } }
-      const timer = setTimeout(() => { waiters.splice(waiters.indexOf(w), 1); reject(new Error(`no such event within ${ms} ms; stderr: ${stderr}`)) }, ms)
-      waiters.push(w)
-      exited.then(({ code, signal }) => { if (waiters.includes(w)) { clearTimeout(timer); reject(new Error(`the target exited (code ${code}, signal ${signal}): ${stderr}`)) } })
-    })
-  }
+  const out = jsonEvents(child, 'the target')
+  const { events, exited } = out
+  const next = (pred, ms = 10000) => out.next(pred, ms)
   const target = {
     child,
     events,
     exited,
-    get stderr () { return stderr },
+    get stderr () { return out.stderr },
     next,
     async stats () {
       const n = events.length

@@ -7,6 +7,7 @@
 // "hellos": m}. Plain net and crypto only (it runs without fastsock's addon). squatDir: nobody
 // makes the user's private store directory first. Needs root.
 const readline = require('readline')
+const { jsonEvents } = require('./json-events')
 const { spawn } = require('child_process')
 
 const NOBODY = 65534
@@ -49,24 +50,7 @@ process.on('SIGTERM', () => { console.log(JSON.stringify(seen)); process.exit(0)
 function squatStore (ports, host = '0.0.0.0') {
   const child = spawn('env', ['-i', `PATH=${process.env.PATH}`, process.execPath, '-e', CODE, JSON.stringify({ ports, host })],
     { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] })
-  const lines = []
-  const waiters = []
-  readline.createInterface({ input: child.stdout }).on('line', l => {
-    let o
-    try { o = JSON.parse(l) } catch { return }
-    lines.push(o)
-    for (const w of waiters.splice(0)) w()
-  })
-  const next = pred => new Promise((resolve, reject) => {
-    const look = () => {
-      const o = lines.find(pred)
-      if (o !== undefined) return resolve(o)
-      if (child.exitCode !== null) return reject(new Error(`the squatter exited ${child.exitCode}: ${JSON.stringify(lines)}`))
-      waiters.push(look)
-    }
-    child.once('exit', () => { for (const w of waiters.splice(0)) w() })
-    look()
-  })
+  const { next } = jsonEvents(child, 'the squatter')
   return next(o => o.listening !== undefined || o.error !== undefined).then(o => {
     if (o.error !== undefined) throw new Error(`the squatter could not bind port ${o.port}: ${o.error}`)
     return {

@@ -14,7 +14,7 @@ const t = require('tap')
 const crypto = require('crypto')
 const net = require('net')
 const path = require('path')
-const readline = require('readline')
+const { jsonEvents } = require('../helpers/json-events')
 const { spawn } = require('child_process')
 const { cleanEnv } = require('../helpers/mpi-launchers')
 const { freePort } = require('../../dist/cli/mpirun')
@@ -55,22 +55,8 @@ function startRanks (size, prog, extra = {}) {
     const base = cleanEnv({ WORLD_SIZE: String(size), LOCAL_WORLD_SIZE: String(size), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FASTSOCK_MPI_JOB_ID: `claim-${port}`, FASTSOCK_MPI_SECRET: crypto.randomBytes(32).toString('hex'), ...extra })
     return Array.from({ length: size }, (_v, rank) => {
       const child = spawn(process.execPath, ['-e', prog], { env: { ...base, RANK: String(rank), LOCAL_RANK: String(rank) }, stdio: ['pipe', 'pipe', 'pipe'] })
-      const lines = []
-      const waiters = []
-      let stderr = ''
-      child.stderr.on('data', d => { stderr += d })
-      readline.createInterface({ input: child.stdout }).on('line', l => {
-        let o
-        try { o = JSON.parse(l) } catch { return }
-        lines.push(o)
-        for (const w of [...waiters]) if (w.pred(o)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(o) }
-      })
-      const exited = new Promise(resolve => child.once('exit', code => resolve(code)))
-      const next = pred => lines.find(pred) ?? new Promise((resolve, reject) => {
-        waiters.push({ pred, resolve })
-        exited.then(code => reject(new Error(`rank ${rank} exited ${code}: ${stderr}\n${JSON.stringify(lines)}`)))
-      })
-      return { rank, child, next, exited, jobId: base.FASTSOCK_MPI_JOB_ID, get stderr () { return stderr } }
+      const out = jsonEvents(child, `rank ${rank}`)
+      return { rank, child, next: out.next, exited: out.exited.then(e => e.code), jobId: base.FASTSOCK_MPI_JOB_ID, get stderr () { return out.stderr } }
     })
   })
 }

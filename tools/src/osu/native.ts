@@ -102,18 +102,19 @@ export function cacheDir (): string {
 }
 
 /**
- * Compiles osu_native.c with mpicc into the cache directory (once per source and compiler; older
- * builds there are removed) and returns the binary's path. Rejects with code ERR_OSU_NATIVE and
- * the compiler's output.
+ * Compiles osu_native.c (or the C file `source`, its binaries named `name`-<key>) with mpicc -O2
+ * into the cache directory (once per source and compiler; older builds of that name there are
+ * removed) and returns the binary's path. Rejects with code ERR_OSU_NATIVE and the compiler's
+ * output. bench/mpi-exchange-tails.js builds its program with it too.
  */
-export async function buildNative (ompi: OpenMpi, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const src = fs.readFileSync(sourcePath())
+export async function buildNative (ompi: OpenMpi, env: NodeJS.ProcessEnv = process.env, source = sourcePath(), name = 'osu_native'): Promise<string> {
+  const src = fs.readFileSync(source)
   const { stdout: showme } = await run(ompi.mpicc as string, ['--showme'], env, 15000).catch(() => ({ stdout: ompi.mpicc as string }))
   const key = createHash('sha256').update(src).update(showme).update(ompi.version ?? '').digest('hex').slice(0, 16)
   const dir = cacheDir()
-  const bin = path.join(dir, `osu_native-${key}`)
+  const bin = path.join(dir, `${name}-${key}`)
   if (fs.existsSync(bin)) return bin
-  const tmpSrc = path.join(dir, `osu_native-${key}-${process.pid}.c`)
+  const tmpSrc = path.join(dir, `${name}-${key}-${process.pid}.c`)
   const tmpBin = `${bin}.${process.pid}.tmp`
   fs.writeFileSync(tmpSrc, src, { mode: 0o600 })
   try {
@@ -121,7 +122,8 @@ export async function buildNative (ompi: OpenMpi, env: NodeJS.ProcessEnv = proce
     fs.renameSync(tmpBin, bin) // atomic: a concurrent run sees the old state or the whole binary
     // Builds of older sources or compilers are not needed any more.
     for (const f of fs.readdirSync(dir)) {
-      if (/^osu_native-[0-9a-f]{16}$/.test(f) && path.join(dir, f) !== bin) fs.rmSync(path.join(dir, f), { force: true })
+      const build = f.startsWith(`${name}-`) && /^[0-9a-f]{16}$/.test(f.slice(name.length + 1))
+      if (build && path.join(dir, f) !== bin) fs.rmSync(path.join(dir, f), { force: true })
     }
   } finally {
     fs.rmSync(tmpSrc, { force: true })
@@ -130,14 +132,18 @@ export async function buildNative (ompi: OpenMpi, env: NodeJS.ProcessEnv = proce
   return bin
 }
 
-/** `mpirun`'s arguments for P ranks of `bin` measuring `config`. */
-export function mpirunArgs (bin: string, np: number, config: JobConfig): string[] {
+/** `mpirun`'s flags for P ranks here: --allow-run-as-root as root, --oversubscribe as root or when P exceeds the CPUs. */
+export function mpirunFlags (np: number): string[] {
   const root = typeof process.getuid === 'function' && process.getuid() === 0
-  const flags = [
+  return [
     ...(root ? ['--allow-run-as-root'] : []),
     ...(root || np > os.cpus().length ? ['--oversubscribe'] : [])
   ]
-  return [...flags, '-np', String(np), bin, config.benchmark, config.sizes.join(','),
+}
+
+/** `mpirun`'s arguments for P ranks of `bin` measuring `config`. */
+export function mpirunArgs (bin: string, np: number, config: JobConfig): string[] {
+  return [...mpirunFlags(np), '-np', String(np), bin, config.benchmark, config.sizes.join(','),
     String(config.iterations), String(config.warmup), String(config.iterationsLarge), String(config.warmupLarge),
     String(config.largeBytes), String(config.window), String(config.measurements)]
 }

@@ -67,9 +67,12 @@ interface Level {
   n3: number
   u: Float64Array
   r: Float64Array
-  /** Send and receive buffers of the first two axes per direction, index 2 * axis + (dir > 0 ? 1 : 0). */
-  sendBuf: Float64Array[]
-  recvBuf: Float64Array[]
+  /**
+   * The halo buffers of the first two axes (index = axis), each [sent to -1 (low boundary), sent
+   * to +1 (high boundary), received from +1 (for the high ghost plane), received from -1 (for the
+   * low one)]; the third axis' planes move in place (Halo).
+   */
+  halo: Float64Array[][]
 }
 
 /** The rank's place in the process grid and its share of the finest grid. */
@@ -126,16 +129,9 @@ function makeLevel (lay: Layout, ng: number): Level {
   }
   const [n1, n2, n3] = m
   const planes = [(n2 - 2) * (n3 - 2), n1 * (n3 - 2)]
-  const sendBuf: Float64Array[] = []
-  const recvBuf: Float64Array[] = []
-  for (let axis = 0; axis < 2; axis++) { // the third axis' planes move in place (Halo)
-    for (const dir of [-1, 1]) {
-      sendBuf[slot(axis, dir)] = new Float64Array(planes[axis])
-      recvBuf[slot(axis, dir)] = new Float64Array(planes[axis])
-    }
-  }
+  const halo = planes.map(n => [new Float64Array(n), new Float64Array(n), new Float64Array(n), new Float64Array(n)])
   const size = n1 * n2 * n3
-  return { n1, n2, n3, u: new Float64Array(size), r: new Float64Array(size), sendBuf, recvBuf }
+  return { n1, n2, n3, u: new Float64Array(size), r: new Float64Array(size), halo }
 }
 
 // ---- the halo exchange (comm3) ---------------------------------------------------------------
@@ -252,12 +248,11 @@ class Halo {
   }
 
   /**
-   * The axis' four planes for `g`: [sent to -1 (low boundary), sent to +1 (high boundary),
-   * received from +1 (fills the high ghost plane), received from -1 (fills the low one)]; the
-   * first two axes' are the level's buffers, the third's views of `g`.
+   * The axis' four planes for `g`, in Level.halo's order: the first two axes' are the level's
+   * buffers, the third's views of `g` (made once per grid array).
    */
   private planes (L: Level, g: Float64Array, axis: number): Float64Array[] {
-    if (axis < 2) return [L.sendBuf[slot(axis, -1)], L.sendBuf[slot(axis, 1)], L.recvBuf[slot(axis, -1)], L.recvBuf[slot(axis, 1)]]
+    if (axis < 2) return L.halo[axis]
     let v = this.zViews.get(g)
     if (v === undefined) {
       const n12 = L.n1 * L.n2
